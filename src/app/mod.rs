@@ -1,0 +1,334 @@
+//! The application: decides what each tool call means against current state.
+//!
+//! `decide(state, command) → facts + response body` is the only business logic in the server.
+//! It runs on the ledger's writer thread (through [`crate::ledger::Decider`]), so decisions are
+//! taken one at a time in log order and never race. Every call yields exactly one event: bad
+//! input becomes a `rejected` event with a clear error and a suggestion, and changes no state.
+//! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
+
+mod lenient;
+mod maxential;
+mod texts;
+
+#[cfg(test)]
+mod tests;
+pub mod thinking;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::events::{
+    Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, SessionId, TextLookup,
+};
+use crate::ledger::{Decider, Draft, NewText};
+use crate::projections::ThinkingState;
+
+pub use maxential::{
+    ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
+    VisualizeOutput,
+};
+pub use texts::TextPolicy;
+
+/// Limits applied to every call.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    /// Largest accepted free-text field (a thought, a query), in bytes of UTF-8.
+    pub max_text_bytes: usize,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        Self {
+            max_text_bytes: 64 * 1024,
+        }
+    }
+}
+
+impl AppConfig {
+    /// Largest accepted arguments object (its JSON), in bytes: room for one maximal text plus
+    /// the other fields.
+    pub fn max_arguments_bytes(&self) -> usize {
+        self.max_text_bytes
+            .saturating_mul(2)
+            .saturating_add(16 * 1024)
+    }
+}
+
+/// One `tools/call`, as the tools layer hands it over.
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub tool: String,
+    /// The arguments object (`Value::Null` when the client sent none).
+    pub arguments: Value,
+    pub actor: Actor,
+    /// The session this connection uses when a call names none; started on first use.
+    pub connection_session: SessionId,
+    /// False when the tool exists but its family is not served (`--toolsets`).
+    pub tool_enabled: bool,
+}
+
+/// A read of durable state that records nothing (resources, CLI listings).
+pub type Query = Box<dyn FnOnce(&ThinkingState) -> Value + Send>;
+
+/// The application state machine driven by the ledger writer.
+#[derive(Debug, Default)]
+pub struct App {
+    state: ThinkingState,
+    config: AppConfig,
+}
+
+impl App {
+    pub fn new(config: AppConfig) -> Self {
+        Self {
+            state: ThinkingState::default(),
+            config,
+        }
+    }
+
+    pub fn state(&self) -> &ThinkingState {
+        &self.state
+    }
+}
+
+/// The names of the tools this layer decides, by family (for `--toolsets`).
+pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
+    ("thinking", &["sequentialthinking"]),
+    (
+        "maxential",
+        &["reset", "search", "tag", "export", "visualize"],
+    ),
+];
+
+/// Why a call was refused: shown to the client and recorded in the event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub code: &'static str,
+    pub message: String,
+    pub suggestion: String,
+}
+
+impl Rejection {
+    pub fn new(
+        code: &'static str,
+        message: impl Into<String>,
+        suggestion: impl Into<String>,
+    ) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            suggestion: suggestion.into(),
+        }
+    }
+}
+
+/// A successful decision.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    pub session_id: Option<SessionId>,
+    pub facts: Vec<Fact>,
+    pub body: Value,
+}
+
+impl Decided {
+    fn new(session_id: Option<SessionId>, facts: Vec<Fact>, body: impl Serialize) -> Self {
+        // Bodies are plain structs of strings, numbers and vectors: serialization cannot fail.
+        let body = serde_json::to_value(body).unwrap_or(Value::Null);
+        Self {
+            session_id,
+            facts,
+            body,
+        }
+    }
+}
+
+/// The body of every refused call.
+pub fn rejection_body(rejection: &Rejection) -> Value {
+    json!({
+        "status": "rejected",
+        "code": rejection.code,
+        "error": rejection.message,
+        "suggestion": rejection.suggestion,
+    })
+}
+
+impl Decider for App {
+    type Command = Command;
+    type Query = Query;
+    type Answer = Value;
+
+    fn decide(&self, command: &Command) -> Draft {
+        let mut texts = Vec::new();
+        let (recorded, outcome) = self.decide_call(command, &mut texts);
+        let (status, error, body, session_id, facts) = match outcome {
+            Ok(decided) => (
+                OutcomeStatus::Ok,
+                None,
+                decided.body,
+                decided.session_id,
+                decided.facts,
+            ),
+            Err((rejection, session_id)) => (
+                OutcomeStatus::Rejected,
+                Some(ErrorRecord {
+                    code: rejection.code.to_owned(),
+                    message: rejection.message.clone(),
+                    suggestion: rejection.suggestion.clone(),
+                }),
+                rejection_body(&rejection),
+                session_id,
+                Vec::new(),
+            ),
+        };
+        Draft {
+            session_id,
+            actor: command.actor.clone(),
+            call: Call {
+                tool: command.tool.clone(),
+                arguments: recorded,
+            },
+            facts,
+            status,
+            error,
+            body,
+            provenance: Provenance::rules("thinkledger.thinking"),
+            texts,
+        }
+    }
+
+    fn failed(&self, command: &Command, reason: &str) -> Draft {
+        let mut texts = Vec::new();
+        let policy = TextPolicy {
+            max_text_bytes: self.config.max_text_bytes,
+        };
+        let recorded = policy.opaque(&command.arguments.to_string(), &mut texts);
+        let error = ErrorRecord {
+            code: "internal_error".to_owned(),
+            message: format!("thinkledger failed while deciding this call: {reason}"),
+            suggestion: "this is a bug in thinkledger; the call changed nothing. Please report it \
+                         with the seq below"
+                .to_owned(),
+        };
+        let body = json!({
+            "status": "failed",
+            "code": error.code,
+            "error": error.message,
+            "suggestion": error.suggestion,
+        });
+        Draft {
+            session_id: None,
+            actor: command.actor.clone(),
+            call: Call {
+                tool: command.tool.clone(),
+                arguments: recorded,
+            },
+            facts: Vec::new(),
+            status: OutcomeStatus::Failed,
+            error: Some(error),
+            body,
+            provenance: Provenance::rules("thinkledger.thinking"),
+            texts,
+        }
+    }
+
+    fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
+        self.state.apply(event, texts);
+    }
+
+    fn answer(&self, query: Query) -> Value {
+        query(&self.state)
+    }
+}
+
+type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
+
+impl App {
+    /// Records the arguments (text committed, never inline) and decides the call.
+    fn decide_call(&self, command: &Command, texts: &mut Vec<NewText>) -> (Value, Outcome) {
+        let policy = TextPolicy {
+            max_text_bytes: self.config.max_text_bytes,
+        };
+        let args = match &command.arguments {
+            Value::Null => Map::new(),
+            Value::Object(map) => map.clone(),
+            other => {
+                let recorded = policy.opaque(&other.to_string(), texts);
+                let rejection = Rejection::new(
+                    "invalid_arguments",
+                    "arguments must be a JSON object",
+                    "send the tool's parameters as an object, e.g. {\"thought\": \"...\", ...}",
+                );
+                return (recorded, Err((rejection, None)));
+            }
+        };
+        let raw_len = command.arguments.to_string().len();
+        if raw_len > self.config.max_arguments_bytes() {
+            let recorded = json!({ "omitted": { "reason": "too_large", "bytes": raw_len } });
+            let rejection = Rejection::new(
+                "arguments_too_large",
+                format!(
+                    "the arguments are {raw_len} bytes; at most {} are accepted",
+                    self.config.max_arguments_bytes()
+                ),
+                "split the content over several calls",
+            );
+            return (recorded, Err((rejection, None)));
+        }
+        let spec = thinking::spec(&command.tool).filter(|_| command.tool_enabled);
+        if spec.is_none() && thinking::spec(&command.tool).is_some() {
+            let recorded = policy.opaque(&command.arguments.to_string(), texts);
+            let rejection = Rejection::new(
+                "tool_disabled",
+                format!(
+                    "the tool \"{}\" is not offered by this server",
+                    command.tool
+                ),
+                "restart thinkledger with a --toolsets list that includes its family",
+            );
+            return (recorded, Err((rejection, None)));
+        }
+        let Some(spec) = spec else {
+            let recorded = policy.opaque(&command.arguments.to_string(), texts);
+            let known: Vec<&str> = TOOL_FAMILIES
+                .iter()
+                .flat_map(|(_, t)| t.iter().copied())
+                .collect();
+            let rejection = Rejection::new(
+                "unknown_tool",
+                format!("there is no tool named \"{}\"", command.tool),
+                format!("call one of: {}", known.join(", ")),
+            );
+            return (recorded, Err((rejection, None)));
+        };
+        let recorded = policy.record(&args, spec.known_fields, spec.text_fields, texts);
+        let recorded = match recorded {
+            Ok(value) => value,
+            Err(oversized) => {
+                let recorded =
+                    policy.record_without_texts(&args, spec.known_fields, spec.text_fields, texts);
+                let rejection = Rejection::new(
+                    "text_too_large",
+                    format!(
+                        "`{}` is {} bytes; at most {} are accepted",
+                        oversized.field, oversized.bytes, self.config.max_text_bytes
+                    ),
+                    "split the text over several calls, or raise the limit with --max-text-bytes",
+                );
+                return (recorded, Err((rejection, None)));
+            }
+        };
+        let outcome = (spec.decide)(self, command, &Value::Object(args.clone()), &recorded);
+        match outcome {
+            Ok(decided) => (recorded, Ok(decided)),
+            Err(err) => {
+                // A call that did not parse may hold anything in any field: keep it erasable.
+                let recorded = if err.0.code == "invalid_arguments" {
+                    texts.clear();
+                    policy.opaque(&command.arguments.to_string(), texts)
+                } else {
+                    recorded
+                };
+                (recorded, Err(err))
+            }
+        }
+    }
+}

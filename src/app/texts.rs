@@ -1,0 +1,195 @@
+//! How a call's arguments are recorded: known fields kept, free text replaced by a salted
+//! commitment (its text stored beside the event, erasable), oversized text omitted.
+
+use serde_json::{Map, Value, json};
+
+use crate::events::TextRef;
+use crate::ledger::canonical::canonical_bytes;
+use crate::ledger::hash::{fresh_salt, text_commitment};
+use crate::ledger::{NewText, TextRecord};
+
+/// The text rules of one call.
+#[derive(Debug, Clone, Copy)]
+pub struct TextPolicy {
+    pub max_text_bytes: usize,
+}
+
+/// A text field over the limit.
+#[derive(Debug, Clone)]
+pub struct Oversized {
+    pub field: String,
+    pub bytes: usize,
+}
+
+impl TextPolicy {
+    /// Commits `text`: a fresh salt, the commitment, and the record to store beside the event.
+    pub fn commit(&self, text: &str) -> (TextRef, NewText) {
+        // Without OS randomness the salt is all zeros: the commitment is then still binding but
+        // guessable texts could be confirmed. getrandom failing is not seen on supported systems.
+        let salt = fresh_salt().unwrap_or([0; 32]);
+        let text_ref = TextRef {
+            commitment: text_commitment(&salt, text),
+        };
+        let new = NewText {
+            text_ref: text_ref.clone(),
+            record: TextRecord {
+                salt,
+                text: text.to_owned(),
+            },
+        };
+        (text_ref, new)
+    }
+
+    /// The whole raw arguments as one committed text: for calls whose structure is unknown, so
+    /// nothing they carry lands in the event in clear.
+    pub fn opaque(&self, raw: &str, texts: &mut Vec<NewText>) -> Value {
+        if raw.len() > self.max_text_bytes.saturating_mul(2) {
+            return json!({ "omitted": { "reason": "too_large", "bytes": raw.len() } });
+        }
+        let (text_ref, new) = self.commit(raw);
+        texts.push(new);
+        json!({ "raw": text_ref })
+    }
+
+    /// The arguments to record: only `known` fields; string values of `text_fields` committed.
+    /// Fails, pushing nothing, when a text field is over the limit. A value that cannot be
+    /// hashed portably (an integer beyond 2^53) makes the whole call opaque.
+    pub fn record(
+        &self,
+        args: &Map<String, Value>,
+        known: &[&str],
+        text_fields: &[&str],
+        texts: &mut Vec<NewText>,
+    ) -> Result<Value, Oversized> {
+        for field in text_fields {
+            if let Some(Value::String(s)) = args.get(*field)
+                && s.len() > self.max_text_bytes
+            {
+                return Err(Oversized {
+                    field: (*field).to_owned(),
+                    bytes: s.len(),
+                });
+            }
+        }
+        let mut local = Vec::new();
+        let recorded = self.build(args, known, text_fields, &mut local, false);
+        if canonical_bytes(&recorded).is_err() {
+            return Ok(self.opaque(&Value::Object(args.clone()).to_string(), texts));
+        }
+        texts.extend(local);
+        Ok(recorded)
+    }
+
+    /// Like [`TextPolicy::record`], for a call refused for oversized text: oversized fields are
+    /// recorded as `{"omitted": {"reason": "too_large", "bytes": n}}` and not stored at all.
+    pub fn record_without_texts(
+        &self,
+        args: &Map<String, Value>,
+        known: &[&str],
+        text_fields: &[&str],
+        texts: &mut Vec<NewText>,
+    ) -> Value {
+        let mut local = Vec::new();
+        let recorded = self.build(args, known, text_fields, &mut local, true);
+        if canonical_bytes(&recorded).is_err() {
+            return json!({ "omitted": { "reason": "not_canonicalizable" } });
+        }
+        texts.extend(local);
+        recorded
+    }
+
+    fn build(
+        &self,
+        args: &Map<String, Value>,
+        known: &[&str],
+        text_fields: &[&str],
+        texts: &mut Vec<NewText>,
+        omit_oversized: bool,
+    ) -> Value {
+        let mut out = Map::new();
+        for (key, value) in args {
+            if !known.contains(&key.as_str()) {
+                continue;
+            }
+            let recorded = match value {
+                Value::String(s) if text_fields.contains(&key.as_str()) => {
+                    if omit_oversized && s.len() > self.max_text_bytes {
+                        json!({ "omitted": { "reason": "too_large", "bytes": s.len() } })
+                    } else {
+                        let (text_ref, new) = self.commit(s);
+                        texts.push(new);
+                        serde_json::to_value(text_ref).unwrap_or(Value::Null)
+                    }
+                }
+                other => other.clone(),
+            };
+            out.insert(key.clone(), recorded);
+        }
+        Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn text_fields_are_committed_and_unknown_fields_dropped() {
+        let policy = TextPolicy { max_text_bytes: 10 };
+        let mut texts = Vec::new();
+        let recorded = policy
+            .record(
+                &args(json!({"thought": "secret", "n": 1, "junk": "x"})),
+                &["thought", "n"],
+                &["thought"],
+                &mut texts,
+            )
+            .unwrap();
+        assert_eq!(texts.len(), 1);
+        assert_eq!(texts[0].record.text, "secret");
+        assert_eq!(
+            recorded["thought"]["textCommitment"],
+            texts[0].text_ref.commitment
+        );
+        assert_eq!(recorded["n"], 1);
+        assert!(recorded.get("junk").is_none());
+        assert!(!recorded.to_string().contains("secret"));
+    }
+
+    #[test]
+    fn oversized_text_is_refused_and_never_stored() {
+        let policy = TextPolicy { max_text_bytes: 3 };
+        let mut texts = Vec::new();
+        let a = args(json!({"thought": "toolong"}));
+        let err = policy
+            .record(&a, &["thought"], &["thought"], &mut texts)
+            .unwrap_err();
+        assert_eq!((err.field.as_str(), err.bytes), ("thought", 7));
+        assert!(texts.is_empty());
+        let recorded = policy.record_without_texts(&a, &["thought"], &["thought"], &mut texts);
+        assert_eq!(recorded["thought"]["omitted"]["bytes"], 7);
+        assert!(texts.is_empty());
+    }
+
+    #[test]
+    fn values_that_cannot_be_hashed_make_the_call_opaque() {
+        let policy = TextPolicy {
+            max_text_bytes: 100,
+        };
+        let mut texts = Vec::new();
+        let recorded = policy
+            .record(
+                &args(json!({"n": 9007199254740993u64})),
+                &["n"],
+                &[],
+                &mut texts,
+            )
+            .unwrap();
+        assert!(recorded["raw"]["textCommitment"].is_string());
+        assert_eq!(texts.len(), 1);
+    }
+}

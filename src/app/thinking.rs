@@ -1,0 +1,473 @@
+//! The sequential-thinking tool (the reference server's contract) and `reset`, plus the table
+//! of tools this layer decides and the session rules every tool shares.
+
+use std::borrow::Cow;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{App, Command, Decided, Outcome, Rejection, lenient, maxential};
+use crate::events::{Fact, SessionId, TextRef, ThoughtRecorded};
+use crate::projections::{Session, SessionStatus};
+
+/// How the application handles one tool.
+pub struct ToolSpec {
+    pub name: &'static str,
+    /// Argument names recorded in the event; others are ignored and not recorded.
+    pub known_fields: &'static [&'static str],
+    /// Arguments holding free text: committed, stored beside the event, erasable.
+    pub text_fields: &'static [&'static str],
+    /// Decides the call from its arguments as sent and as recorded (the recorded form carries
+    /// the commitments of its text fields).
+    pub decide: fn(&App, &Command, &Value, &Value) -> Outcome,
+}
+
+const SPECS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "sequentialthinking",
+        known_fields: &[
+            "thought",
+            "nextThoughtNeeded",
+            "thoughtNumber",
+            "totalThoughts",
+            "isRevision",
+            "revisesThought",
+            "branchFromThought",
+            "branchId",
+            "needsMoreThoughts",
+            "sessionId",
+            "tags",
+        ],
+        text_fields: &["thought"],
+        decide: decide_sequential,
+    },
+    ToolSpec {
+        name: "reset",
+        known_fields: &["confirm", "sessionId"],
+        text_fields: &[],
+        decide: decide_reset,
+    },
+    ToolSpec {
+        name: "search",
+        known_fields: &["query", "tags", "branchId", "includeRevisions", "sessionId"],
+        text_fields: &["query"],
+        decide: maxential::decide_search,
+    },
+    ToolSpec {
+        name: "tag",
+        known_fields: &["thoughtNumber", "add", "remove", "sessionId"],
+        text_fields: &[],
+        decide: maxential::decide_tag,
+    },
+    ToolSpec {
+        name: "export",
+        known_fields: &["format", "includeBranches", "branchId", "sessionId"],
+        text_fields: &[],
+        decide: maxential::decide_export,
+    },
+    ToolSpec {
+        name: "visualize",
+        known_fields: &["format", "showTags", "showContent", "sessionId"],
+        text_fields: &[],
+        decide: maxential::decide_visualize,
+    },
+];
+
+/// The spec of `tool`, if this layer knows it.
+pub fn spec(tool: &str) -> Option<&'static ToolSpec> {
+    SPECS.iter().find(|s| s.name == tool)
+}
+
+/// Arguments of `sequentialthinking`: exactly the reference server's, plus `sessionId` and
+/// `tags`. Numbers and booleans may be sent as strings.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SequentialThinkingArgs {
+    /// Your current thinking step: an analysis, a question, a revision, a hypothesis or its check.
+    pub thought: String,
+    /// True while more thinking is needed, even at what looked like the end.
+    #[serde(deserialize_with = "lenient::bool_required")]
+    #[schemars(with = "bool")]
+    pub next_thought_needed: bool,
+    /// Number of this thought in the sequence (1, 2, 3, …); may exceed the estimate.
+    #[serde(deserialize_with = "lenient::u32_required")]
+    #[schemars(with = "u32", range(min = 1))]
+    pub thought_number: u32,
+    /// Current estimate of the thoughts needed; raised automatically when thoughtNumber passes it.
+    #[serde(deserialize_with = "lenient::u32_required")]
+    #[schemars(with = "u32", range(min = 1))]
+    pub total_thoughts: u32,
+    /// Whether this thought reconsiders an earlier one.
+    #[serde(default, deserialize_with = "lenient::bool_optional")]
+    #[schemars(with = "bool")]
+    pub is_revision: Option<bool>,
+    /// The thought number being reconsidered, when isRevision is true.
+    #[serde(default, deserialize_with = "lenient::u32_optional")]
+    #[schemars(with = "u32", range(min = 1))]
+    pub revises_thought: Option<u32>,
+    /// The thought number this branch starts from.
+    #[serde(default, deserialize_with = "lenient::u32_optional")]
+    #[schemars(with = "u32", range(min = 1))]
+    pub branch_from_thought: Option<u32>,
+    /// Name of the branch this thought belongs to.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub branch_id: Option<String>,
+    /// Set when the end was reached but more thoughts turned out to be needed.
+    #[serde(default, deserialize_with = "lenient::bool_optional")]
+    #[schemars(with = "bool")]
+    pub needs_more_thoughts: Option<bool>,
+    /// Session to add to (from an earlier response or ledger://sessions); defaults to this
+    /// connection's session, started on first use.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub session_id: Option<String>,
+    /// Tags for this thought (lowercased, trimmed, deduplicated), e.g. hypothesis, evidence,
+    /// counter, decision, question, rejected, key.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub tags: Option<Vec<String>>,
+}
+
+/// Response of `sequentialthinking`: the reference server's fields plus `sessionId`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SequentialThinkingOutput {
+    pub thought_number: u32,
+    pub total_thoughts: u32,
+    pub next_thought_needed: bool,
+    /// Branch ids of the session, in the order they were opened.
+    pub branches: Vec<String>,
+    /// Thoughts recorded in the session so far.
+    pub thought_history_length: usize,
+    pub session_id: String,
+}
+
+/// Arguments of `reset`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetArgs {
+    /// Must be true: a guard against clearing by accident.
+    #[serde(deserialize_with = "lenient::bool_required")]
+    #[schemars(with = "bool")]
+    pub confirm: bool,
+    /// Session to close; defaults to this connection's session.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub session_id: Option<String>,
+}
+
+/// Response of `reset`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetOutput {
+    /// Always `reset`.
+    pub status: String,
+    pub cleared: Cleared,
+    pub message: String,
+    /// The session that was closed, if there was one.
+    pub session_id: Option<String>,
+}
+
+/// Counts of what a reset took out of the active view (all of it stays in the ledger).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Cleared {
+    pub thoughts: usize,
+    pub branches: usize,
+}
+
+/// Parses typed arguments; a failure names the problem and the expected shape.
+pub(super) fn parse<T: DeserializeOwned>(args: &Value, usage: &str) -> Result<T, Rejection> {
+    serde_json::from_value(args.clone()).map_err(|e| {
+        Rejection::new(
+            "invalid_arguments",
+            format!("invalid arguments: {e}"),
+            usage.to_owned(),
+        )
+    })
+}
+
+/// The session a call acts on.
+pub(super) enum Target<'a> {
+    Existing(&'a Session),
+    /// The connection's session, not started yet: the call starts it.
+    New(SessionId),
+}
+
+impl Target<'_> {
+    pub(super) fn id(&self) -> SessionId {
+        match self {
+            Target::Existing(s) => s.id.clone(),
+            Target::New(id) => id.clone(),
+        }
+    }
+
+    /// The id to attribute a refused call to: only a session that exists (a refused call does
+    /// not start one).
+    pub(super) fn existing_id(&self) -> Option<SessionId> {
+        match self {
+            Target::Existing(s) => Some(s.id.clone()),
+            Target::New(_) => None,
+        }
+    }
+
+    /// The `SessionStarted` fact a call on a new session must carry.
+    pub(super) fn start_facts(&self) -> Vec<Fact> {
+        match self {
+            Target::Existing(_) => Vec::new(),
+            Target::New(id) => vec![Fact::SessionStarted {
+                session_id: id.clone(),
+            }],
+        }
+    }
+
+    /// The session as it stands (an empty one for a new session), borrowed: a decision must
+    /// not copy a long session's thoughts on every call.
+    pub(super) fn view(&self) -> Cow<'_, Session> {
+        match self {
+            Target::Existing(s) => Cow::Borrowed(*s),
+            Target::New(id) => Cow::Owned(Session {
+                id: id.clone(),
+                started_seq: 0,
+                started_at: String::new(),
+                status: SessionStatus::Active,
+                thoughts: Vec::new(),
+                branches: Vec::new(),
+                events: 0,
+                last_seq: 0,
+                updated_at: String::new(),
+            }),
+        }
+    }
+}
+
+/// Resolves the session of a call: the named one, else the connection's (new if not started).
+pub(super) fn target<'a>(
+    app: &'a App,
+    command: &Command,
+    requested: Option<&str>,
+) -> Result<Target<'a>, (Rejection, Option<SessionId>)> {
+    let Some(raw) = requested else {
+        return Ok(match app.state.session(&command.connection_session) {
+            Some(session) => Target::Existing(session),
+            None => Target::New(command.connection_session.clone()),
+        });
+    };
+    let Some(id) = SessionId::parse(raw) else {
+        return Err((
+            Rejection::new(
+                "unknown_session",
+                format!("\"{raw}\" is not a session id"),
+                "session ids are lowercase UUIDs as returned in `sessionId`; omit sessionId to use \
+                 this connection's session, or read ledger://sessions to list them",
+            ),
+            None,
+        ));
+    };
+    match app.state.session(&id) {
+        Some(session) => Ok(Target::Existing(session)),
+        None => Err((
+            Rejection::new(
+                "unknown_session",
+                format!("there is no session {id} in this ledger"),
+                "omit sessionId to use this connection's session, or read ledger://sessions to \
+                 list the sessions that exist",
+            ),
+            None,
+        )),
+    }
+}
+
+/// Lowercased, trimmed, deduplicated tags, in first-seen order; refuses unusable ones.
+pub(super) fn normalize_tags(raw: &[String]) -> Result<Vec<String>, Rejection> {
+    let mut tags: Vec<String> = Vec::new();
+    for tag in raw {
+        let tag = tag.trim().to_lowercase();
+        if tag.is_empty() {
+            continue;
+        }
+        if tag.chars().count() > 64 || tag.chars().any(char::is_control) {
+            return Err(Rejection::new(
+                "invalid_tag",
+                "a tag must be at most 64 characters with no control characters",
+                "use short labels such as hypothesis, evidence, counter, decision, question, \
+                 rejected, key",
+            ));
+        }
+        if !tags.contains(&tag) {
+            tags.push(tag);
+        }
+    }
+    if tags.len() > 32 {
+        return Err(Rejection::new(
+            "invalid_tag",
+            "at most 32 tags per thought",
+            "keep the few that matter",
+        ));
+    }
+    Ok(tags)
+}
+
+const SEQUENTIAL_USAGE: &str = "required: thought (string), nextThoughtNeeded (boolean), \
+    thoughtNumber (integer ≥ 1), totalThoughts (integer ≥ 1); optional: isRevision, \
+    revisesThought, branchFromThought, branchId, needsMoreThoughts, sessionId, tags";
+
+fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Value) -> Outcome {
+    let args: SequentialThinkingArgs = parse(args, SEQUENTIAL_USAGE).map_err(|r| (r, None))?;
+    let target = target(app, command, args.session_id.as_deref())?;
+    let session_id = target.id();
+    let attributed = |r: Rejection| (r, target.existing_id());
+    let session = target.view();
+    if let SessionStatus::Closed { seq, .. } = &session.status {
+        return Err(attributed(Rejection::new(
+            "session_closed",
+            format!("session {session_id} was closed by a reset (event {seq})"),
+            "omit sessionId to continue in this connection's current session, or start a new \
+             chain; the closed session stays readable through export and ledger://session/{id}",
+        )));
+    }
+    if args.thought.trim().is_empty() {
+        return Err(attributed(Rejection::new(
+            "invalid_arguments",
+            "thought is empty",
+            SEQUENTIAL_USAGE,
+        )));
+    }
+    if args.thought_number == 0 || args.total_thoughts == 0 {
+        return Err(attributed(Rejection::new(
+            "invalid_arguments",
+            "thoughtNumber and totalThoughts start at 1",
+            SEQUENTIAL_USAGE,
+        )));
+    }
+    for (name, number) in [
+        ("revisesThought", args.revises_thought),
+        ("branchFromThought", args.branch_from_thought),
+    ] {
+        if let Some(n) = number
+            && session.thought_by_number(n).is_none()
+        {
+            return Err(attributed(Rejection::new(
+                "unknown_thought",
+                format!("{name} is {n}, but this session has no thought {n}"),
+                format!(
+                    "refer to a thought already recorded (this session has {} thoughts); to \
+                     continue an earlier session pass its sessionId",
+                    session.thoughts.len()
+                ),
+            )));
+        }
+    }
+    let tags = normalize_tags(args.tags.as_deref().unwrap_or(&[])).map_err(attributed)?;
+    let branch_id = args
+        .branch_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .map(str::to_owned);
+    if branch_id.as_ref().is_some_and(|b| b.chars().count() > 128) {
+        return Err(attributed(Rejection::new(
+            "invalid_arguments",
+            "branchId is over 128 characters",
+            "use a short branch name",
+        )));
+    }
+    let total_thoughts = args.total_thoughts.max(args.thought_number);
+    // The text is stored under the commitment made when the arguments were recorded.
+    let text: TextRef = serde_json::from_value(recorded["thought"].clone()).map_err(|_| {
+        attributed(Rejection::new(
+            "invalid_arguments",
+            "thought could not be recorded",
+            SEQUENTIAL_USAGE,
+        ))
+    })?;
+    let recorded = ThoughtRecorded {
+        session_id: session_id.clone(),
+        text,
+        thought_number: args.thought_number,
+        total_thoughts,
+        next_thought_needed: args.next_thought_needed,
+        is_revision: args.is_revision.unwrap_or(false),
+        revises_thought: args.revises_thought,
+        branch_from_thought: args.branch_from_thought,
+        branch_id: branch_id.clone(),
+        needs_more_thoughts: args.needs_more_thoughts.unwrap_or(false),
+        tags,
+    };
+    let mut branches = session.branch_ids();
+    if let (Some(b), Some(_)) = (&branch_id, args.branch_from_thought)
+        && !branches.contains(b)
+    {
+        branches.push(b.clone());
+    }
+    let output = SequentialThinkingOutput {
+        thought_number: args.thought_number,
+        total_thoughts,
+        next_thought_needed: args.next_thought_needed,
+        branches,
+        thought_history_length: session.thoughts.len() + 1,
+        session_id: session_id.to_string(),
+    };
+    let mut facts = target.start_facts();
+    facts.push(Fact::ThoughtRecorded(recorded));
+    Ok(Decided::new(Some(session_id), facts, output))
+}
+
+fn decide_reset(app: &App, command: &Command, args: &Value, _recorded: &Value) -> Outcome {
+    let args: ResetArgs =
+        parse(args, "required: confirm (true); optional: sessionId").map_err(|r| (r, None))?;
+    if !args.confirm {
+        return Err((
+            Rejection::new(
+                "confirmation_required",
+                "reset needs confirm: true",
+                "call reset with {\"confirm\": true} to close the session; nothing is deleted \
+                 from the ledger",
+            ),
+            None,
+        ));
+    }
+    let target = target(app, command, args.session_id.as_deref())?;
+    let Target::Existing(session) = target else {
+        let output = ResetOutput {
+            status: "reset".into(),
+            cleared: Cleared {
+                thoughts: 0,
+                branches: 0,
+            },
+            message: "No session was active. Ready for a new thinking chain.".into(),
+            session_id: None,
+        };
+        return Ok(Decided::new(None, Vec::new(), output));
+    };
+    if !session.is_active() {
+        let output = ResetOutput {
+            status: "reset".into(),
+            cleared: Cleared {
+                thoughts: 0,
+                branches: 0,
+            },
+            message: "That session was already closed. Ready for a new thinking chain.".into(),
+            session_id: Some(session.id.to_string()),
+        };
+        return Ok(Decided::new(Some(session.id.clone()), Vec::new(), output));
+    }
+    let output = ResetOutput {
+        status: "reset".into(),
+        cleared: Cleared {
+            thoughts: session.thoughts.len(),
+            branches: session.branches.len(),
+        },
+        message: "Session cleared. Ready for new thinking chain. The closed session stays in the \
+                  ledger and can still be exported by its sessionId."
+            .into(),
+        session_id: Some(session.id.to_string()),
+    };
+    let facts = vec![Fact::SessionClosed {
+        session_id: session.id.clone(),
+        reason: "reset".into(),
+    }];
+    Ok(Decided::new(Some(session.id.clone()), facts, output))
+}

@@ -1,0 +1,245 @@
+//! The persisted contract: the event envelope and the facts a tool call produces.
+//!
+//! This module is pure data. It knows nothing of hashing, storage, MCP or business rules; every
+//! other layer imports it and it imports none of them. Everything here is serialized into the
+//! ledger and hashed, so changes must be additive: a new fact variant or an optional field, never
+//! a rename. Names are past tense (`ThoughtRecorded`, `SessionClosed`) because an event states
+//! what happened, not what was asked.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The envelope version written by this build. Readers accept every version up to this one.
+pub const ENVELOPE_VERSION: u32 = 1;
+
+/// The only envelope kind so far: one per `tools/call`, whatever its outcome.
+pub const KIND_TOOL_CALL_RECORDED: &str = "ToolCallRecorded";
+
+/// A session identifier: a lowercase UUID v4 string, chosen by the server.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// A fresh random session id.
+    pub fn random() -> Self {
+        Self(uuid::Uuid::new_v4().to_string())
+    }
+
+    /// Parses a caller-supplied id; only the canonical lowercase hyphenated UUID form is accepted
+    /// so that one session cannot be named two ways.
+    pub fn parse(raw: &str) -> Option<Self> {
+        let parsed = uuid::Uuid::parse_str(raw).ok()?;
+        let canonical = parsed.to_string();
+        (canonical == raw).then_some(Self(canonical))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A commitment to a piece of erasable free text: `BLAKE3-derive_key(ctx, salt ‖ text)` in
+/// lowercase hex. The text and its salt live beside the log, never inside an event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TextRef {
+    /// 64 lowercase hex digits.
+    #[serde(rename = "textCommitment")]
+    pub commitment: String,
+}
+
+/// Resolves a text commitment to its text when the text is stored (and not erased). Projections
+/// receive one with every event; the ledger provides it.
+pub type TextLookup<'a> = dyn Fn(&TextRef) -> Option<std::sync::Arc<str>> + 'a;
+
+/// One recorded `tools/call`: the unit of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// Envelope version; see [`ENVELOPE_VERSION`].
+    pub v: u32,
+    /// Envelope kind, past tense; see [`KIND_TOOL_CALL_RECORDED`].
+    pub kind: String,
+    /// Position in the log: 1, 2, 3, … with no gaps.
+    pub seq: u64,
+    /// The ledger this event belongs to, so an event cannot be replayed into another ledger.
+    pub ledger_id: String,
+    /// The session the call acted on, when there was one.
+    pub session_id: Option<SessionId>,
+    /// UTC time the writer decided the call (RFC 3339, microseconds, `Z`). A claim of this
+    /// server, not a proof of time.
+    pub recorded_at: String,
+    /// Who made the call.
+    pub actor: Actor,
+    /// The call as received: tool name and arguments, with erasable text replaced by [`TextRef`].
+    pub call: Call,
+    /// What the call changed. Empty for read-only and rejected calls.
+    pub facts: Vec<Fact>,
+    /// How the call ended and a digest of what the client was told.
+    pub outcome: Outcome,
+    /// Where derived output came from (rule set and version, or model and provider).
+    pub provenance: Provenance,
+    /// `hash` of event `seq - 1`; 64 zeros for the first event.
+    pub prev_hash: String,
+    /// This event's hash over its canonical form without this field.
+    pub hash: String,
+}
+
+/// The principal and client behind a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Actor {
+    /// The authenticated principal, or `local` for the process owner on stdio / loopback HTTP.
+    pub principal: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// Client name from the MCP handshake (or per-request metadata), when known.
+    pub client_name: Option<String>,
+    /// Client version from the MCP handshake, when known.
+    pub client_version: Option<String>,
+}
+
+/// A tool call as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    pub tool: String,
+    /// The arguments object in canonical form, erasable text replaced by `{"textCommitment": …}`.
+    /// For a call whose arguments could not be parsed at all, the whole raw argument object is
+    /// one text reference (it may hold anything, so it must stay erasable).
+    pub arguments: Value,
+}
+
+/// The outcome of a call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub status: OutcomeStatus,
+    /// BLAKE3 (derive_key context `thinkledger 2026-11 response v1`) of the canonical JSON of the
+    /// response body the client received, receipt fields (`seq`, `eventHash`) excluded.
+    pub response_digest: String,
+    /// Present when `status` is not `ok`.
+    pub error: Option<ErrorRecord>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutcomeStatus {
+    /// The call did what it was asked.
+    Ok,
+    /// The call was refused for bad input; nothing changed.
+    Rejected,
+    /// The call was valid but could not be carried out; nothing changed.
+    Failed,
+}
+
+/// Why a call did not succeed, as told to the client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorRecord {
+    /// Stable machine-readable code, e.g. `invalid_arguments`, `unknown_session`.
+    pub code: String,
+    pub message: String,
+    pub suggestion: String,
+}
+
+/// Where derived output came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Provenance {
+    /// `rules` (deterministic code of this server) or `model`.
+    pub kind: String,
+    /// The rule set or model name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+impl Provenance {
+    /// Deterministic rules of this server build.
+    pub fn rules(name: &str) -> Self {
+        Self {
+            kind: "rules".to_owned(),
+            name: name.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+/// Something a call changed. Projections fold these; nothing else changes state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Fact {
+    /// A thinking session was opened.
+    SessionStarted {
+        #[serde(rename = "sessionId")]
+        session_id: SessionId,
+    },
+    /// A thought was appended to a session's chain.
+    ThoughtRecorded(ThoughtRecorded),
+    /// Tags were added to or removed from one thought.
+    ThoughtTagged {
+        #[serde(rename = "sessionId")]
+        session_id: SessionId,
+        /// The seq of the event that recorded the thought: its stable identity.
+        #[serde(rename = "thoughtSeq")]
+        thought_seq: u64,
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
+    /// A session was closed; its thoughts stay in the ledger and stay readable.
+    SessionClosed {
+        #[serde(rename = "sessionId")]
+        session_id: SessionId,
+        reason: String,
+    },
+}
+
+/// The body of [`Fact::ThoughtRecorded`]: the reference server's thought fields plus tags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThoughtRecorded {
+    pub session_id: SessionId,
+    pub text: TextRef,
+    pub thought_number: u32,
+    pub total_thoughts: u32,
+    pub next_thought_needed: bool,
+    pub is_revision: bool,
+    pub revises_thought: Option<u32>,
+    pub branch_from_thought: Option<u32>,
+    pub branch_id: Option<String>,
+    pub needs_more_thoughts: bool,
+    pub tags: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_accept_only_the_canonical_form() {
+        let id = SessionId::random();
+        assert_eq!(SessionId::parse(id.as_str()), Some(id.clone()));
+        assert_eq!(SessionId::parse(&id.as_str().to_uppercase()), None);
+        assert_eq!(SessionId::parse("not-a-uuid"), None);
+    }
+
+    #[test]
+    fn facts_are_tagged_with_past_tense_names() {
+        let fact = Fact::SessionClosed {
+            session_id: SessionId::random(),
+            reason: "reset".into(),
+        };
+        let json = serde_json::to_value(&fact).unwrap();
+        assert_eq!(json["type"], "SessionClosed");
+        assert_eq!(json["reason"], "reset");
+    }
+}

@@ -1,0 +1,185 @@
+//! Hashing: event hashes, text commitments and response digests, each under its own BLAKE3
+//! domain-separation context so a digest of one kind can never be passed off as another.
+//!
+//! Pure functions over bytes and JSON values; no storage, no clock.
+
+use serde_json::Value;
+
+use super::LedgerError;
+use super::canonical::canonical_bytes;
+use crate::events::Event;
+
+/// BLAKE3 `derive_key` context for event hashes.
+pub const EVENT_CONTEXT: &str = "thinkledger 2026-11 event v1";
+/// BLAKE3 `derive_key` context for text commitments.
+pub const TEXT_CONTEXT: &str = "thinkledger 2026-11 text commitment v1";
+/// BLAKE3 `derive_key` context for response digests.
+pub const RESPONSE_CONTEXT: &str = "thinkledger 2026-11 response v1";
+
+/// The `prevHash` of the first event.
+pub const GENESIS_PREV_HASH: &str =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Length of a text salt in bytes.
+pub const SALT_LEN: usize = 32;
+
+/// Hash of an event: BLAKE3 in derive-key mode over the JCS bytes of the event object with its
+/// `hash` member removed. Returns lowercase hex.
+pub fn event_hash(event: &Event) -> Result<String, LedgerError> {
+    let mut value = serde_json::to_value(event)
+        .map_err(|e| LedgerError::NotCanonicalizable(format!("event does not serialize: {e}")))?;
+    if let Value::Object(map) = &mut value {
+        map.remove("hash");
+    }
+    let bytes = canonical_bytes(&value)?;
+    Ok(hex(blake3::Hasher::new_derive_key(EVENT_CONTEXT)
+        .update(&bytes)
+        .finalize()
+        .as_bytes()))
+}
+
+/// Commitment to one piece of free text: BLAKE3 derive-key over `salt ‖ UTF-8 text`.
+pub fn text_commitment(salt: &[u8; SALT_LEN], text: &str) -> String {
+    let mut hasher = blake3::Hasher::new_derive_key(TEXT_CONTEXT);
+    hasher.update(salt);
+    hasher.update(text.as_bytes());
+    hex(hasher.finalize().as_bytes())
+}
+
+/// Digest of a response body (any JSON value) as the client received it.
+pub fn response_digest(body: &Value) -> Result<String, LedgerError> {
+    let bytes = canonical_bytes(body)?;
+    Ok(hex(blake3::Hasher::new_derive_key(RESPONSE_CONTEXT)
+        .update(&bytes)
+        .finalize()
+        .as_bytes()))
+}
+
+/// A fresh random salt from the operating system.
+pub fn fresh_salt() -> Result<[u8; SALT_LEN], LedgerError> {
+    let mut salt = [0u8; SALT_LEN];
+    getrandom::fill(&mut salt)
+        .map_err(|e| LedgerError::Io(std::io::Error::other(format!("no randomness: {e}"))))?;
+    Ok(salt)
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+/// Parses 64 lowercase hex digits into 32 bytes.
+pub fn parse_hex32(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, chunk) in s.as_bytes().chunks(2).enumerate() {
+        let hi = hex_digit(chunk[0])?;
+        let lo = hex_digit(chunk[1])?;
+        out[i] = (hi << 4) | lo;
+    }
+    Some(out)
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contexts_separate_domains() {
+        let salt = [7u8; SALT_LEN];
+        let as_text = text_commitment(&salt, "x");
+        let mut plain = salt.to_vec();
+        plain.push(b'x');
+        assert_ne!(as_text, hex(blake3::hash(&plain).as_bytes()));
+        assert_ne!(
+            response_digest(&Value::String("x".into())).unwrap(),
+            hex(blake3::Hasher::new_derive_key(EVENT_CONTEXT)
+                .update(b"\"x\"")
+                .finalize()
+                .as_bytes())
+        );
+    }
+
+    #[test]
+    fn text_commitment_depends_on_salt_and_text() {
+        let a = text_commitment(&[1; SALT_LEN], "same");
+        assert_eq!(a, text_commitment(&[1; SALT_LEN], "same"));
+        assert_ne!(a, text_commitment(&[2; SALT_LEN], "same"));
+        assert_ne!(a, text_commitment(&[1; SALT_LEN], "Same"));
+        assert_eq!(a.len(), 64);
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let bytes: [u8; 32] = std::array::from_fn(|i| u8::try_from(i * 7).unwrap_or(0));
+        assert_eq!(parse_hex32(&hex(&bytes)), Some(bytes));
+        assert_eq!(parse_hex32(&"A".repeat(64)), None);
+        assert_eq!(parse_hex32("00"), None);
+    }
+
+    /// The worked example of docs/ledger-format.md §8. The expected digests were computed
+    /// independently (Python's `blake3` package and `json.dumps(sort_keys=True)`), not by this
+    /// crate, so this test pins the format against a second implementation.
+    #[test]
+    fn known_answer_vectors_match_an_independent_implementation() {
+        use serde_json::json;
+
+        let salt: [u8; SALT_LEN] = std::array::from_fn(|i| u8::try_from(i).unwrap_or(0));
+        let commitment = text_commitment(&salt, "Is the cache the bottleneck?");
+        assert_eq!(
+            commitment,
+            "a2fea9299dd419bb409f13e8c167d41247d39dd81afed5b07b963d9f8f43ff51"
+        );
+        let session = "3f2b8c1e-6a4d-4e2f-9b7a-1c0d2e3f4a5b";
+        let body = json!({"branches": [], "nextThoughtNeeded": true, "sessionId": session,
+            "thoughtHistoryLength": 1, "thoughtNumber": 1, "totalThoughts": 3});
+        let digest = response_digest(&body).unwrap();
+        assert_eq!(
+            digest,
+            "4193be92c85fef1aff7f769cfe237470d02aff5fc2f93c67c29fcf59aee59551"
+        );
+        let text = json!({ "textCommitment": commitment });
+        let event: Event = serde_json::from_value(json!({
+            "v": 1, "kind": "ToolCallRecorded", "seq": 1,
+            "ledgerId": "9a1c2b3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d", "sessionId": session,
+            "recordedAt": "2026-11-21T09:30:00.000000Z",
+            "actor": {"principal": "local", "transport": "stdio", "clientName": "claude-code", "clientVersion": "2.1.0"},
+            "call": {"tool": "sequentialthinking", "arguments": {"nextThoughtNeeded": true, "thought": text, "thoughtNumber": 1, "totalThoughts": 3}},
+            "facts": [
+                {"type": "SessionStarted", "sessionId": session},
+                {"type": "ThoughtRecorded", "sessionId": session, "text": text, "thoughtNumber": 1,
+                 "totalThoughts": 3, "nextThoughtNeeded": true, "isRevision": false, "revisesThought": null,
+                 "branchFromThought": null, "branchId": null, "needsMoreThoughts": false, "tags": []}
+            ],
+            "outcome": {"status": "ok", "responseDigest": digest, "error": null},
+            "provenance": {"kind": "rules", "name": "thinkledger.thinking", "version": "0.1.0"},
+            "prevHash": GENESIS_PREV_HASH, "hash": ""
+        }))
+        .unwrap();
+        assert_eq!(
+            event_hash(&event).unwrap(),
+            "e8f0c478f97bfd4162be4fb6c17141abc47493222fdf4c3c85660fd9ebe97dad"
+        );
+    }
+
+    #[test]
+    fn fresh_salts_differ() {
+        assert_ne!(fresh_salt().unwrap(), fresh_salt().unwrap());
+    }
+}

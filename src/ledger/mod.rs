@@ -1,0 +1,52 @@
+//! The ledger: canonical JSON, the BLAKE3 hash chain, the store, the single writer with group
+//! commit, and verification.
+//!
+//! Owns every byte that reaches disk and is the only module that knows sled or blake3. It does
+//! not know what a tool or a thought is: business decisions come in through the [`Decider`]
+//! trait, which the application layer implements.
+
+pub mod canonical;
+pub mod hash;
+pub mod merkle;
+pub mod store;
+pub mod verify;
+mod writer;
+
+use std::path::PathBuf;
+
+pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
+pub use verify::{Problem, VerifyReport, verify};
+pub use writer::{Committed, Decider, Draft, LedgerHandle, NewText, WriterConfig, open_ledger};
+
+/// Errors of the ledger layer. Each reaches a client as a tool error saying the server cannot
+/// record calls (never as a silent success), or the CLI as a message and non-zero exit.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("I/O error on the ledger: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("storage engine error: {0}")]
+    Sled(String),
+    #[error(
+        "the ledger at {path} is in use by another thinkledger process. Several clients can share \
+         one ledger through one server: start it once with `thinkledger serve --http 127.0.0.1:8750` \
+         and point every client at http://127.0.0.1:8750/mcp"
+    )]
+    Locked { path: PathBuf },
+    #[error("value cannot be hashed portably: {0}")]
+    NotCanonicalizable(String),
+    #[error("the ledger is corrupt: {0}; run `thinkledger verify` for details")]
+    Corrupt(String),
+    #[error(
+        "the ledger writer stopped after a storage failure and records nothing more; restart the \
+         server (acknowledged calls are safe on disk)"
+    )]
+    WriterStopped,
+}
+
+/// Format tag stored in [`LedgerMeta::format`].
+pub const FORMAT: &str = "thinkledger/1";
+
+/// Formats a UTC time the way every ledger timestamp is written: RFC 3339, microseconds, `Z`.
+pub fn format_timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}

@@ -1,0 +1,434 @@
+//! Storage behind a small trait: events by seq, a per-session index, the erasable text store and
+//! ledger metadata. [`SledStore`] is the embedded on-disk store; [`MemStore`] backs pure tests.
+//!
+//! A store only keeps bytes. It does not hash, decide, or know what an event means beyond the
+//! session id it is indexed under. Durability is explicit: [`Store::append_batch`] stages,
+//! [`Store::sync`] makes everything staged durable (for sled: flush, then a real fsync).
+
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::LedgerError;
+use super::hash::SALT_LEN;
+use crate::events::SessionId;
+
+/// Ledger-wide facts fixed when the ledger is created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerMeta {
+    /// Random UUID naming this ledger; every event carries it.
+    pub ledger_id: String,
+    /// When the ledger was created (RFC 3339 UTC).
+    pub created_at: String,
+    /// Storage format tag, `thinkledger/1`.
+    pub format: String,
+}
+
+/// One piece of erasable text and the salt of its commitment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextRecord {
+    pub salt: [u8; SALT_LEN],
+    pub text: String,
+}
+
+impl TextRecord {
+    /// Stored form: the 32 salt bytes followed by the UTF-8 text (no escaping, so a record is
+    /// never larger than its text plus 32 bytes).
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(SALT_LEN + self.text.len());
+        out.extend_from_slice(&self.salt);
+        out.extend_from_slice(self.text.as_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, LedgerError> {
+        if bytes.len() < SALT_LEN {
+            return Err(LedgerError::Corrupt(
+                "text record shorter than its salt".into(),
+            ));
+        }
+        let (salt, text) = bytes.split_at(SALT_LEN);
+        let salt: [u8; SALT_LEN] = salt
+            .try_into()
+            .map_err(|_| LedgerError::Corrupt("text record salt".into()))?;
+        let text = String::from_utf8(text.to_vec())
+            .map_err(|_| LedgerError::Corrupt("text record is not UTF-8".into()))?;
+        Ok(Self { salt, text })
+    }
+}
+
+/// An event ready to be stored: its seq, its canonical bytes and the session it indexes under.
+#[derive(Debug, Clone)]
+pub struct StagedEvent {
+    pub seq: u64,
+    pub bytes: Vec<u8>,
+    pub session: Option<SessionId>,
+}
+
+/// Everything one group commit writes.
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    pub events: Vec<StagedEvent>,
+    /// Text records keyed by their 32-byte commitment.
+    pub texts: Vec<([u8; 32], TextRecord)>,
+}
+
+/// Stored events in seq order: `(key seq, stored bytes)`.
+pub type EventIter<'a> = Box<dyn Iterator<Item = Result<(u64, Vec<u8>), LedgerError>> + 'a>;
+
+/// Byte storage for the ledger.
+pub trait Store: Send + 'static {
+    fn meta(&self) -> Result<Option<LedgerMeta>, LedgerError>;
+    /// Writes the ledger metadata durably. Called once, when a ledger is created.
+    fn init_meta(&mut self, meta: &LedgerMeta) -> Result<(), LedgerError>;
+    /// Stages a batch atomically: after a crash either all of it or none of it is visible.
+    fn append_batch(&mut self, batch: &Batch) -> Result<(), LedgerError>;
+    /// Makes everything staged durable before returning.
+    fn sync(&mut self) -> Result<(), LedgerError>;
+    /// The highest stored seq, if any.
+    fn last_seq(&self) -> Result<Option<u64>, LedgerError>;
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError>;
+    /// Events with seq ≥ `from`, in seq order, as stored (key seq, bytes).
+    fn events_from(&self, from: u64) -> EventIter<'_>;
+    /// Seqs of the events recorded against `session`, ascending.
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError>;
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError>;
+}
+
+/// The embedded on-disk store: one sled database in a directory.
+pub struct SledStore {
+    db: sled::Db,
+    events: sled::Tree,
+    sessions: sled::Tree,
+    texts: sled::Tree,
+    meta: sled::Tree,
+    /// sled's log file; `fdatasync` on it is what makes a flushed batch survive power loss,
+    /// because sled's own `flush` only calls `sync_file_range` on Linux.
+    log_file: File,
+    dir: PathBuf,
+    /// Blob files (sled's out-of-line values) already fsynced.
+    synced_blobs: HashSet<OsString>,
+}
+
+impl SledStore {
+    /// Opens (or creates) the store in `dir`. Fails with [`LedgerError::Locked`] when another
+    /// process has it open.
+    pub fn open(dir: &Path) -> Result<Self, LedgerError> {
+        std::fs::create_dir_all(dir)?;
+        let db = sled::Config::new().path(dir).open().map_err(|e| match e {
+            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                LedgerError::Locked {
+                    path: dir.to_path_buf(),
+                }
+            }
+            other => LedgerError::Sled(other.to_string()),
+        })?;
+        let tree = |name: &str| {
+            db.open_tree(name)
+                .map_err(|e| LedgerError::Sled(e.to_string()))
+        };
+        let events = tree("events")?;
+        let sessions = tree("session_events")?;
+        let texts = tree("texts")?;
+        let meta = tree("meta")?;
+        let log_file = File::open(dir.join("db"))?;
+        // The directory entry of a new database must be durable too.
+        File::open(dir)?.sync_all()?;
+        Ok(Self {
+            db,
+            events,
+            sessions,
+            texts,
+            meta,
+            log_file,
+            dir: dir.to_path_buf(),
+            synced_blobs: HashSet::new(),
+        })
+    }
+
+    /// Overwrites the stored bytes of one event, bypassing the writer and every check. This
+    /// exists for tamper drills and tests of `verify`; nothing in the server calls it.
+    pub fn tamper_event_bytes(&mut self, seq: u64, bytes: &[u8]) -> Result<(), LedgerError> {
+        self.events
+            .insert(seq.to_be_bytes(), bytes)
+            .map_err(sled_err)?;
+        self.sync()
+    }
+
+    /// fsyncs blob files sled wrote since the last sync (values too large to sit in its log),
+    /// then their directory.
+    fn sync_new_blobs(&mut self) -> Result<(), LedgerError> {
+        let blobs = self.dir.join("blobs");
+        let Ok(entries) = std::fs::read_dir(&blobs) else {
+            return Ok(());
+        };
+        let mut any = false;
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name();
+            if !self.synced_blobs.contains(&name) {
+                File::open(entry.path())?.sync_data()?;
+                self.synced_blobs.insert(name);
+                any = true;
+            }
+        }
+        if any {
+            File::open(&blobs)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+fn sled_err(e: sled::Error) -> LedgerError {
+    LedgerError::Sled(e.to_string())
+}
+
+fn session_key(session: &SessionId, seq: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(session.as_str().len() + 8);
+    key.extend_from_slice(session.as_str().as_bytes());
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+fn seq_of(key: &[u8]) -> Result<u64, LedgerError> {
+    let raw: [u8; 8] = key
+        .try_into()
+        .map_err(|_| LedgerError::Corrupt(format!("event key of {} bytes", key.len())))?;
+    Ok(u64::from_be_bytes(raw))
+}
+
+impl Store for SledStore {
+    fn meta(&self) -> Result<Option<LedgerMeta>, LedgerError> {
+        match self.meta.get("ledger").map_err(sled_err)? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| LedgerError::Corrupt(format!("ledger metadata: {e}"))),
+        }
+    }
+
+    fn init_meta(&mut self, meta: &LedgerMeta) -> Result<(), LedgerError> {
+        let bytes = serde_json::to_vec(meta)
+            .map_err(|e| LedgerError::Corrupt(format!("ledger metadata: {e}")))?;
+        self.meta.insert("ledger", bytes).map_err(sled_err)?;
+        self.sync()
+    }
+
+    fn append_batch(&mut self, batch: &Batch) -> Result<(), LedgerError> {
+        use sled::Transactional;
+        (&self.events, &self.sessions, &self.texts)
+            .transaction(|(events, sessions, texts)| {
+                for (commitment, record) in &batch.texts {
+                    texts.insert(&commitment[..], record.encode())?;
+                }
+                for event in &batch.events {
+                    if let Some(session) = &event.session {
+                        sessions.insert(session_key(session, event.seq), &[][..])?;
+                    }
+                    events.insert(&event.seq.to_be_bytes()[..], event.bytes.as_slice())?;
+                }
+                Ok(())
+            })
+            .map_err(|e: sled::transaction::TransactionError<()>| {
+                LedgerError::Sled(format!("{e:?}"))
+            })
+    }
+
+    fn sync(&mut self) -> Result<(), LedgerError> {
+        self.db.flush().map_err(sled_err)?;
+        self.sync_new_blobs()?;
+        self.log_file.sync_data()?;
+        Ok(())
+    }
+
+    fn last_seq(&self) -> Result<Option<u64>, LedgerError> {
+        match self.events.last().map_err(sled_err)? {
+            None => Ok(None),
+            Some((key, _)) => seq_of(&key).map(Some),
+        }
+    }
+
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+        Ok(self
+            .events
+            .get(seq.to_be_bytes())
+            .map_err(sled_err)?
+            .map(|v| v.to_vec()))
+    }
+
+    fn events_from(&self, from: u64) -> EventIter<'_> {
+        Box::new(self.events.range(from.to_be_bytes()..).map(|item| {
+            let (key, value) = item.map_err(sled_err)?;
+            Ok((seq_of(&key)?, value.to_vec()))
+        }))
+    }
+
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+        let prefix = session.as_str().as_bytes();
+        self.sessions
+            .scan_prefix(prefix)
+            .map(|item| {
+                let (key, _) = item.map_err(sled_err)?;
+                seq_of(&key[prefix.len()..])
+            })
+            .collect()
+    }
+
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
+        match self.texts.get(commitment).map_err(sled_err)? {
+            None => Ok(None),
+            Some(bytes) => TextRecord::decode(&bytes).map(Some),
+        }
+    }
+}
+
+/// An in-memory store with the same contract, for tests of the pure layers.
+#[derive(Default)]
+pub struct MemStore {
+    meta: Option<LedgerMeta>,
+    events: BTreeMap<u64, Vec<u8>>,
+    sessions: BTreeMap<(SessionId, u64), ()>,
+    texts: BTreeMap<[u8; 32], TextRecord>,
+}
+
+impl MemStore {
+    /// Replaces one event's bytes, as [`SledStore::tamper_event_bytes`] does.
+    pub fn tamper_event_bytes(&mut self, seq: u64, bytes: &[u8]) {
+        self.events.insert(seq, bytes.to_vec());
+    }
+
+    /// Removes one event, leaving a gap.
+    pub fn remove_event(&mut self, seq: u64) {
+        self.events.remove(&seq);
+    }
+}
+
+impl Store for MemStore {
+    fn meta(&self) -> Result<Option<LedgerMeta>, LedgerError> {
+        Ok(self.meta.clone())
+    }
+
+    fn init_meta(&mut self, meta: &LedgerMeta) -> Result<(), LedgerError> {
+        self.meta = Some(meta.clone());
+        Ok(())
+    }
+
+    fn append_batch(&mut self, batch: &Batch) -> Result<(), LedgerError> {
+        for (commitment, record) in &batch.texts {
+            self.texts.insert(*commitment, record.clone());
+        }
+        for event in &batch.events {
+            if let Some(session) = &event.session {
+                self.sessions.insert((session.clone(), event.seq), ());
+            }
+            self.events.insert(event.seq, event.bytes.clone());
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), LedgerError> {
+        Ok(())
+    }
+
+    fn last_seq(&self) -> Result<Option<u64>, LedgerError> {
+        Ok(self.events.keys().next_back().copied())
+    }
+
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+        Ok(self.events.get(&seq).cloned())
+    }
+
+    fn events_from(&self, from: u64) -> EventIter<'_> {
+        Box::new(self.events.range(from..).map(|(k, v)| Ok((*k, v.clone()))))
+    }
+
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+        Ok(self
+            .sessions
+            .keys()
+            .filter(|(s, _)| s == session)
+            .map(|(_, seq)| *seq)
+            .collect())
+    }
+
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
+        Ok(self.texts.get(commitment).cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(seq: u64, session: &SessionId) -> Batch {
+        Batch {
+            events: vec![StagedEvent {
+                seq,
+                bytes: format!("{{\"seq\":{seq}}}").into_bytes(),
+                session: Some(session.clone()),
+            }],
+            texts: vec![(
+                [u8::try_from(seq).unwrap_or(0); 32],
+                TextRecord {
+                    salt: [1; 32],
+                    text: format!("text {seq}"),
+                },
+            )],
+        }
+    }
+
+    #[test]
+    fn sled_store_keeps_batches_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = SessionId::random();
+        {
+            let mut store = SledStore::open(dir.path()).unwrap();
+            store
+                .init_meta(&LedgerMeta {
+                    ledger_id: "l".into(),
+                    created_at: "t".into(),
+                    format: "thinkledger/1".into(),
+                })
+                .unwrap();
+            store.append_batch(&batch(1, &session)).unwrap();
+            store.append_batch(&batch(2, &session)).unwrap();
+            store.sync().unwrap();
+        }
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(store.meta().unwrap().unwrap().ledger_id, "l");
+        assert_eq!(store.last_seq().unwrap(), Some(2));
+        assert_eq!(store.session_seqs(&session).unwrap(), vec![1, 2]);
+        assert_eq!(store.text(&[2; 32]).unwrap().unwrap().text, "text 2");
+        let all: Vec<u64> = store.events_from(1).map(|r| r.unwrap().0).collect();
+        assert_eq!(all, vec![1, 2]);
+    }
+
+    #[test]
+    fn a_second_open_of_the_same_dir_is_refused_as_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = SledStore::open(dir.path()).unwrap();
+        // sled's lock is per process (flock on its log); a second open in this process is
+        // refused the same way another process would be.
+        match SledStore::open(dir.path()) {
+            Err(LedgerError::Locked { .. }) => {}
+            Err(other) => panic!("expected Locked, got {other}"),
+            Ok(_) => panic!("expected Locked, got a second handle"),
+        }
+    }
+
+    #[test]
+    fn text_records_round_trip_without_escaping() {
+        let record = TextRecord {
+            salt: [9; 32],
+            text: "\"quoted\"\n".into(),
+        };
+        let bytes = record.encode();
+        assert_eq!(bytes.len(), 32 + record.text.len());
+        assert_eq!(TextRecord::decode(&bytes).unwrap(), record);
+        assert!(TextRecord::decode(&[0; 5]).is_err());
+    }
+}

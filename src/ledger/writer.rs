@@ -1,0 +1,681 @@
+//! The single writer: decides commands in arrival order, chains and stages their events, makes
+//! each batch durable with one sync, and only then answers the callers in it (group commit).
+//!
+//! The writer runs on its own OS thread because sled and fsync block. It owns the [`Store`] and
+//! the [`Decider`] (the application state); nobody else mutates either. Queries run on the same
+//! thread between batches, so they always see durable state. If staging or syncing fails the
+//! writer stops for good (fail-stop): every pending and later caller gets
+//! [`LedgerError::WriterStopped`] instead of an answer the disk may not back.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::hash::{GENESIS_PREV_HASH, event_hash, parse_hex32, response_digest};
+use super::store::{Batch, LedgerMeta, StagedEvent, Store, TextRecord};
+use super::{FORMAT, LedgerError, canonical::canonical_bytes, format_timestamp};
+use crate::events::{
+    Actor, Call, ENVELOPE_VERSION, ErrorRecord, Event, Fact, KIND_TOOL_CALL_RECORDED, Outcome,
+    OutcomeStatus, Provenance, SessionId, TextLookup, TextRef,
+};
+
+/// New erasable text produced by a decision, to be stored beside its event.
+#[derive(Debug, Clone)]
+pub struct NewText {
+    pub text_ref: TextRef,
+    pub record: TextRecord,
+}
+
+/// What a decision produced, before the writer gives it a seq, a time and a hash.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub session_id: Option<SessionId>,
+    pub actor: Actor,
+    pub call: Call,
+    pub facts: Vec<Fact>,
+    pub status: OutcomeStatus,
+    pub error: Option<ErrorRecord>,
+    /// The response body returned to the client (its digest goes into the event).
+    pub body: Value,
+    pub provenance: Provenance,
+    pub texts: Vec<NewText>,
+}
+
+/// A durable call, as answered to its caller.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    pub seq: u64,
+    pub hash: String,
+    pub session_id: Option<SessionId>,
+    pub status: OutcomeStatus,
+    pub error: Option<ErrorRecord>,
+    pub body: Value,
+}
+
+/// The application side of the writer: pure decisions and folds over state it owns.
+pub trait Decider: Send + 'static {
+    type Command: Send + 'static;
+    type Query: Send + 'static;
+    type Answer: Send + 'static;
+
+    /// Decides one command against the current state. Must not mutate state: the writer calls
+    /// [`Decider::apply`] with the resulting event.
+    fn decide(&self, command: &Self::Command) -> Draft;
+    /// The draft of a command whose decision panicked (a bug): recorded with outcome `failed`
+    /// and no facts, so the call is still accounted for and nothing changes.
+    fn failed(&self, command: &Self::Command, reason: &str) -> Draft;
+    /// Folds one event into state. Cannot fail: a recorded event is a fact.
+    fn apply(&mut self, event: &Event, texts: &TextLookup<'_>);
+    /// Answers a read-only query from durable state.
+    fn answer(&self, query: Self::Query) -> Self::Answer;
+}
+
+/// Tuning of the writer.
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    /// Most calls made durable by one sync.
+    pub max_batch: usize,
+    /// Calls that may wait for the writer before senders are made to wait.
+    pub queue_depth: usize,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        Self {
+            max_batch: 512,
+            queue_depth: 4096,
+        }
+    }
+}
+
+enum Message<D: Decider> {
+    Command(D::Command, oneshot::Sender<Result<Committed, LedgerError>>),
+    Query(D::Query, oneshot::Sender<Result<D::Answer, LedgerError>>),
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// A cheap, cloneable handle to the writer thread.
+pub struct LedgerHandle<D: Decider> {
+    tx: mpsc::Sender<Message<D>>,
+    meta: Arc<LedgerMeta>,
+}
+
+impl<D: Decider> Clone for LedgerHandle<D> {
+    fn clone(&self) -> Self {
+        Self {
+            tx: self.tx.clone(),
+            meta: self.meta.clone(),
+        }
+    }
+}
+
+impl<D: Decider> LedgerHandle<D> {
+    /// Decides, records and durably stores one command; returns once it is on disk.
+    pub async fn submit(&self, command: D::Command) -> Result<Committed, LedgerError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Message::Command(command, tx))
+            .await
+            .map_err(|_| LedgerError::WriterStopped)?;
+        rx.await.map_err(|_| LedgerError::WriterStopped)?
+    }
+
+    /// Answers a query from durable state.
+    pub async fn query(&self, query: D::Query) -> Result<D::Answer, LedgerError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Message::Query(query, tx))
+            .await
+            .map_err(|_| LedgerError::WriterStopped)?;
+        rx.await.map_err(|_| LedgerError::WriterStopped)?
+    }
+
+    /// Syncs and stops the writer; later calls get [`LedgerError::WriterStopped`].
+    pub async fn shutdown(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Message::Shutdown(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    pub fn meta(&self) -> &LedgerMeta {
+        &self.meta
+    }
+}
+
+/// Opens a ledger on `store`: creates its metadata if new, replays every event into `decider`
+/// (checking the chain as it goes) and starts the writer thread.
+pub fn open_ledger<S: Store, D: Decider>(
+    mut store: S,
+    mut decider: D,
+    config: WriterConfig,
+) -> Result<LedgerHandle<D>, LedgerError> {
+    let meta = match store.meta()? {
+        Some(meta) => meta,
+        None => {
+            let meta = LedgerMeta {
+                ledger_id: uuid::Uuid::new_v4().to_string(),
+                created_at: format_timestamp(Utc::now()),
+                format: FORMAT.to_owned(),
+            };
+            store.init_meta(&meta)?;
+            meta
+        }
+    };
+    let head = replay(&store, &meta, &mut decider)?;
+    let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
+    let writer = Writer {
+        store,
+        decider,
+        meta: meta.clone(),
+        head,
+        max_batch: config.max_batch.max(1),
+    };
+    std::thread::Builder::new()
+        .name("thinkledger-writer".into())
+        .spawn(move || writer.run(rx))?;
+    Ok(LedgerHandle {
+        tx,
+        meta: Arc::new(meta),
+    })
+}
+
+/// The last durable event: the point the next event chains to.
+#[derive(Debug, Clone)]
+struct Head {
+    seq: u64,
+    hash: String,
+}
+
+/// Rebuilds state from the log, refusing a log whose chain does not hold.
+fn replay<S: Store, D: Decider>(
+    store: &S,
+    meta: &LedgerMeta,
+    decider: &mut D,
+) -> Result<Head, LedgerError> {
+    let mut head = Head {
+        seq: 0,
+        hash: GENESIS_PREV_HASH.to_owned(),
+    };
+    for item in store.events_from(1) {
+        let (seq, bytes) = item?;
+        let event: Event = serde_json::from_slice(&bytes)
+            .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
+        let expected_seq = head.seq + 1;
+        if seq != expected_seq || event.seq != seq {
+            return Err(LedgerError::Corrupt(format!(
+                "expected event {expected_seq}, found key {seq} holding event {}",
+                event.seq
+            )));
+        }
+        if event.ledger_id != meta.ledger_id || event.prev_hash != head.hash {
+            return Err(LedgerError::Corrupt(format!(
+                "event {seq} does not chain to {}",
+                head.seq
+            )));
+        }
+        if event_hash(&event)? != event.hash {
+            return Err(LedgerError::Corrupt(format!(
+                "event {seq} does not match its hash"
+            )));
+        }
+        let lookup = |r: &TextRef| -> Option<Arc<str>> {
+            let key = parse_hex32(&r.commitment)?;
+            store
+                .text(&key)
+                .ok()
+                .flatten()
+                .map(|rec| Arc::from(rec.text))
+        };
+        decider.apply(&event, &lookup);
+        head = Head {
+            seq,
+            hash: event.hash,
+        };
+    }
+    Ok(head)
+}
+
+struct Writer<S: Store, D: Decider> {
+    store: S,
+    decider: D,
+    meta: LedgerMeta,
+    head: Head,
+    max_batch: usize,
+}
+
+type Reply = oneshot::Sender<Result<Committed, LedgerError>>;
+
+impl<S: Store, D: Decider> Writer<S, D> {
+    fn run(mut self, mut rx: mpsc::Receiver<Message<D>>) {
+        let mut stopped = false;
+        // A message that ended the previous batch early (a query or a shutdown).
+        let mut carried: Option<Message<D>> = None;
+        loop {
+            let first = match carried.take() {
+                Some(m) => m,
+                None => match rx.blocking_recv() {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            let mut commands = Vec::new();
+            let mut next = Some(first);
+            while let Some(message) = next.take() {
+                match message {
+                    Message::Command(cmd, reply) => {
+                        commands.push((cmd, reply));
+                        if commands.len() < self.max_batch {
+                            next = rx.try_recv().ok();
+                        }
+                    }
+                    other => {
+                        carried = Some(other);
+                    }
+                }
+            }
+            if !commands.is_empty() {
+                if stopped {
+                    for (_, reply) in commands {
+                        let _ = reply.send(Err(LedgerError::WriterStopped));
+                    }
+                } else if let Err(e) = self.commit_batch(commands) {
+                    tracing::error!(error = %e, "ledger write failed; the writer stops");
+                    stopped = true;
+                }
+            }
+            match carried.take() {
+                Some(Message::Query(query, reply)) => {
+                    let answer = if stopped {
+                        Err(LedgerError::WriterStopped)
+                    } else {
+                        Ok(self.decider.answer(query))
+                    };
+                    let _ = reply.send(answer);
+                }
+                Some(Message::Shutdown(done)) => {
+                    if !stopped && let Err(e) = self.store.sync() {
+                        tracing::error!(error = %e, "final ledger sync failed");
+                    }
+                    // Close the store (and release its file lock) before the caller hears that
+                    // the ledger is shut, so it may be reopened at once.
+                    drop(self);
+                    let _ = done.send(());
+                    return;
+                }
+                Some(command @ Message::Command(..)) => carried = Some(command),
+                None => {}
+            }
+        }
+    }
+
+    /// Decides and stages one batch, syncs it, then answers its callers. A command whose event
+    /// cannot be built is answered with its error alone; a failed stage or sync answers every
+    /// caller in the batch with [`LedgerError::WriterStopped`] and is returned (fail-stop).
+    fn commit_batch(&mut self, commands: Vec<(D::Command, Reply)>) -> Result<(), LedgerError> {
+        let mut batch = Batch::default();
+        let mut answers: Vec<(Reply, Committed)> = Vec::with_capacity(commands.len());
+        for (command, reply) in commands {
+            match self.record(command, &mut batch) {
+                Ok(committed) => answers.push((reply, committed)),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            }
+        }
+        if batch.events.is_empty() {
+            return Ok(());
+        }
+        match self
+            .store
+            .append_batch(&batch)
+            .and_then(|()| self.store.sync())
+        {
+            Ok(()) => {
+                for (reply, committed) in answers {
+                    let _ = reply.send(Ok(committed));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for (reply, _) in answers {
+                    let _ = reply.send(Err(LedgerError::WriterStopped));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Decides one command, builds its event and folds it into state. Everything fallible
+    /// happens before state changes, so a command that fails here leaves no trace. The event is
+    /// staged in `batch`, not yet durable.
+    fn record(&mut self, command: D::Command, batch: &mut Batch) -> Result<Committed, LedgerError> {
+        let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.decider.decide(&command)
+        }));
+        let draft = decided.unwrap_or_else(|panic| {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            tracing::error!(%reason, "deciding a call panicked; it is recorded as failed");
+            self.decider.failed(&command, &reason)
+        });
+        let seq = self.head.seq + 1;
+        let mut event = Event {
+            v: ENVELOPE_VERSION,
+            kind: KIND_TOOL_CALL_RECORDED.to_owned(),
+            seq,
+            ledger_id: self.meta.ledger_id.clone(),
+            session_id: draft.session_id.clone(),
+            recorded_at: format_timestamp(Utc::now()),
+            actor: draft.actor,
+            call: draft.call,
+            facts: draft.facts,
+            outcome: Outcome {
+                status: draft.status,
+                response_digest: response_digest(&draft.body)?,
+                error: draft.error.clone(),
+            },
+            provenance: draft.provenance,
+            prev_hash: self.head.hash.clone(),
+            hash: String::new(),
+        };
+        event.hash = event_hash(&event)?;
+        let value = serde_json::to_value(&event)
+            .map_err(|e| LedgerError::NotCanonicalizable(e.to_string()))?;
+        let bytes = canonical_bytes(&value)?;
+        let mut texts = Vec::with_capacity(draft.texts.len());
+        let mut pending: Vec<(String, Arc<str>)> = Vec::with_capacity(draft.texts.len());
+        for text in draft.texts {
+            let key = parse_hex32(&text.text_ref.commitment).ok_or_else(|| {
+                LedgerError::NotCanonicalizable("text commitment is not 64 hex digits".into())
+            })?;
+            pending.push((
+                text.text_ref.commitment,
+                Arc::from(text.record.text.as_str()),
+            ));
+            texts.push((key, text.record));
+        }
+        // Nothing below can fail.
+        let lookup = |r: &TextRef| -> Option<Arc<str>> {
+            pending
+                .iter()
+                .find(|(c, _)| *c == r.commitment)
+                .map(|(_, t)| t.clone())
+        };
+        self.decider.apply(&event, &lookup);
+        batch.texts.extend(texts);
+        batch.events.push(StagedEvent {
+            seq,
+            bytes,
+            session: event.session_id.clone(),
+        });
+        self.head = Head {
+            seq,
+            hash: event.hash.clone(),
+        };
+        Ok(Committed {
+            seq,
+            hash: event.hash,
+            session_id: event.session_id,
+            status: event.outcome.status,
+            error: draft.error,
+            body: draft.body,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::ledger::store::{EventIter, MemStore};
+    use crate::ledger::verify;
+
+    /// Echoes its command; counts the events applied.
+    #[derive(Default)]
+    struct Echo {
+        applied: Vec<u64>,
+    }
+
+    impl Decider for Echo {
+        type Command = String;
+        type Query = ();
+        type Answer = Vec<u64>;
+
+        fn decide(&self, command: &String) -> Draft {
+            if command == "panic" {
+                panic!("decider bug");
+            }
+            Draft {
+                session_id: None,
+                actor: Actor {
+                    principal: "test".into(),
+                    transport: "none".into(),
+                    client_name: None,
+                    client_version: None,
+                },
+                call: Call {
+                    tool: "echo".into(),
+                    arguments: json!({ "say": command }),
+                },
+                facts: Vec::new(),
+                status: OutcomeStatus::Ok,
+                error: None,
+                body: json!({ "echo": command, "after": self.applied.len() }),
+                provenance: Provenance::rules("test"),
+                texts: Vec::new(),
+            }
+        }
+
+        fn failed(&self, command: &String, reason: &str) -> Draft {
+            let mut draft = self.decide(&format!("failed {command}"));
+            draft.status = OutcomeStatus::Failed;
+            draft.body = json!({ "failed": reason });
+            draft
+        }
+
+        fn apply(&mut self, event: &Event, _texts: &TextLookup<'_>) {
+            self.applied.push(event.seq);
+        }
+
+        fn answer(&self, _query: ()) -> Vec<u64> {
+            self.applied.clone()
+        }
+    }
+
+    /// A store whose sync can be made to fail, to exercise fail-stop.
+    struct Flaky {
+        inner: MemStore,
+        fail: Arc<AtomicBool>,
+    }
+
+    impl Store for Flaky {
+        fn meta(&self) -> Result<Option<LedgerMeta>, LedgerError> {
+            self.inner.meta()
+        }
+        fn init_meta(&mut self, meta: &LedgerMeta) -> Result<(), LedgerError> {
+            self.inner.init_meta(meta)
+        }
+        fn append_batch(&mut self, batch: &Batch) -> Result<(), LedgerError> {
+            self.inner.append_batch(batch)
+        }
+        fn sync(&mut self) -> Result<(), LedgerError> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(LedgerError::Io(std::io::Error::other("disk on fire")));
+            }
+            self.inner.sync()
+        }
+        fn last_seq(&self) -> Result<Option<u64>, LedgerError> {
+            self.inner.last_seq()
+        }
+        fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+            self.inner.event_bytes(seq)
+        }
+        fn events_from(&self, from: u64) -> EventIter<'_> {
+            self.inner.events_from(from)
+        }
+        fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+            self.inner.session_seqs(session)
+        }
+        fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
+            self.inner.text(commitment)
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_commands_get_gap_free_seqs_and_a_valid_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::ledger::SledStore::open(dir.path()).unwrap();
+        let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let ledger = ledger.clone();
+                tokio::spawn(async move { ledger.submit(format!("c{i}")).await.unwrap().seq })
+            })
+            .collect();
+        let mut seqs = Vec::new();
+        for t in tasks {
+            seqs.push(t.await.unwrap());
+        }
+        seqs.sort_unstable();
+        assert_eq!(seqs, (1..=64).collect::<Vec<u64>>());
+        assert_eq!(
+            ledger.query(()).await.unwrap(),
+            (1..=64).collect::<Vec<u64>>()
+        );
+        ledger.shutdown().await;
+        let report = verify(&crate::ledger::SledStore::open(dir.path()).unwrap()).unwrap();
+        assert!(report.is_intact(), "{:?}", report.problems);
+        assert_eq!(report.events, 64);
+    }
+
+    #[tokio::test]
+    async fn state_is_rebuilt_from_the_log_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = crate::ledger::SledStore::open(dir.path()).unwrap();
+            let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
+            for i in 0..3 {
+                ledger.submit(format!("c{i}")).await.unwrap();
+            }
+            ledger.shutdown().await;
+        }
+        let store = crate::ledger::SledStore::open(dir.path()).unwrap();
+        let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
+        assert_eq!(ledger.query(()).await.unwrap(), vec![1, 2, 3]);
+        let next = ledger.submit("again".into()).await.unwrap();
+        assert_eq!(next.seq, 4);
+        assert_eq!(next.body["after"], 3, "the decision saw the replayed state");
+    }
+
+    #[tokio::test]
+    async fn a_failed_sync_answers_nobody_and_stops_the_writer() {
+        let fail = Arc::new(AtomicBool::new(false));
+        let store = Flaky {
+            inner: MemStore::default(),
+            fail: fail.clone(),
+        };
+        let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
+        assert_eq!(ledger.submit("ok".into()).await.unwrap().seq, 1);
+        fail.store(true, Ordering::SeqCst);
+        assert!(matches!(
+            ledger.submit("lost".into()).await,
+            Err(LedgerError::WriterStopped)
+        ));
+        fail.store(false, Ordering::SeqCst);
+        // Fail-stop: even with the disk back, nothing more is recorded or answered from state
+        // the disk may lack.
+        assert!(matches!(
+            ledger.submit("later".into()).await,
+            Err(LedgerError::WriterStopped)
+        ));
+        assert!(matches!(
+            ledger.query(()).await,
+            Err(LedgerError::WriterStopped)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_panicking_decision_is_recorded_as_failed_and_the_writer_goes_on() {
+        let ledger = open_ledger(
+            MemStore::default(),
+            Echo::default(),
+            WriterConfig::default(),
+        )
+        .unwrap();
+        let failed = ledger.submit("panic".into()).await.unwrap();
+        assert_eq!((failed.seq, failed.status), (1, OutcomeStatus::Failed));
+        assert_eq!(failed.body["failed"], "decider bug");
+        let next = ledger.submit("fine".into()).await.unwrap();
+        assert_eq!((next.seq, next.status), (2, OutcomeStatus::Ok));
+    }
+
+    #[test]
+    fn a_log_whose_chain_is_broken_is_refused_at_open() {
+        let mut store = MemStore::default();
+        let meta = LedgerMeta {
+            ledger_id: "l".into(),
+            created_at: "t".into(),
+            format: FORMAT.into(),
+        };
+        store.init_meta(&meta).unwrap();
+        let mut prev = GENESIS_PREV_HASH.to_owned();
+        for seq in 1..=3 {
+            let mut event = Event {
+                v: ENVELOPE_VERSION,
+                kind: KIND_TOOL_CALL_RECORDED.into(),
+                seq,
+                ledger_id: "l".into(),
+                session_id: None,
+                recorded_at: "2026-01-01T00:00:00.000000Z".into(),
+                actor: Echo::default().decide(&String::new()).actor,
+                call: Call {
+                    tool: "echo".into(),
+                    arguments: json!({}),
+                },
+                facts: Vec::new(),
+                outcome: Outcome {
+                    status: OutcomeStatus::Ok,
+                    response_digest: "00".into(),
+                    error: None,
+                },
+                provenance: Provenance::rules("test"),
+                prev_hash: prev.clone(),
+                hash: String::new(),
+            };
+            event.hash = event_hash(&event).unwrap();
+            prev = event.hash.clone();
+            let mut bytes = canonical_bytes(&serde_json::to_value(&event).unwrap()).unwrap();
+            if seq == 2 {
+                // Alter the content but keep the recorded hash: the tamperer's best attempt.
+                let text = String::from_utf8(bytes)
+                    .unwrap()
+                    .replace("\"echo\"", "\"echO\"");
+                bytes = text.into_bytes();
+            }
+            store
+                .append_batch(&Batch {
+                    events: vec![StagedEvent {
+                        seq,
+                        bytes,
+                        session: None,
+                    }],
+                    texts: Vec::new(),
+                })
+                .unwrap();
+        }
+        match open_ledger(store, Echo::default(), WriterConfig::default()) {
+            Err(LedgerError::Corrupt(detail)) => assert!(detail.contains("event 2"), "{detail}"),
+            Err(other) => panic!("expected Corrupt, got {other}"),
+            Ok(_) => panic!("a broken chain was accepted"),
+        }
+    }
+}

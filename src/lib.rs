@@ -1,0 +1,16 @@
+//! thinkledger: structured thinking tools for MCP clients on an event-sourced, hash-chained
+//! ledger.
+//!
+//! Layers, innermost first (an arrow means "may import"):
+//! `events` ← `ledger`, `projections` ← `app`, `export` ← `tools` ← `server` ← `main`.
+//! See docs/ARCHITECTURE.md for the code map and the invariants each layer keeps.
+#![forbid(unsafe_code)]
+#![deny(clippy::print_stdout)]
+
+pub mod app;
+pub mod events;
+pub mod export;
+pub mod ledger;
+pub mod projections;
+pub mod server;
+pub mod tools;

@@ -1,0 +1,270 @@
+//! The `thinkledger` binary: command-line parsing and process wiring only.
+//!
+//! Logs go to stderr, always: in stdio mode stdout carries nothing but JSON-RPC. Command output
+//! (verify reports, listings, exports) is written with `writeln!` to a locked stdout handle.
+#![forbid(unsafe_code)]
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+use thinkledger::app::AppConfig;
+use thinkledger::events::SessionId;
+use thinkledger::export::{ExportOptions, json as export_json, markdown};
+use thinkledger::ledger::{SledStore, verify};
+use thinkledger::server::{self, HttpConfig};
+use thinkledger::tools::{Catalog, Toolsets};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(
+    name = "thinkledger",
+    version,
+    about = "Structured thinking tools for MCP clients, on an audit-grade ledger"
+)]
+struct Cli {
+    /// Where the ledger lives (default: the platform data directory, e.g. ~/.local/share/thinkledger).
+    #[arg(long, global = true, env = "THINKLEDGER_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP (stdio by default; Streamable HTTP with --http). The default command.
+    Serve(ServeArgs),
+    /// Check the whole ledger: gap-free seqs, canonical bytes, hash chain, text commitments.
+    Verify {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the thinking sessions in the ledger.
+    Sessions {
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export one session's thinking chain.
+    Export {
+        /// The session id (see `thinkledger sessions`).
+        session: String,
+        #[arg(long, value_enum, default_value_t = Format::Markdown)]
+        format: Format,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Markdown,
+    Json,
+}
+
+#[derive(clap::Args, Default)]
+struct ServeArgs {
+    /// Serve Streamable HTTP at this address (e.g. 127.0.0.1:8750) instead of stdio; the MCP
+    /// endpoint is /mcp. Several clients can share one ledger this way.
+    #[arg(long)]
+    http: Option<SocketAddr>,
+    /// With --http: no MCP sessions, every request stands alone (pass sessionId to continue).
+    #[arg(long, requires = "http")]
+    stateless: bool,
+    /// Tool families to offer, comma-separated: thinking, maxential, or all.
+    #[arg(long, default_value = "all")]
+    toolsets: String,
+    /// With --http: an extra Host header value to accept besides loopback names (repeatable).
+    #[arg(long = "allow-host", requires = "http")]
+    allow_hosts: Vec<String>,
+    /// Largest accepted free-text field (a thought, a query), in bytes.
+    #[arg(long, default_value_t = 64 * 1024)]
+    max_text_bytes: usize,
+}
+
+fn main() -> ExitCode {
+    // stdout is the protocol in stdio mode: logs go to stderr only, uncoloured unless a
+    // terminal is watching, and quiet about rmcp's per-message chatter unless RUST_LOG asks.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,rmcp=warn".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "thinkledger: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn data_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = &cli.data_dir {
+        return Ok(dir.clone());
+    }
+    let base = dirs::data_dir()
+        .context("no platform data directory; pass --data-dir or set THINKLEDGER_DATA_DIR")?;
+    Ok(base.join("thinkledger"))
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let dir = data_dir(&cli)?;
+    match cli.command.unwrap_or(Command::Serve(ServeArgs {
+        toolsets: "all".into(),
+        max_text_bytes: 64 * 1024,
+        ..Default::default()
+    })) {
+        Command::Serve(args) => serve(&dir, args),
+        Command::Verify { json } => verify_ledger(&dir, json),
+        Command::Sessions { json } => list_sessions(&dir, json),
+        Command::Export { session, format } => export_session(&dir, &session, format),
+    }
+}
+
+fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let toolsets = Toolsets::parse(&args.toolsets)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let ledger = server::open(dir, AppConfig { max_text_bytes: args.max_text_bytes })?;
+        tracing::info!(data_dir = %dir.display(), ledger_id = ledger.meta().ledger_id, "ledger open");
+        let catalog = Arc::new(Catalog::new(toolsets));
+        let shutdown = CancellationToken::new();
+        tokio::spawn(stop_on_signal(shutdown.clone()));
+        match args.http {
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+                let mut config = HttpConfig { stateless: args.stateless, ..HttpConfig::default() };
+                config.allowed_hosts.extend(args.allow_hosts);
+                server::serve_http(listener, ledger, catalog, config, shutdown).await?;
+            }
+            None => server::serve_stdio(ledger, catalog, shutdown).await.map_err(|e| anyhow::anyhow!(e))?,
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Cancels `token` on SIGINT or SIGTERM so the ledger is synced before exit.
+async fn stop_on_signal(token: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    tracing::info!("shutting down");
+    token.cancel();
+}
+
+fn verify_ledger(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    let store = SledStore::open(&server::ledger_dir(dir))?;
+    let report = verify(&store)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else if report.is_intact() {
+        writeln!(
+            out,
+            "ledger {} intact: {} events, {} text commitments checked, head {}",
+            report.ledger_id.as_deref().unwrap_or("(new)"),
+            report.events,
+            report.texts_verified,
+            report.head_hash.as_deref().unwrap_or("(empty)")
+        )?;
+    } else {
+        writeln!(
+            out,
+            "ledger {} FAILED verification: {} problem(s) in {} events",
+            report.ledger_id.as_deref().unwrap_or("?"),
+            report.problems.len(),
+            report.events
+        )?;
+        for p in &report.problems {
+            writeln!(out, "  seq {}: {} — {}", p.seq, p.code, p.detail)?;
+        }
+    }
+    Ok(if report.is_intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// Runs one read-only query against a replayed ledger.
+fn query(dir: &std::path::Path, f: thinkledger::app::Query) -> anyhow::Result<Value> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let ledger = server::open(dir, AppConfig::default())?;
+        let answer = ledger.query(f).await?;
+        ledger.shutdown().await;
+        Ok(answer)
+    })
+}
+
+fn list_sessions(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+    let doc = query(dir, Box::new(thinkledger::tools::sessions_document))?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sessions = doc["sessions"].as_array().cloned().unwrap_or_default();
+    if sessions.is_empty() {
+        writeln!(out, "no sessions yet")?;
+    }
+    for s in sessions {
+        writeln!(
+            out,
+            "{}  {:<6}  {:>4} thoughts  {:>2} branches  started {}",
+            s["sessionId"].as_str().unwrap_or_default(),
+            s["status"].as_str().unwrap_or_default(),
+            s["thoughts"],
+            s["branches"].as_array().map_or(0, Vec::len),
+            s["startedAt"].as_str().unwrap_or_default(),
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export_session(dir: &std::path::Path, raw: &str, format: Format) -> anyhow::Result<ExitCode> {
+    let Some(id) = SessionId::parse(raw) else {
+        bail!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
+    };
+    let options = ExportOptions {
+        include_branches: true,
+        branch_id: None,
+    };
+    let rendered = query(
+        dir,
+        Box::new(move |state| {
+            state.session(&id).map_or(Value::Null, |s| match format {
+                Format::Markdown => Value::String(markdown::render(s, &options)),
+                Format::Json => export_json::render(s, &options),
+            })
+        }),
+    )?;
+    let mut out = std::io::stdout().lock();
+    match rendered {
+        Value::Null => bail!("no session {raw} in this ledger; `thinkledger sessions` lists them"),
+        Value::String(text) => write!(out, "{text}")?,
+        other => writeln!(out, "{}", serde_json::to_string_pretty(&other)?)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

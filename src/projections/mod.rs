@@ -1,0 +1,10 @@
+//! Projections: state rebuilt from the log by pure folds.
+//!
+//! `apply(state, event)` is the only way state changes, it cannot fail, and it holds no business
+//! rules (those are decided in `app` before an event exists). Projections know nothing of
+//! storage, hashing or MCP; the writer feeds them events, at start-up from the whole log and then
+//! one committed event at a time.
+
+pub mod thinking;
+
+pub use thinking::{Branch, Session, SessionStatus, ThinkingState, Thought};

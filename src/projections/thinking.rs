@@ -1,0 +1,218 @@
+//! The sequential-thinking projection: sessions, their thought chains, branches and tags.
+//!
+//! Branch rule (the reference server's): a branch exists once a thought carries both
+//! `branchFromThought` and `branchId`; later thoughts carrying that `branchId` continue it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::events::{Event, Fact, SessionId, TextLookup, TextRef, ThoughtRecorded};
+
+/// One thought as the tools see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thought {
+    /// Seq of the event that recorded it: its stable identity.
+    pub seq: u64,
+    pub recorded_at: String,
+    pub thought_number: u32,
+    pub total_thoughts: u32,
+    pub next_thought_needed: bool,
+    /// The text; `None` when it has been erased (the commitment stays).
+    pub text: Option<Arc<str>>,
+    pub text_ref: TextRef,
+    pub is_revision: bool,
+    pub revises_thought: Option<u32>,
+    pub branch_from_thought: Option<u32>,
+    pub branch_id: Option<String>,
+    pub needs_more_thoughts: bool,
+    /// Normalized tags in the order they were added.
+    pub tags: Vec<String>,
+}
+
+impl Thought {
+    /// The branch this thought belongs to, if its branch exists in `session`.
+    pub fn branch<'s>(&self, session: &'s Session) -> Option<&'s Branch> {
+        let id = self.branch_id.as_deref()?;
+        session.branches.iter().find(|b| b.id == id)
+    }
+}
+
+/// A branch of a session's chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Branch {
+    pub id: String,
+    /// The thought number it branched from (as the client said).
+    pub from_thought: u32,
+    /// Indexes into [`Session::thoughts`], in order.
+    pub thoughts: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionStatus {
+    Active,
+    Closed {
+        seq: u64,
+        at: String,
+        reason: String,
+    },
+}
+
+/// One thinking session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub id: SessionId,
+    pub started_seq: u64,
+    pub started_at: String,
+    pub status: SessionStatus,
+    /// Every thought in the order recorded (the reference server's `thoughtHistory`).
+    pub thoughts: Vec<Thought>,
+    /// Branches in the order they were opened.
+    pub branches: Vec<Branch>,
+    /// Events recorded against this session, rejected calls included.
+    pub events: u64,
+    pub last_seq: u64,
+    pub updated_at: String,
+}
+
+impl Session {
+    pub fn is_active(&self) -> bool {
+        self.status == SessionStatus::Active
+    }
+
+    /// The latest thought with this number (numbers may repeat when a client re-sends one).
+    pub fn thought_by_number(&self, number: u32) -> Option<&Thought> {
+        self.thoughts
+            .iter()
+            .rev()
+            .find(|t| t.thought_number == number)
+    }
+
+    pub fn branch_ids(&self) -> Vec<String> {
+        self.branches.iter().map(|b| b.id.clone()).collect()
+    }
+}
+
+/// All sessions.
+#[derive(Debug, Default, Clone)]
+pub struct ThinkingState {
+    sessions: HashMap<SessionId, Session>,
+    /// Session ids in the order they started.
+    order: Vec<SessionId>,
+}
+
+impl ThinkingState {
+    pub fn session(&self, id: &SessionId) -> Option<&Session> {
+        self.sessions.get(id)
+    }
+
+    /// Sessions in the order they started.
+    pub fn sessions(&self) -> impl Iterator<Item = &Session> {
+        self.order.iter().filter_map(|id| self.sessions.get(id))
+    }
+
+    /// Folds one event. Facts about unknown sessions or thoughts cannot occur in a log written
+    /// by `app`; if they do (a hand-made log) they are ignored rather than invented.
+    pub fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
+        if let Some(id) = &event.session_id
+            && let Some(session) = self.sessions.get_mut(id)
+        {
+            session.events += 1;
+            session.last_seq = event.seq;
+            session.updated_at = event.recorded_at.clone();
+        }
+        for fact in &event.facts {
+            match fact {
+                Fact::SessionStarted { session_id } => {
+                    if self.sessions.contains_key(session_id) {
+                        continue;
+                    }
+                    self.order.push(session_id.clone());
+                    self.sessions.insert(
+                        session_id.clone(),
+                        Session {
+                            id: session_id.clone(),
+                            started_seq: event.seq,
+                            started_at: event.recorded_at.clone(),
+                            status: SessionStatus::Active,
+                            thoughts: Vec::new(),
+                            branches: Vec::new(),
+                            events: 1,
+                            last_seq: event.seq,
+                            updated_at: event.recorded_at.clone(),
+                        },
+                    );
+                }
+                Fact::ThoughtRecorded(recorded) => {
+                    if let Some(session) = self.sessions.get_mut(&recorded.session_id) {
+                        record_thought(session, event, recorded, texts);
+                    }
+                }
+                Fact::ThoughtTagged {
+                    session_id,
+                    thought_seq,
+                    added,
+                    removed,
+                } => {
+                    let Some(session) = self.sessions.get_mut(session_id) else {
+                        continue;
+                    };
+                    let Some(thought) = session.thoughts.iter_mut().find(|t| t.seq == *thought_seq)
+                    else {
+                        continue;
+                    };
+                    thought.tags.retain(|t| !removed.contains(t));
+                    for tag in added {
+                        if !thought.tags.contains(tag) {
+                            thought.tags.push(tag.clone());
+                        }
+                    }
+                }
+                Fact::SessionClosed { session_id, reason } => {
+                    if let Some(session) = self.sessions.get_mut(session_id) {
+                        session.status = SessionStatus::Closed {
+                            seq: event.seq,
+                            at: event.recorded_at.clone(),
+                            reason: reason.clone(),
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn record_thought(
+    session: &mut Session,
+    event: &Event,
+    recorded: &ThoughtRecorded,
+    texts: &TextLookup<'_>,
+) {
+    let index = session.thoughts.len();
+    session.thoughts.push(Thought {
+        seq: event.seq,
+        recorded_at: event.recorded_at.clone(),
+        thought_number: recorded.thought_number,
+        total_thoughts: recorded.total_thoughts,
+        next_thought_needed: recorded.next_thought_needed,
+        text: texts(&recorded.text),
+        text_ref: recorded.text.clone(),
+        is_revision: recorded.is_revision,
+        revises_thought: recorded.revises_thought,
+        branch_from_thought: recorded.branch_from_thought,
+        branch_id: recorded.branch_id.clone(),
+        needs_more_thoughts: recorded.needs_more_thoughts,
+        tags: recorded.tags.clone(),
+    });
+    let Some(branch_id) = &recorded.branch_id else {
+        return;
+    };
+    if let Some(branch) = session.branches.iter_mut().find(|b| &b.id == branch_id) {
+        branch.thoughts.push(index);
+    } else if let Some(from) = recorded.branch_from_thought {
+        session.branches.push(Branch {
+            id: branch_id.clone(),
+            from_thought: from,
+            thoughts: vec![index],
+        });
+    }
+}

@@ -1,0 +1,109 @@
+//! Transports: MCP over stdio and over Streamable HTTP (axum), and opening the ledger they
+//! share.
+//!
+//! This is the only layer that knows axum and the wire. It takes its listener and a shutdown
+//! token from the caller, so tests can bind `127.0.0.1:0` and stop it; the HTTP router is
+//! buildable without a socket. On shutdown the ledger writer syncs before the process exits.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{App, AppConfig};
+use crate::ledger::{LedgerError, LedgerHandle, SledStore, WriterConfig, open_ledger};
+use crate::tools::{Catalog, ThinkServer};
+
+/// Where the sled database lives inside a data directory.
+pub fn ledger_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("ledger")
+}
+
+/// Opens the ledger in `data_dir`, replaying it into a fresh application state.
+pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
+    let store = SledStore::open(&ledger_dir(data_dir))?;
+    open_ledger(store, App::new(app), WriterConfig::default())
+}
+
+/// How the HTTP transport behaves.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Without MCP sessions: every request stands alone (calls should pass `sessionId`).
+    pub stateless: bool,
+    /// Host header values accepted (the DNS-rebinding guard); loopback names by default.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            stateless: false,
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+        }
+    }
+}
+
+/// The axum router serving MCP at `/mcp`.
+pub fn router(
+    ledger: LedgerHandle<App>,
+    catalog: Arc<Catalog>,
+    config: &HttpConfig,
+    shutdown: &CancellationToken,
+) -> axum::Router {
+    let service = StreamableHttpService::new(
+        move || Ok(ThinkServer::new(ledger.clone(), catalog.clone(), "http")),
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(!config.stateless)
+            .with_allowed_hosts(config.allowed_hosts.clone())
+            .with_cancellation_token(shutdown.child_token()),
+    );
+    axum::Router::new().nest_service("/mcp", service)
+}
+
+/// Serves MCP over Streamable HTTP on `listener` until `shutdown` is cancelled, then syncs
+/// the ledger.
+pub async fn serve_http(
+    listener: TcpListener,
+    ledger: LedgerHandle<App>,
+    catalog: Arc<Catalog>,
+    config: HttpConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let addr: SocketAddr = listener.local_addr()?;
+    tracing::info!(%addr, stateless = config.stateless, "serving MCP over Streamable HTTP at http://{addr}/mcp");
+    let app = router(ledger.clone(), catalog, &config, &shutdown);
+    let stop = shutdown.clone();
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await;
+    ledger.shutdown().await;
+    result
+}
+
+/// Serves MCP over stdin/stdout until the client closes stdin or `shutdown` is cancelled, then
+/// syncs the ledger.
+pub async fn serve_stdio(
+    ledger: LedgerHandle<App>,
+    catalog: Arc<Catalog>,
+    shutdown: CancellationToken,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    tracing::info!("serving MCP over stdio");
+    let server = ThinkServer::new(ledger.clone(), catalog, "stdio");
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    let cancel = running.cancellation_token();
+    let watcher = tokio::spawn(async move {
+        shutdown.cancelled().await;
+        cancel.cancel();
+    });
+    let outcome = running.waiting().await;
+    watcher.abort();
+    ledger.shutdown().await;
+    outcome?;
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! The MCP face of the application: tool definitions (names, schemas, annotations), resources,
+//! and the rmcp `ServerHandler` that turns each `tools/call` into one ledger command.
+//!
+//! One file per tool family holds its definitions; this module joins them. Arguments are not
+//! parsed here: they go to `app` as received, so that even a malformed call is decided — and
+//! recorded — by the one place that owns the rules. This layer knows rmcp but not sled, axum or
+//! any transport detail beyond the name it records.
+
+mod catalog;
+mod maxential;
+mod resources;
+mod thinking;
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+pub use catalog::{Catalog, ToolEntry, Toolsets, UnknownToolset};
+pub use resources::{session_document, sessions_document, summary};
+
+use crate::app::{App, Command};
+use crate::events::{Actor, OutcomeStatus, SessionId};
+use crate::ledger::{Committed, LedgerHandle};
+
+/// Instructions sent to clients at initialization.
+const INSTRUCTIONS: &str = "thinkledger records every tool call as a hash-chained event. Use \
+    sequentialthinking to think step by step (branches and revisions allowed); every response \
+    names its sessionId, which any later call (also after a restart) may pass to continue that \
+    session. search, tag, export and visualize work on the current session. Read \
+    ledger://sessions for past sessions.";
+
+/// One MCP connection's handler. Cheap to clone; the ledger is shared by all connections.
+#[derive(Clone)]
+pub struct ThinkServer {
+    ledger: LedgerHandle<App>,
+    catalog: Arc<Catalog>,
+    /// `stdio` or `http`: recorded in every event's actor.
+    transport: &'static str,
+    /// The session used when a call names none; replaced after this connection resets it.
+    connection_session: Arc<Mutex<SessionId>>,
+}
+
+impl ThinkServer {
+    pub fn new(ledger: LedgerHandle<App>, catalog: Arc<Catalog>, transport: &'static str) -> Self {
+        Self {
+            ledger,
+            catalog,
+            transport,
+            connection_session: Arc::new(Mutex::new(SessionId::random())),
+        }
+    }
+
+    fn connection_session(&self) -> SessionId {
+        match self.connection_session.lock() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// After a reset of this connection's session, later calls start a new one.
+    fn rotate_session_if(&self, closed: &str) {
+        let mut guard = match self.connection_session.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if guard.as_str() == closed {
+            *guard = SessionId::random();
+        }
+    }
+
+    /// Runs one call through the ledger and shapes the MCP result.
+    pub async fn call(&self, tool: &str, arguments: Value, actor: Actor) -> CallToolResult {
+        let command = Command {
+            tool: tool.to_owned(),
+            arguments,
+            actor,
+            connection_session: self.connection_session(),
+            tool_enabled: self.catalog.is_enabled(tool),
+        };
+        match self.ledger.submit(command).await {
+            Ok(committed) => {
+                if tool == "reset"
+                    && committed.status == OutcomeStatus::Ok
+                    && let Some(closed) = committed.body.get("sessionId").and_then(Value::as_str)
+                {
+                    self.rotate_session_if(closed);
+                }
+                self.result(tool, committed)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, tool, "call could not be recorded");
+                let body = json!({
+                    "status": "failed",
+                    "code": "ledger_unavailable",
+                    "error": e.to_string(),
+                    "suggestion": "the call was not recorded and changed nothing; retry after the server is restarted",
+                });
+                CallToolResult::error(vec![ContentBlock::text(pretty(&body))])
+            }
+        }
+    }
+
+    fn result(&self, tool: &str, committed: Committed) -> CallToolResult {
+        let mut body = committed.body;
+        if let Value::Object(map) = &mut body {
+            map.insert("seq".into(), json!(committed.seq));
+            map.insert("eventHash".into(), json!(committed.hash));
+        }
+        if committed.status != OutcomeStatus::Ok {
+            return CallToolResult::error(vec![ContentBlock::text(pretty(&body))]);
+        }
+        let text = self
+            .catalog
+            .entry(tool)
+            .map_or_else(|| pretty(&body), |entry| (entry.render_text)(&body));
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(body);
+        result
+    }
+}
+
+/// JSON as the reference server prints it: two-space indentation.
+pub fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+fn actor(context: &RequestContext<RoleServer>, transport: &'static str) -> Actor {
+    let client = context.client_info();
+    Actor {
+        principal: "local".to_owned(),
+        transport: transport.to_owned(),
+        client_name: client.as_ref().map(|c| c.name.clone()),
+        client_version: client.as_ref().map(|c| c.version.clone()),
+    }
+}
+
+impl ServerHandler for ThinkServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            env!("CARGO_PKG_NAME"),
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.map_or(Value::Null, Value::Object);
+        let actor = actor(&context, self.transport);
+        Ok(self.call(&request.name, arguments, actor).await.into())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.catalog.tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.catalog
+            .entry(name)
+            .filter(|e| self.catalog.is_enabled(e.tool.name.as_ref()))
+            .map(|e| e.tool.clone())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::list()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(&self.ledger, &request.uri)
+            .await
+            .map(Into::into)
+    }
+}

@@ -1,0 +1,123 @@
+//! Read-back resources: `ledger://sessions` lists sessions, `ledger://session/{id}` returns one
+//! session with its whole chain. Reads record nothing and see only durable state.
+
+use rmcp::ErrorData;
+use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::events::SessionId;
+use crate::export::{ExportOptions, json as export_json};
+use crate::ledger::LedgerHandle;
+use crate::projections::{Session, SessionStatus, ThinkingState};
+
+const SESSIONS_URI: &str = "ledger://sessions";
+const SESSION_PREFIX: &str = "ledger://session/";
+
+pub(super) fn list() -> Vec<Resource> {
+    vec![
+        Resource::new(SESSIONS_URI, "sessions")
+            .with_title("Thinking sessions")
+            .with_description(
+                "Every session in the ledger, oldest first, with its status and counts.",
+            )
+            .with_mime_type("application/json"),
+    ]
+}
+
+pub(super) fn templates() -> Vec<ResourceTemplate> {
+    vec![
+        ResourceTemplate::new("ledger://session/{id}", "session")
+            .with_title("One thinking session")
+            .with_description("A session's status and its whole thought chain, branches included.")
+            .with_mime_type("application/json"),
+    ]
+}
+
+/// A session's summary line.
+pub fn summary(session: &Session) -> Value {
+    let (status, closed_at) = match &session.status {
+        SessionStatus::Active => ("active", None),
+        SessionStatus::Closed { at, .. } => ("closed", Some(at.clone())),
+    };
+    json!({
+        "sessionId": session.id.as_str(),
+        "status": status,
+        "startedAt": session.started_at,
+        "closedAt": closed_at,
+        "updatedAt": session.updated_at,
+        "thoughts": session.thoughts.len(),
+        "branches": session.branch_ids(),
+        "events": session.events,
+        "firstSeq": session.started_seq,
+        "lastSeq": session.last_seq,
+    })
+}
+
+/// All sessions, as `ledger://sessions` and `thinkledger sessions` show them.
+pub fn sessions_document(state: &ThinkingState) -> Value {
+    json!({ "sessions": state.sessions().map(summary).collect::<Vec<_>>() })
+}
+
+/// One session in full, as `ledger://session/{id}` shows it.
+pub fn session_document(session: &Session) -> Value {
+    let mut doc = summary(session);
+    let chain = export_json::render(
+        session,
+        &ExportOptions {
+            include_branches: true,
+            branch_id: None,
+        },
+    );
+    if let Value::Object(map) = &mut doc {
+        map.insert("chain".into(), chain);
+    }
+    doc
+}
+
+pub(super) async fn read(
+    ledger: &LedgerHandle<App>,
+    uri: &str,
+) -> Result<ReadResourceResult, ErrorData> {
+    let unavailable =
+        |e: crate::ledger::LedgerError| ErrorData::internal_error(e.to_string(), None);
+    let document = if uri == SESSIONS_URI {
+        ledger
+            .query(Box::new(sessions_document))
+            .await
+            .map_err(unavailable)?
+    } else if let Some(raw) = uri.strip_prefix(SESSION_PREFIX) {
+        let Some(id) = SessionId::parse(raw) else {
+            return Err(ErrorData::resource_not_found(
+                format!("\"{raw}\" is not a session id; read {SESSIONS_URI} for the list"),
+                None,
+            ));
+        };
+        let found = ledger
+            .query(Box::new(move |state| {
+                state
+                    .session(&id)
+                    .map(session_document)
+                    .unwrap_or(Value::Null)
+            }))
+            .await
+            .map_err(unavailable)?;
+        if found.is_null() {
+            return Err(ErrorData::resource_not_found(
+                format!("no session {raw} in this ledger; read {SESSIONS_URI} for the list"),
+                None,
+            ));
+        }
+        found
+    } else {
+        return Err(ErrorData::resource_not_found(
+            format!(
+                "unknown resource {uri}; this server offers {SESSIONS_URI} and {SESSION_PREFIX}{{id}}"
+            ),
+            None,
+        ));
+    };
+    Ok(ReadResourceResult::new(vec![
+        ResourceContents::text(super::pretty(&document), uri).with_mime_type("application/json"),
+    ]))
+}

@@ -1,0 +1,259 @@
+//! Helpers shared by the bench binaries: run mode, data directories on a real disk, latency
+//! statistics, and the post-run ledger check.
+#![allow(dead_code)] // each bench binary uses a different subset
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use thinkledger::ledger::{LedgerError, SledStore, Store, VerifyReport, verify};
+
+/// True under `cargo bench` (cargo passes `--bench`); false under `cargo test --all-targets`,
+/// which runs bench binaries without arguments: they then do a tiny smoke run.
+pub fn full_mode() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+/// An environment override for a bench parameter (`THINKLEDGER_BENCH_<NAME>`).
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(format!("THINKLEDGER_BENCH_{name}"))
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The mount point, filesystem type and device holding `path` (longest matching mount in
+/// /proc/mounts).
+pub fn filesystem_of(path: &Path) -> (String, String, String) {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let mut best: Option<(String, String, String)> = None;
+    for line in mounts.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(dev), Some(mnt), Some(fs)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        if path.starts_with(mnt) && best.as_ref().is_none_or(|(m, _, _)| mnt.len() > m.len()) {
+            best = Some((mnt.to_owned(), fs.to_owned(), dev.to_owned()));
+        }
+    }
+    best.unwrap_or_else(|| ("?".into(), "unknown".into(), "?".into()))
+}
+
+/// A fresh temporary data directory on a real disk: the system temp dir unless it is a
+/// memory filesystem, else cargo's per-target tmp dir under `target/`.
+pub fn temp_data_dir() -> tempfile::TempDir {
+    let tmp = std::env::temp_dir();
+    let (_, fs, _) = filesystem_of(&tmp);
+    let base: PathBuf = if matches!(fs.as_str(), "tmpfs" | "ramfs") {
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    } else {
+        tmp
+    };
+    tempfile::Builder::new()
+        .prefix("thinkledger-bench-")
+        .tempdir_in(base)
+        .expect("create a temporary data dir")
+}
+
+/// One line describing where a data dir lives, for the bench output.
+pub fn describe_dir(dir: &Path) -> String {
+    let (mnt, fs, dev) = filesystem_of(dir);
+    let base = dir.parent().unwrap_or(dir);
+    format!("{} ({fs} on {dev}, mounted at {mnt})", base.display())
+}
+
+/// Arguments of one `sequentialthinking` call.
+pub fn thought_args(number: u32, total: u32) -> Value {
+    json!({
+        "thought": format!(
+            "Step {number}: weigh the evidence gathered so far, state the open question, and \
+             decide what to check next before committing to an answer."
+        ),
+        "nextThoughtNeeded": number < total,
+        "thoughtNumber": number,
+        "totalThoughts": total,
+    })
+}
+
+/// Text references each `sequentialthinking` event carries: its thought is committed once and
+/// referred to twice (in the recorded arguments and in the `ThoughtRecorded` fact), and
+/// `verify` counts every reference it checks.
+pub const TEXT_REFS_PER_THOUGHT: u64 = 2;
+
+/// Opens the sled store in `ledger_dir` (waiting for the previous owner to let go of its
+/// lock) and verifies it: intact, exactly `events` events, and `texts` text references
+/// checked against their stored text.
+/// Returns what was checked.
+pub fn verify_ledger(ledger_dir: &Path, events: u64, texts: u64) -> Verified {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let store = loop {
+        match SledStore::open(ledger_dir) {
+            Ok(store) => break store,
+            Err(LedgerError::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!(
+                "cannot open the ledger at {} for verification: {e}",
+                ledger_dir.display()
+            ),
+        }
+    };
+    let started = Instant::now();
+    let report = verify(&store).expect("verification could not read the ledger");
+    let took = started.elapsed();
+    assert!(
+        report.is_intact(),
+        "ledger at {} FAILED verification: {:?}",
+        ledger_dir.display(),
+        &report.problems[..report.problems.len().min(10)]
+    );
+    assert_eq!(
+        report.events, events,
+        "ledger holds {} events, expected {events}",
+        report.events
+    );
+    assert_eq!(
+        report.texts_verified, texts,
+        "ledger verified {} texts, expected {texts}",
+        report.texts_verified
+    );
+    let bytes: usize = store
+        .events_from(1)
+        .map(|e| e.map_or(0, |(_, b)| b.len()))
+        .sum();
+    Verified {
+        mean_event_bytes: bytes as f64 / report.events.max(1) as f64,
+        report,
+        took,
+    }
+}
+
+/// What [`verify_ledger`] checked.
+pub struct Verified {
+    pub report: VerifyReport,
+    /// Time `verify` took.
+    pub took: Duration,
+    /// Mean size of a stored event (its canonical JSON), in bytes.
+    pub mean_event_bytes: f64,
+}
+
+/// Latency summary of one run, in microseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Latency {
+    pub n: usize,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Latency {
+    pub fn of(samples: &[Duration]) -> Self {
+        let mut us: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+        us.sort_by(f64::total_cmp);
+        let n = us.len();
+        assert!(n > 0, "no samples");
+        Self {
+            n,
+            p50: percentile(&us, 50.0),
+            p90: percentile(&us, 90.0),
+            p99: percentile(&us, 99.0),
+            max: us[n - 1],
+            mean: us.iter().sum::<f64>() / n as f64,
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Median and (min, max) of values across runs.
+pub fn median_spread(values: &[f64]) -> (f64, f64, f64) {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    (median, v[0], v[n - 1])
+}
+
+/// `median (min–max)` of one statistic across runs, formatted with `f`.
+pub fn across(values: &[f64], f: impl Fn(f64) -> String) -> String {
+    let (m, lo, hi) = median_spread(values);
+    format!("{} ({}–{})", f(m), f(lo), f(hi))
+}
+
+/// Microseconds, shown as µs below 10 ms and as ms above.
+pub fn us(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} ms", v / 1000.0)
+    } else {
+        format!("{v:.0} µs")
+    }
+}
+
+/// A rate, rounded.
+pub fn rate(v: f64) -> String {
+    format!("{v:.0}/s")
+}
+
+/// CPU time (user + system) consumed so far by process `pid` (`"self"` for this one), in
+/// seconds, from /proc/PID/stat (clock ticks of 1/100 s, the Linux default).
+pub fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line: indexes 11 and 12 after the name.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The 1-, 5- and 15-minute load averages: other work on the machine skews the figures.
+pub fn load() -> String {
+    let raw = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let fields: Vec<&str> = raw.split_whitespace().take(3).collect();
+    format!("load average {}", fields.join(" "))
+}
+
+/// The machine, for the bench header.
+pub fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem_kb = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u64>().ok())
+                })
+        })
+        .unwrap_or(0);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    format!(
+        "{cpus} CPUs ({model}), {:.1} GiB RAM",
+        mem_kb as f64 / 1024.0 / 1024.0
+    )
+}

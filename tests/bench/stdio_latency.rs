@@ -1,0 +1,318 @@
+//! Per-call round-trip latency of durable `sequentialthinking` calls over stdio.
+//!
+//! Spawns the built `thinkledger` binary on a fresh data dir, speaks newline-delimited JSON-RPC
+//! to it with a minimal client (serde_json only, so the numbers are the server's), performs the
+//! MCP handshake, warms up, then sends `CALLS` calls one at a time, each answered only after its
+//! event is fsynced. Repeats the whole measurement `RUNS` times (a fresh process and ledger
+//! each) and reports the median of each statistic with its min–max across runs. After each run
+//! the ledger is verified: intact, with exactly warm-up + calls events.
+//!
+//! `cargo bench --bench stdio_latency` (full run); under `cargo test` it does a smoke run.
+//! Overrides: THINKLEDGER_BENCH_RUNS, THINKLEDGER_BENCH_CALLS, THINKLEDGER_BENCH_WARMUP.
+
+mod common;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Latency, across, rate, us};
+use serde_json::{Value, json};
+
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+    next_id: u64,
+}
+
+impl Client {
+    fn spawn(data_dir: &Path) -> Self {
+        let log = File::create(data_dir.join("server.log")).expect("create server log");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_thinkledger"))
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("serve")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn thinkledger");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        Self {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+            next_id: 0,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to server");
+        stdin.flush().expect("flush to server");
+    }
+
+    /// Prepares one request line (outside any timed section).
+    fn request(&mut self, method: &str, params: Value) -> (u64, Vec<u8>) {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut bytes = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )
+        .expect("serialize request");
+        bytes.push(b'\n');
+        (id, bytes)
+    }
+
+    /// Sends a prepared request and reads lines until its response; returns the response and
+    /// the instant its line was fully read.
+    fn round_trip(&mut self, id: u64, bytes: &[u8]) -> (Value, Instant) {
+        self.send(bytes);
+        loop {
+            self.line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut self.line)
+                .expect("read from server");
+            let at = Instant::now();
+            assert!(n > 0, "server closed stdout; see its log");
+            let message: Value = serde_json::from_str(&self.line).expect("server sent a JSON line");
+            if message.get("id").and_then(Value::as_u64) == Some(id) {
+                return (message, at);
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        let (id, bytes) = self.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "thinkledger-bench", "version": "0"},
+            }),
+        );
+        let (response, _) = self.round_trip(id, &bytes);
+        assert!(
+            response["result"]["protocolVersion"].is_string(),
+            "initialize failed: {response}"
+        );
+        self.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    }
+
+    /// One timed `sequentialthinking` call; checks it succeeded and got the expected seq.
+    fn think(&mut self, number: u32, total: u32, expected_seq: u64) -> Duration {
+        let (id, bytes) = self.request(
+            "tools/call",
+            json!({"name": "sequentialthinking", "arguments": common::thought_args(number, total)}),
+        );
+        let start = Instant::now();
+        let (response, end) = self.round_trip(id, &bytes);
+        let result = &response["result"];
+        assert!(
+            result["isError"] != json!(true) && result.is_object(),
+            "call failed: {response}"
+        );
+        assert_eq!(
+            result["structuredContent"]["seq"].as_u64(),
+            Some(expected_seq),
+            "unexpected seq: {response}"
+        );
+        end - start
+    }
+
+    /// Closes stdin (the server then syncs and exits) and waits for a clean exit.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for server") {
+                assert!(status.success(), "server exited with {status}");
+                return;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("server did not exit after stdin closed");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+struct Run {
+    all: Latency,
+    first_tenth_p50: f64,
+    last_tenth_p50: f64,
+    calls_per_s: f64,
+    /// CPU time per timed call, in µs: the server process's and this client's.
+    server_cpu_us: f64,
+    client_cpu_us: f64,
+    verify: Duration,
+    event_bytes: f64,
+}
+
+fn run_once(warmup: usize, calls: usize) -> Run {
+    let dir = common::temp_data_dir();
+    let mut client = Client::spawn(dir.path());
+    client.initialize();
+    let total = u32::try_from(warmup + calls).expect("call count fits u32");
+    let mut seq = 0u64;
+    for i in 0..warmup {
+        seq += 1;
+        client.think(u32::try_from(i + 1).unwrap_or(u32::MAX), total, seq);
+    }
+    let mut samples = Vec::with_capacity(calls);
+    let pid = client.child.id().to_string();
+    let (server_cpu, client_cpu) = (common::cpu_seconds(&pid), common::cpu_seconds("self"));
+    let started = Instant::now();
+    for i in 0..calls {
+        seq += 1;
+        samples.push(client.think(
+            u32::try_from(warmup + i + 1).unwrap_or(u32::MAX),
+            total,
+            seq,
+        ));
+    }
+    let elapsed = started.elapsed();
+    let server_cpu_us = (common::cpu_seconds(&pid) - server_cpu) * 1e6 / calls as f64;
+    let client_cpu_us = (common::cpu_seconds("self") - client_cpu) * 1e6 / calls as f64;
+    client.finish();
+    let ledger = thinkledger::server::ledger_dir(dir.path());
+    let verified = common::verify_ledger(&ledger, seq, seq * common::TEXT_REFS_PER_THOUGHT);
+    let tenth = (calls / 10).max(1);
+    Run {
+        all: Latency::of(&samples),
+        first_tenth_p50: Latency::of(&samples[..tenth]).p50,
+        last_tenth_p50: Latency::of(&samples[calls - tenth..]).p50,
+        calls_per_s: calls as f64 / elapsed.as_secs_f64(),
+        server_cpu_us,
+        client_cpu_us,
+        verify: verified.took,
+        event_bytes: verified.mean_event_bytes,
+    }
+}
+
+/// The disk floor: `SledStore::append_batch` + `sync` of one event-sized record at a time, with
+/// no MCP, no decision and no hashing: what a durable call cannot go below on this disk.
+fn store_floor(ops: usize) -> Latency {
+    use thinkledger::events::SessionId;
+    use thinkledger::ledger::{Batch, LedgerMeta, SledStore, StagedEvent, Store, TextRecord};
+    let dir = common::temp_data_dir();
+    let mut store = SledStore::open(&dir.path().join("ledger")).expect("open sled");
+    let meta = LedgerMeta {
+        ledger_id: "floor".into(),
+        created_at: "now".into(),
+        format: "thinkledger/1".into(),
+    };
+    store.init_meta(&meta).expect("init meta");
+    let session = SessionId::random();
+    let mut samples = Vec::with_capacity(ops);
+    for seq in 1..=ops as u64 {
+        // About the size of a recorded sequentialthinking event and its thought.
+        let batch = Batch {
+            events: vec![StagedEvent {
+                seq,
+                bytes: vec![b'x'; 1200],
+                session: Some(session.clone()),
+            }],
+            texts: vec![(
+                [seq as u8; 32],
+                TextRecord {
+                    salt: [7; 32],
+                    text: "t".repeat(150),
+                },
+            )],
+        };
+        let start = Instant::now();
+        store.append_batch(&batch).expect("append");
+        store.sync().expect("sync");
+        samples.push(start.elapsed());
+    }
+    Latency::of(&samples)
+}
+
+fn main() {
+    let full = common::full_mode();
+    let runs = common::env_usize("RUNS", if full { 5 } else { 1 }).max(1);
+    let calls = common::env_usize("CALLS", if full { 2000 } else { 20 }).max(1);
+    let warmup = common::env_usize("WARMUP", if full { 200 } else { 5 });
+    let probe = common::temp_data_dir();
+    println!(
+        "stdio_latency: {}",
+        if full {
+            "full run"
+        } else {
+            "smoke run (cargo test); use cargo bench for numbers"
+        }
+    );
+    println!("  server:   {}", env!("CARGO_BIN_EXE_thinkledger"));
+    println!(
+        "  machine:  {}; {} at start",
+        common::machine(),
+        common::load()
+    );
+    println!("  data dir: {}", common::describe_dir(probe.path()));
+    println!(
+        "  {runs} runs × ({warmup} warm-up + {calls} timed) sequential durable calls, one session per run"
+    );
+    drop(probe);
+    let wall = Instant::now();
+    let floor = store_floor(calls);
+    println!(
+        "  disk floor (SledStore append_batch + sync of one 1.2 KB event + 150 B text, {calls} times): p50 {} p90 {} p99 {} max {}",
+        us(floor.p50),
+        us(floor.p90),
+        us(floor.p99),
+        us(floor.max)
+    );
+    let mut results = Vec::with_capacity(runs);
+    for run in 1..=runs {
+        let r = run_once(warmup, calls);
+        println!(
+            "  run {run}: p50 {} p90 {} p99 {} max {} mean {} | {} | p50 first/last tenth {}/{} | \
+             CPU/call server {} client {} | verified in {:.0} ms ({:.0} B/event)",
+            us(r.all.p50),
+            us(r.all.p90),
+            us(r.all.p99),
+            us(r.all.max),
+            us(r.all.mean),
+            rate(r.calls_per_s),
+            us(r.first_tenth_p50),
+            us(r.last_tenth_p50),
+            us(r.server_cpu_us),
+            us(r.client_cpu_us),
+            r.verify.as_secs_f64() * 1e3,
+            r.event_bytes,
+        );
+        results.push(r);
+    }
+    let col = |f: fn(&Run) -> f64| results.iter().map(f).collect::<Vec<_>>();
+    println!("summary over {runs} run(s): median (min–max across runs)");
+    println!("  p50      {}", across(&col(|r| r.all.p50), us));
+    println!("  p90      {}", across(&col(|r| r.all.p90), us));
+    println!("  p99      {}", across(&col(|r| r.all.p99), us));
+    println!("  max      {}", across(&col(|r| r.all.max), us));
+    println!("  mean     {}", across(&col(|r| r.all.mean), us));
+    println!("  calls/s  {}", across(&col(|r| r.calls_per_s), rate));
+    println!(
+        "  server CPU per call {}",
+        across(&col(|r| r.server_cpu_us), us)
+    );
+    println!(
+        "  p50 of the first tenth {} vs the last tenth {}",
+        across(&col(|r| r.first_tenth_p50), us),
+        across(&col(|r| r.last_tenth_p50), us)
+    );
+    println!(
+        "  every run's ledger verified intact with the expected event count; wall time {:.1} s; {} at end",
+        wall.elapsed().as_secs_f64(),
+        common::load()
+    );
+}

@@ -1,0 +1,491 @@
+//! Durability and integrity of the ledger across process deaths: restart and resume, tamper
+//! detection by `verify` and at start-up, and SIGKILL in the middle of a stream of concurrent
+//! calls without losing a single acknowledged one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasher, Hasher};
+use std::path::Path;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use thinkledger::ledger::{SledStore, Store};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::*;
+
+#[tokio::test]
+async fn a_restarted_server_resumes_a_session_by_its_id_and_the_ledger_stays_intact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let s = &server;
+    let first = think(
+        s,
+        1,
+        4,
+        "Frame the problem",
+        json!({ "tags": ["question"] }),
+    )
+    .await;
+    let session = first["sessionId"].as_str().expect("sessionId").to_owned();
+    think(
+        s,
+        2,
+        4,
+        "A first hypothesis",
+        json!({ "tags": ["hypothesis"] }),
+    )
+    .await;
+    think(
+        s,
+        3,
+        4,
+        "Try another route",
+        json!({ "branchFromThought": 2, "branchId": "route-b" }),
+    )
+    .await;
+    think(
+        s,
+        4,
+        4,
+        "Route b holds up",
+        json!({ "branchId": "route-b" }),
+    )
+    .await;
+    think(
+        s,
+        5,
+        5,
+        "The hypothesis was too broad",
+        json!({ "isRevision": true, "revisesThought": 2 }),
+    )
+    .await;
+    let tagged = ok(&call(s, "tag", json!({ "thoughtNumber": 4, "add": ["evidence"] })).await);
+    let before = read_json(s, &format!("ledger://session/{session}")).await;
+    let last_before = tagged["seq"].as_u64().expect("seq");
+    server.kill().await;
+
+    // A new process (data dir from THINKLEDGER_DATA_DIR this time) replays the same state.
+    let server = StdioServer::start_with_env_data_dir(dir.path()).await;
+    let s = &server;
+    assert_eq!(
+        read_json(s, &format!("ledger://session/{session}")).await,
+        before,
+        "state survives a SIGKILL"
+    );
+    let resumed = think(
+        s,
+        6,
+        6,
+        "Back after the restart",
+        json!({ "sessionId": session, "branchId": "route-b" }),
+    )
+    .await;
+    assert_eq!(resumed["sessionId"], session.as_str());
+    assert_eq!(resumed["thoughtHistoryLength"], 6);
+    assert_eq!(resumed["branches"], json!(["route-b"]));
+    assert_eq!(
+        resumed["seq"],
+        last_before + 1,
+        "the log continues where it stopped"
+    );
+    let revised = think(s, 7, 7, "Revisit the frame", json!({ "sessionId": session, "isRevision": true, "revisesThought": 1, "nextThoughtNeeded": false })).await;
+    assert_eq!(revised["thoughtHistoryLength"], 7);
+    let found = ok(&call(
+        s,
+        "search",
+        json!({ "sessionId": session, "tags": ["evidence"] }),
+    )
+    .await);
+    assert_eq!(
+        found["matches"][0]["thought"], "Route b holds up",
+        "tags survive the restart"
+    );
+    let fresh = think(s, 1, 1, "A new connection without an id", json!({})).await;
+    assert_ne!(
+        fresh["sessionId"],
+        session.as_str(),
+        "a new connection does not silently join an old session"
+    );
+    let last = fresh["seq"].as_u64().expect("seq");
+    let head = fresh["eventHash"].as_str().expect("eventHash").to_owned();
+    server.stop().await;
+
+    let run = cli(dir.path(), &["verify"]).await;
+    assert!(run.status.success(), "verify: {run:?}");
+    assert!(
+        run.stdout.contains(&format!("intact: {last} events")) && run.stdout.contains(&head),
+        "{}",
+        run.stdout
+    );
+    let report = assert_intact(dir.path(), last).await;
+    assert_eq!(
+        report["headHash"],
+        head.as_str(),
+        "the head is the last acknowledged event"
+    );
+    let sessions = sessions_json(dir.path()).await;
+    assert_eq!(sessions["sessions"][0]["sessionId"], session.as_str());
+    assert_eq!(sessions["sessions"][0]["thoughts"], 7);
+    let exported: Value =
+        serde_json::from_str(&export_cli(dir.path(), &session, "json").await).expect("JSON");
+    assert_eq!(
+        exported["branches"][0]["thoughts"][2]["thought"],
+        "Back after the restart"
+    );
+}
+
+/// Changes one stored event of a fresh four-call ledger with `alter`; returns the data dir.
+async fn ledger_with_one_altered_event(seq: u64, alter: fn(&str) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    for n in 1..=3 {
+        think(&server, n, 3, &format!("thought {n}"), json!({})).await;
+    }
+    ok(&call(&server, "search", json!({ "query": "thought" })).await);
+    server.stop().await;
+    assert_intact(dir.path(), 4).await;
+
+    let mut store = SledStore::open(&dir.path().join("ledger")).expect("open the stopped ledger");
+    let original =
+        String::from_utf8(store.event_bytes(seq).expect("read").expect("stored")).expect("UTF-8");
+    let altered = alter(&original);
+    assert_ne!(altered, original, "the alteration changes the event");
+    assert_eq!(altered.len(), original.len(), "one character flipped");
+    let value: Value =
+        serde_json::from_str(&altered).expect("the altered event is still valid JSON");
+    assert_eq!(value["seq"], seq);
+    store
+        .tamper_event_bytes(seq, altered.as_bytes())
+        .expect("tamper");
+    drop(store);
+    dir
+}
+
+/// Flips the last digit of `recordedAt`: same shape, same canonical form, different content.
+fn flip_recorded_at(event: &str) -> String {
+    let start = event.find("\"recordedAt\":\"").expect("recordedAt") + "\"recordedAt\":\"".len();
+    let z = start + event[start..].find('Z').expect("timestamp ends with Z");
+    let digit = &event[z - 1..z];
+    let flipped = if digit == "0" { "1" } else { "0" };
+    format!("{}{flipped}{}", &event[..z - 1], &event[z..])
+}
+
+/// Changes the recorded thought's number in its `ThoughtRecorded` fact (3 becomes 7).
+fn flip_fact_number(event: &str) -> String {
+    let facts = event.find("\"facts\":").expect("facts");
+    let at = facts
+        + event[facts..]
+            .find("\"thoughtNumber\":3")
+            .expect("thoughtNumber in the fact");
+    let digit = at + "\"thoughtNumber\":".len();
+    format!("{}7{}", &event[..digit], &event[digit + 1..])
+}
+
+#[tokio::test]
+async fn verify_names_exactly_the_tampered_event_and_the_server_refuses_to_start() {
+    for (seq, alter) in [
+        (2, flip_recorded_at as fn(&str) -> String),
+        (3, flip_fact_number),
+    ] {
+        let dir = ledger_with_one_altered_event(seq, alter).await;
+        check_tamper_is_caught(dir.path(), seq).await;
+    }
+}
+
+async fn check_tamper_is_caught(dir: &Path, seq: u64) {
+    let run = cli(dir, &["verify"]).await;
+    assert_eq!(
+        run.status.code(),
+        Some(2),
+        "verify exits 2 on a tampered ledger: {run:?}"
+    );
+    let problems: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("seq "))
+        .collect();
+    assert_eq!(
+        problems.len(),
+        1,
+        "exactly one problem, at seq {seq}:\n{}",
+        run.stdout
+    );
+    assert!(
+        problems[0]
+            .trim_start()
+            .starts_with(&format!("seq {seq}: hash_mismatch")),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("FAILED"), "{}", run.stdout);
+
+    let (report, code) = verify_json(dir).await;
+    assert_eq!(code, Some(2));
+    assert_eq!(report["events"], 4);
+    let problems = report["problems"].as_array().expect("problems");
+    assert_eq!(
+        problems.len(),
+        1,
+        "only the altered event is reported: {report}"
+    );
+    assert_eq!(
+        pick(&problems[0], &["seq", "code"]),
+        json!({ "seq": seq, "code": "hash_mismatch" }),
+        "{report}"
+    );
+
+    // Neither transport starts on a corrupt ledger, and the CLI readers refuse it too.
+    for args in [
+        &["serve"][..],
+        &["serve", "--http", "127.0.0.1:0"][..],
+        &["sessions"][..],
+    ] {
+        let run = cli(dir, args).await;
+        assert!(
+            !run.status.success(),
+            "{args:?} must refuse a corrupt ledger: {run:?}"
+        );
+        assert!(
+            run.stderr.contains("corrupt") && run.stderr.contains(&format!("event {seq}")),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("thinkledger verify"),
+            "{args:?} says how to investigate: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("serving MCP"),
+            "{args:?} never served: {}",
+            run.stderr
+        );
+    }
+}
+
+const ROUNDS: u32 = 5;
+const WRITERS: usize = 4;
+
+/// One acknowledged call.
+#[derive(Debug, Clone)]
+struct Ack {
+    round: u32,
+    writer: usize,
+    seq: u64,
+    session: String,
+    number: u32,
+    text: String,
+}
+
+/// After how many acknowledgements round `round` is killed: 5 to 44, different every run.
+fn kill_point(round: u32) -> usize {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(round);
+    5 + usize::try_from(hasher.finish() % 40).expect("small")
+}
+
+/// Where one writer starts in a round.
+struct Start {
+    writer: usize,
+    round: u32,
+    /// The session to continue (that of the writer's last acknowledged call).
+    session: Option<String>,
+    number: u32,
+}
+
+/// Records thoughts in one session as fast as the server answers, reporting each acknowledged
+/// call, until the server is killed.
+async fn write_until_killed(
+    client: Client,
+    start: Start,
+    acks: mpsc::UnboundedSender<Ack>,
+    killed: CancellationToken,
+) {
+    let Start {
+        writer,
+        round,
+        mut session,
+        mut number,
+    } = start;
+    loop {
+        let text = format!("writer {writer} round {round} thought {number}");
+        let mut args = json!({ "thought": text, "thoughtNumber": number, "totalThoughts": number, "nextThoughtNeeded": true });
+        if let Some(id) = &session {
+            args["sessionId"] = json!(id);
+        }
+        let Value::Object(args) = args else {
+            unreachable!("built as an object")
+        };
+        let params = CallToolRequestParams::new("sequentialthinking").with_arguments(args);
+        let answer = tokio::select! {
+            answer = client.call_tool(params) => answer,
+            () = killed.cancelled() => return,
+        };
+        let Ok(result) = answer else {
+            return; // the connection broke: this call was not acknowledged
+        };
+        let body = ok(&result);
+        let ack = Ack {
+            round,
+            writer,
+            seq: body["seq"].as_u64().expect("seq"),
+            session: body["sessionId"].as_str().expect("sessionId").to_owned(),
+            number,
+            text,
+        };
+        session = Some(ack.session.clone());
+        if acks.send(ack).is_err() {
+            return;
+        }
+        number += 1;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_mid_stream_never_loses_an_acknowledged_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut acks: Vec<Ack> = Vec::new();
+    let mut sessions: Vec<Option<String>> = vec![None; WRITERS];
+    let mut next_number = [1u32; WRITERS];
+    let mut kill_points = Vec::new();
+    for round in 0..ROUNDS {
+        let server = HttpServer::start(dir.path(), &[]).await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let killed = CancellationToken::new();
+        let mut writers = JoinSet::new();
+        for writer in 0..WRITERS {
+            let client = server.connect().await;
+            let start = Start {
+                writer,
+                round,
+                session: sessions[writer].clone(),
+                number: next_number[writer],
+            };
+            writers.spawn(write_until_killed(
+                client,
+                start,
+                tx.clone(),
+                killed.clone(),
+            ));
+        }
+        drop(tx);
+        let kill_after = kill_point(round);
+        kill_points.push(kill_after);
+        let mut this_round = Vec::new();
+        while this_round.len() < kill_after {
+            let ack = within("acknowledgements before the kill", rx.recv()).await;
+            this_round.push(ack.unwrap_or_else(|| {
+                panic!(
+                    "writers stopped before the kill; stderr:\n{}",
+                    server.stderr()
+                )
+            }));
+        }
+        server.kill().await;
+        killed.cancel();
+        // Answers the client already holds may still come through; calls still waiting are
+        // abandoned (rmcp's HTTP client does not fail them promptly when the server dies), and
+        // the channel closes when every writer has stopped.
+        while let Some(ack) = within("writers to notice the kill", rx.recv()).await {
+            this_round.push(ack);
+        }
+        while let Some(joined) = writers.join_next().await {
+            joined.expect("writer task");
+        }
+        for ack in &this_round {
+            sessions[ack.writer] = Some(ack.session.clone());
+            next_number[ack.writer] = next_number[ack.writer].max(ack.number + 1);
+        }
+        let earlier = acks.iter().map(|a| a.seq).max().unwrap_or(0);
+        let first = this_round
+            .iter()
+            .map(|a| a.seq)
+            .min()
+            .expect("acks this round");
+        assert!(
+            first > earlier,
+            "round {round} reused seq {first} at or below {earlier}: an acknowledged event was lost"
+        );
+        acks.extend(this_round);
+    }
+    let seqs: BTreeSet<u64> = acks.iter().map(|a| a.seq).collect();
+    assert_eq!(seqs.len(), acks.len(), "every acknowledged seq is distinct");
+
+    // Every acknowledged thought is in the ledger, with its number and text, at its seq.
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let by_session: BTreeMap<&str, Vec<&Ack>> =
+        acks.iter().fold(BTreeMap::new(), |mut map, ack| {
+            map.entry(ack.session.as_str()).or_default().push(ack);
+            map
+        });
+    let mut stored_thoughts = 0;
+    for (session, session_acks) in &by_session {
+        let doc = read_json(&server, &format!("ledger://session/{session}")).await;
+        let thoughts = doc["chain"]["thoughts"].as_array().expect("thoughts");
+        stored_thoughts += thoughts.len();
+        let stored: BTreeMap<u64, (u64, &str)> = thoughts
+            .iter()
+            .map(|t| {
+                let seq = t["seq"].as_u64().expect("seq");
+                (
+                    seq,
+                    (
+                        t["thoughtNumber"].as_u64().expect("number"),
+                        t["thought"].as_str().expect("text"),
+                    ),
+                )
+            })
+            .collect();
+        for ack in session_acks {
+            let (number, text) = stored.get(&ack.seq).unwrap_or_else(|| {
+                panic!("acknowledged call lost: {ack:?} (kill points {kill_points:?})")
+            });
+            assert_eq!(
+                (*number, *text),
+                (u64::from(ack.number), ack.text.as_str()),
+                "{ack:?}"
+            );
+        }
+        let writers: BTreeSet<usize> = session_acks.iter().map(|a| a.writer).collect();
+        assert_eq!(writers.len(), 1, "one writer per session");
+    }
+    assert!(stored_thoughts >= acks.len());
+    let listed = read_json(&server, "ledger://sessions").await;
+    let all_thoughts: u64 = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| s["thoughts"].as_u64().expect("count"))
+        .sum();
+    let rounds: BTreeSet<u32> = acks.iter().map(|a| a.round).collect();
+    assert_eq!(
+        rounds.len(),
+        usize::try_from(ROUNDS).expect("small"),
+        "every round acknowledged calls"
+    );
+    server.stop().await;
+
+    let (report, code) = verify_json(dir.path()).await;
+    assert_eq!(
+        report["problems"],
+        json!([]),
+        "ledger intact after {ROUNDS} SIGKILLs: {report}"
+    );
+    assert_eq!(code, Some(0));
+    let events = report["events"].as_u64().expect("events");
+    eprintln!(
+        "{} acknowledged of {events} recorded calls over {ROUNDS} SIGKILLs at {kill_points:?} acks",
+        acks.len()
+    );
+    let last_acked = *seqs.last().expect("acks");
+    assert!(
+        events >= last_acked,
+        "verify sees {events} events but seq {last_acked} was acknowledged"
+    );
+    assert_eq!(
+        all_thoughts, events,
+        "every event is a recorded thought (acknowledged or not)"
+    );
+}

@@ -1,0 +1,535 @@
+//! Golden JSON Schemas in the top-level `schemas/` directory, and proof that they describe what
+//! the server really sends and stores.
+//!
+//! - `schemas/tools/<name>.input.json` and `.output.json`: generated from the tool catalog.
+//! - `schemas/event.v1.json`: the event envelope of docs/ledger-format.md. `Event` does not derive
+//!   `JsonSchema`, so the schema is written out here by hand ([`event_schema`]), checked against
+//!   the member tables of the document, and checked against real events read back from a ledger.
+//!
+//! The golden test fails when a file is missing, differs or is stale; `UPDATE_SCHEMAS=1` rewrites
+//! them. Conformance is checked with [`subset`], a small validator for exactly the keywords these
+//! schemas use; it refuses any keyword it does not implement, so nothing is silently unchecked.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use thinkledger::tools::{Catalog, Toolsets};
+
+use crate::common::*;
+
+mod subset;
+
+const REGENERATE: &str = "UPDATE_SCHEMAS=1 cargo test --test it schemas::";
+
+fn schemas_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas")
+}
+
+fn pretty(value: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).expect("schema serializes");
+    text.push('\n');
+    text
+}
+
+/// Every golden file: its path under `schemas/` and its expected content.
+fn golden_files() -> Vec<(String, String)> {
+    let catalog = Catalog::new(Toolsets::all());
+    let mut files = Vec::new();
+    for entry in catalog.all_entries() {
+        let name = &entry.tool.name;
+        let input = Value::Object((*entry.tool.input_schema).clone());
+        let output = entry
+            .tool
+            .output_schema
+            .as_ref()
+            .map(|s| Value::Object((**s).clone()));
+        let output = output.unwrap_or_else(|| panic!("tool {name} has no output schema"));
+        files.push((format!("tools/{name}.input.json"), pretty(&input)));
+        files.push((format!("tools/{name}.output.json"), pretty(&output)));
+    }
+    files.push(("event.v1.json".to_owned(), pretty(&event_schema())));
+    files
+}
+
+#[test]
+fn golden_schemas_match_the_code() {
+    let dir = schemas_dir();
+    let files = golden_files();
+    if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+        let tools = dir.join("tools");
+        if tools.exists() {
+            std::fs::remove_dir_all(&tools).expect("clear schemas/tools");
+        }
+        for (path, content) in &files {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("create schemas dir");
+            std::fs::write(&path, content).expect("write schema");
+        }
+        return;
+    }
+    let mut drift = Vec::new();
+    for (path, expected) in &files {
+        match std::fs::read_to_string(dir.join(path)) {
+            Err(_) => drift.push(format!("schemas/{path} is missing")),
+            Ok(found) if found != *expected => {
+                drift.push(format!("schemas/{path} differs from the code"))
+            }
+            Ok(_) => {}
+        }
+    }
+    let expected: BTreeSet<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    if let Ok(entries) = std::fs::read_dir(dir.join("tools")) {
+        for entry in entries.flatten() {
+            let path = format!("tools/{}", entry.file_name().to_string_lossy());
+            if !expected.contains(path.as_str()) {
+                drift.push(format!("schemas/{path} belongs to no tool"));
+            }
+        }
+    }
+    assert!(
+        drift.is_empty(),
+        "golden JSON Schemas are out of date:\n  {}\nIf the change is intended, regenerate them with `{REGENERATE}` and commit schemas/.",
+        drift.join("\n  ")
+    );
+}
+
+/// The event envelope, version 1, as docs/ledger-format.md §3–§5 specify it.
+fn event_schema() -> Value {
+    let nullable_int = json!({ "type": ["integer", "null"], "minimum": 1 });
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "thinkledger event, envelope v1",
+        "description": "One recorded MCP tools/call, as specified in docs/ledger-format.md. Stored as the RFC 8785 (JCS) bytes of this object; `hash` is the hex BLAKE3 derive_key(\"thinkledger 2026-11 event v1\") of the JCS bytes of the event without its `hash` member.",
+        "type": "object",
+        "required": [
+            "v", "kind", "seq", "ledgerId", "sessionId", "recordedAt", "actor", "call", "facts",
+            "outcome", "provenance", "prevHash", "hash"
+        ],
+        "additionalProperties": false,
+        "properties": {
+            "v": { "description": "Envelope version.", "type": "integer", "const": 1 },
+            "kind": { "type": "string", "const": "ToolCallRecorded" },
+            "seq": { "description": "Position in the log: 1, 2, 3, … without gaps.", "type": "integer", "minimum": 1 },
+            "ledgerId": { "$ref": "#/$defs/uuid" },
+            "sessionId": {
+                "description": "The thinking session the call acted on, or null.",
+                "type": ["string", "null"],
+                "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+            },
+            "recordedAt": {
+                "description": "UTC time the call was decided (a claim of the server, not a proof of time).",
+                "type": "string",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z$"
+            },
+            "actor": {
+                "type": "object",
+                "required": ["principal", "transport", "clientName", "clientVersion"],
+                "additionalProperties": false,
+                "properties": {
+                    "principal": { "description": "`local` for the process owner.", "type": "string" },
+                    "transport": { "type": "string", "enum": ["stdio", "http"] },
+                    "clientName": { "type": ["string", "null"] },
+                    "clientVersion": { "type": ["string", "null"] }
+                }
+            },
+            "call": {
+                "type": "object",
+                "required": ["tool", "arguments"],
+                "additionalProperties": false,
+                "properties": {
+                    "tool": { "description": "The tool name as sent.", "type": "string" },
+                    "arguments": {
+                        "description": "The recorded arguments (docs/ledger-format.md §4): known parameters with text fields as text references, or {\"raw\": text reference}, or {\"omitted\": {\"reason\", \"bytes\"}}.",
+                        "type": "object"
+                    }
+                }
+            },
+            "facts": {
+                "description": "What the call changed; empty for read-only and rejected calls.",
+                "type": "array",
+                "items": { "$ref": "#/$defs/fact" }
+            },
+            "outcome": {
+                "type": "object",
+                "required": ["status", "responseDigest", "error"],
+                "additionalProperties": false,
+                "properties": {
+                    "status": { "type": "string", "enum": ["ok", "rejected", "failed"] },
+                    "responseDigest": { "$ref": "#/$defs/hex64" },
+                    "error": {
+                        "anyOf": [
+                            { "type": "null" },
+                            {
+                                "type": "object",
+                                "required": ["code", "message", "suggestion"],
+                                "additionalProperties": false,
+                                "properties": {
+                                    "code": { "type": "string" },
+                                    "message": { "type": "string" },
+                                    "suggestion": { "type": "string" }
+                                }
+                            }
+                        ]
+                    }
+                }
+            },
+            "provenance": {
+                "type": "object",
+                "required": ["kind", "name", "version"],
+                "additionalProperties": false,
+                "properties": {
+                    "kind": { "type": "string", "enum": ["rules", "model"] },
+                    "name": { "type": "string" },
+                    "version": { "type": "string" }
+                }
+            },
+            "prevHash": { "description": "`hash` of event seq − 1; 64 zeros for seq 1.", "$ref": "#/$defs/hex64" },
+            "hash": { "$ref": "#/$defs/hex64" }
+        },
+        "$defs": {
+            "hex64": { "type": "string", "pattern": "^[0-9a-f]{64}$" },
+            "uuid": {
+                "type": "string",
+                "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+            },
+            "textRef": {
+                "description": "A commitment to erasable text stored beside the log.",
+                "type": "object",
+                "required": ["textCommitment"],
+                "additionalProperties": false,
+                "properties": { "textCommitment": { "$ref": "#/$defs/hex64" } }
+            },
+            "tags": {
+                "description": "Normalized tags: trimmed, lowercased, deduplicated.",
+                "type": "array",
+                "items": { "type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[^A-Z]*$" }
+            },
+            "fact": {
+                "oneOf": [
+                    { "$ref": "#/$defs/SessionStarted" },
+                    { "$ref": "#/$defs/ThoughtRecorded" },
+                    { "$ref": "#/$defs/ThoughtTagged" },
+                    { "$ref": "#/$defs/SessionClosed" }
+                ]
+            },
+            "SessionStarted": {
+                "type": "object",
+                "required": ["type", "sessionId"],
+                "additionalProperties": false,
+                "properties": {
+                    "type": { "type": "string", "const": "SessionStarted" },
+                    "sessionId": { "$ref": "#/$defs/uuid" }
+                }
+            },
+            "ThoughtRecorded": {
+                "type": "object",
+                "required": [
+                    "type", "sessionId", "text", "thoughtNumber", "totalThoughts", "nextThoughtNeeded",
+                    "isRevision", "revisesThought", "branchFromThought", "branchId", "needsMoreThoughts", "tags"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": { "type": "string", "const": "ThoughtRecorded" },
+                    "sessionId": { "$ref": "#/$defs/uuid" },
+                    "text": { "$ref": "#/$defs/textRef" },
+                    "thoughtNumber": { "type": "integer", "minimum": 1 },
+                    "totalThoughts": {
+                        "description": "Already raised to thoughtNumber when lower.",
+                        "type": "integer",
+                        "minimum": 1
+                    },
+                    "nextThoughtNeeded": { "type": "boolean" },
+                    "isRevision": { "type": "boolean" },
+                    "revisesThought": nullable_int,
+                    "branchFromThought": nullable_int,
+                    "branchId": { "type": ["string", "null"] },
+                    "needsMoreThoughts": { "type": "boolean" },
+                    "tags": { "$ref": "#/$defs/tags" }
+                }
+            },
+            "ThoughtTagged": {
+                "type": "object",
+                "required": ["type", "sessionId", "thoughtSeq", "added", "removed"],
+                "additionalProperties": false,
+                "properties": {
+                    "type": { "type": "string", "const": "ThoughtTagged" },
+                    "sessionId": { "$ref": "#/$defs/uuid" },
+                    "thoughtSeq": {
+                        "description": "Seq of the event whose ThoughtRecorded created the thought.",
+                        "type": "integer",
+                        "minimum": 1
+                    },
+                    "added": { "$ref": "#/$defs/tags" },
+                    "removed": { "$ref": "#/$defs/tags" }
+                }
+            },
+            "SessionClosed": {
+                "type": "object",
+                "required": ["type", "sessionId", "reason"],
+                "additionalProperties": false,
+                "properties": {
+                    "type": { "type": "string", "const": "SessionClosed" },
+                    "sessionId": { "$ref": "#/$defs/uuid" },
+                    "reason": { "type": "string", "enum": ["reset"] }
+                }
+            }
+        }
+    })
+}
+
+/// Rows of the markdown table that follows `heading` in docs/ledger-format.md: first cell
+/// (backticks removed) and the whole row.
+fn table_after(doc: &str, heading: &str) -> Vec<(String, String)> {
+    let start = doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("docs/ledger-format.md has no {heading:?}"));
+    doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|row| {
+            let first = row
+                .split('|')
+                .nth(1)
+                .unwrap_or_default()
+                .trim()
+                .trim_matches('`')
+                .to_owned();
+            (first, row.to_owned())
+        })
+        .collect()
+}
+
+/// The backticked names in a table cell outside parentheses: "`kind` (`rules` or `model`),
+/// `name`" names `kind` and `name`; the parenthesized values are not members.
+fn backticked(cell: &str) -> BTreeSet<String> {
+    let mut depth = 0usize;
+    let outside: String = cell
+        .chars()
+        .filter(|&c| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect();
+    outside
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+fn keys(value: &Value) -> BTreeSet<String> {
+    value
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn strings(value: &Value) -> BTreeSet<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn event_schema_names_exactly_the_members_docs_ledger_format_specifies() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ledger-format.md"),
+    )
+    .expect("read docs/ledger-format.md");
+    let schema = event_schema();
+
+    let envelope: BTreeSet<String> = table_after(&doc, "## 3. The event envelope")
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
+    assert_eq!(keys(&schema["properties"]), envelope, "envelope members");
+    assert_eq!(
+        strings(&schema["required"]),
+        envelope,
+        "every envelope member is required"
+    );
+
+    let rows = table_after(&doc, "## 3. The event envelope");
+    for object in ["actor", "call", "outcome", "provenance"] {
+        let (_, row) = rows.iter().find(|(m, _)| m == object).expect("row");
+        let documented = backticked(row.split('|').nth(3).unwrap_or_default());
+        assert_eq!(
+            keys(&schema["properties"][object]["properties"]),
+            documented,
+            "members of {object}"
+        );
+        assert_eq!(
+            strings(&schema["properties"][object]["required"]),
+            keys(&schema["properties"][object]["properties"])
+        );
+    }
+
+    let facts = table_after(&doc, "## 5. Facts");
+    let documented: BTreeSet<String> = facts.iter().map(|(t, _)| t.clone()).collect();
+    let declared: BTreeSet<String> = schema["$defs"]["fact"]["oneOf"]
+        .as_array()
+        .expect("oneOf")
+        .iter()
+        .map(|r| {
+            r["$ref"]
+                .as_str()
+                .expect("$ref")
+                .trim_start_matches("#/$defs/")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(declared, documented, "fact types");
+    for (fact, row) in &facts {
+        let members = row.split('|').nth(2).unwrap_or_default();
+        let mut documented = backticked(members);
+        documented.insert("type".into());
+        let def = &schema["$defs"][fact.as_str()];
+        assert_eq!(keys(&def["properties"]), documented, "members of {fact}");
+        assert_eq!(
+            strings(&def["required"]),
+            documented,
+            "{fact}: all members present"
+        );
+        assert_eq!(def["properties"]["type"]["const"], fact.as_str());
+    }
+}
+
+/// Records one of every kind of event through the real binary, then checks every stored event
+/// against `schemas/event.v1.json` and every successful result against its tool's output schema.
+#[tokio::test]
+async fn recorded_events_and_tool_results_conform_to_their_schemas() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &["--max-text-bytes", "64"]).await;
+    let mut results = Vec::new();
+    let calls = [
+        ("reset", json!({ "confirm": true })),
+        (
+            "sequentialthinking",
+            json!({ "thought": "first", "thoughtNumber": 1, "totalThoughts": 2, "nextThoughtNeeded": true, "tags": ["Key"] }),
+        ),
+        (
+            "sequentialthinking",
+            json!({ "thought": "branch", "thoughtNumber": 2, "totalThoughts": 2, "nextThoughtNeeded": true, "branchFromThought": 1, "branchId": "b" }),
+        ),
+        (
+            "sequentialthinking",
+            json!({ "thought": "revise", "thoughtNumber": 3, "totalThoughts": 2, "nextThoughtNeeded": false, "isRevision": true, "revisesThought": 1, "needsMoreThoughts": true }),
+        ),
+        (
+            "sequentialthinking",
+            json!({ "thought": "x".repeat(100), "thoughtNumber": 4, "totalThoughts": 4, "nextThoughtNeeded": true }),
+        ),
+        ("sequentialthinking", json!({ "thoughtNumber": "many" })),
+        ("no_such_tool", json!({ "anything": [1, 2] })),
+        (
+            "tag",
+            json!({ "thoughtNumber": 1, "add": ["evidence"], "remove": ["key"] }),
+        ),
+        ("search", json!({ "query": "f.rst", "tags": ["evidence"] })),
+        ("export", json!({ "format": "json" })),
+        ("export", json!({ "format": "markdown", "branchId": "b" })),
+        (
+            "visualize",
+            json!({ "format": "ascii", "showTags": true, "showContent": true }),
+        ),
+        ("visualize", json!({})),
+        ("reset", json!({ "confirm": true })),
+    ];
+    for (tool, args) in calls {
+        results.push((tool, call(&server, tool, args).await));
+    }
+    server.stop().await;
+
+    let catalog = Catalog::new(Toolsets::all());
+    let mut checked_outputs = BTreeSet::new();
+    for (tool, result) in &results {
+        if result.is_error == Some(true) {
+            continue;
+        }
+        let entry = catalog.entry(tool).expect("known tool");
+        let schema =
+            Value::Object((**entry.tool.output_schema.as_ref().expect("output schema")).clone());
+        let body = ok(result);
+        if let Err(e) = subset::validate(&schema, &body) {
+            panic!("{tool} result does not match its output schema: {e}\n{body:#}");
+        }
+        checked_outputs.insert(*tool);
+    }
+    assert_eq!(
+        checked_outputs.len(),
+        6,
+        "every tool's output was checked: {checked_outputs:?}"
+    );
+
+    let events = stored_events(dir.path());
+    assert_eq!(events.len(), results.len(), "one event per call");
+    let schema = event_schema();
+    let mut fact_types = BTreeSet::new();
+    let mut statuses = BTreeSet::new();
+    for event in &events {
+        if let Err(e) = subset::validate(&schema, event) {
+            panic!("stored event does not match schemas/event.v1.json: {e}\n{event:#}");
+        }
+        for fact in event["facts"].as_array().expect("facts") {
+            fact_types.insert(fact["type"].as_str().expect("type").to_owned());
+        }
+        statuses.insert(
+            event["outcome"]["status"]
+                .as_str()
+                .expect("status")
+                .to_owned(),
+        );
+    }
+    assert_eq!(
+        fact_types,
+        [
+            "SessionClosed",
+            "SessionStarted",
+            "ThoughtRecorded",
+            "ThoughtTagged"
+        ]
+        .map(String::from)
+        .into(),
+        "the sample covers every fact type"
+    );
+    assert_eq!(statuses, ["ok", "rejected"].map(String::from).into());
+    assert_eq!(
+        events[0]["sessionId"],
+        Value::Null,
+        "a reset with no session acts on none"
+    );
+
+    // The checker itself rejects what the schema forbids.
+    let mut broken = events[1].clone();
+    broken["facts"][1]["tags"] = json!(["Key"]);
+    assert!(
+        subset::validate(&schema, &broken).is_err(),
+        "uppercase tag accepted"
+    );
+    let mut broken = events[1].clone();
+    broken["outcome"]["surprise"] = json!(1);
+    assert!(
+        subset::validate(&schema, &broken).is_err(),
+        "unknown member accepted"
+    );
+    let mut broken = events[1].clone();
+    broken.as_object_mut().expect("object").remove("prevHash");
+    assert!(
+        subset::validate(&schema, &broken).is_err(),
+        "missing member accepted"
+    );
+}
