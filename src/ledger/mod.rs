@@ -7,7 +7,6 @@
 
 pub mod canonical;
 pub mod hash;
-pub mod merkle;
 pub mod store;
 pub mod verify;
 mod writer;
