@@ -6,7 +6,9 @@
 //! trait, which the application layer implements.
 
 pub mod canonical;
+pub mod checkpoint;
 pub mod hash;
+pub mod merkle;
 pub mod store;
 pub mod verify;
 mod writer;

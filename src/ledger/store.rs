@@ -112,7 +112,14 @@ pub struct SledStore {
     dir: PathBuf,
     /// Blob files (sled's out-of-line values) already fsynced.
     synced_blobs: HashSet<OsString>,
+    /// Whether a value staged since the last sync may have gone to a blob file, so the next
+    /// sync must look for new ones (most batches hold only small values and skip the scan).
+    blob_possible: bool,
 }
+
+/// Values at least this large may be written by sled 0.34 as separate blob files (its
+/// threshold is a quarter of its 512 KiB segment); smaller ones always sit in its log.
+const BLOB_CANDIDATE_BYTES: usize = 64 * 1024;
 
 impl SledStore {
     /// Opens (or creates) the store in `dir`. Fails with [`LedgerError::Locked`] when another
@@ -147,6 +154,8 @@ impl SledStore {
             log_file,
             dir: dir.to_path_buf(),
             synced_blobs: HashSet::new(),
+            // Blobs written before a crash may never have been fsynced: check once.
+            blob_possible: true,
         })
     }
 
@@ -220,6 +229,14 @@ impl Store for SledStore {
 
     fn append_batch(&mut self, batch: &Batch) -> Result<(), LedgerError> {
         use sled::Transactional;
+        self.blob_possible |= batch
+            .events
+            .iter()
+            .any(|e| e.bytes.len() >= BLOB_CANDIDATE_BYTES)
+            || batch
+                .texts
+                .iter()
+                .any(|(_, t)| t.text.len() >= BLOB_CANDIDATE_BYTES);
         (&self.events, &self.sessions, &self.texts)
             .transaction(|(events, sessions, texts)| {
                 for (commitment, record) in &batch.texts {
@@ -240,7 +257,10 @@ impl Store for SledStore {
 
     fn sync(&mut self) -> Result<(), LedgerError> {
         self.db.flush().map_err(sled_err)?;
-        self.sync_new_blobs()?;
+        if self.blob_possible {
+            self.sync_new_blobs()?;
+            self.blob_possible = false;
+        }
         self.log_file.sync_data()?;
         Ok(())
     }
@@ -418,6 +438,38 @@ mod tests {
             Err(other) => panic!("expected Locked, got {other}"),
             Ok(_) => panic!("expected Locked, got a second handle"),
         }
+    }
+
+    #[test]
+    fn values_large_enough_for_sled_blob_files_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = "x".repeat(300 * 1024);
+        {
+            let mut store = SledStore::open(dir.path()).unwrap();
+            let batch = Batch {
+                events: vec![],
+                texts: vec![(
+                    [5; 32],
+                    TextRecord {
+                        salt: [0; 32],
+                        text: big.clone(),
+                    },
+                )],
+            };
+            store.append_batch(&batch).unwrap();
+            assert!(
+                store.blob_possible,
+                "a 300 KiB value must trigger the blob scan"
+            );
+            store.sync().unwrap();
+            assert!(!store.blob_possible);
+            assert!(
+                !store.synced_blobs.is_empty(),
+                "sled wrote a blob file and it was fsynced"
+            );
+        }
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(store.text(&[5; 32]).unwrap().unwrap().text, big);
     }
 
     #[test]

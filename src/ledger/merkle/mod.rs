@@ -1,0 +1,583 @@
+//! Merkle trees as RFC 9162 §2.1 defines them: the tree hash, inclusion proofs (audit paths) and
+//! consistency proofs, how to generate them and how to verify them.
+//!
+//! Owns the tree arithmetic and nothing else. The hash function comes in through
+//! [`MerkleHasher`]; [`Blake3Hasher`] is the production instance, over the ledger's event
+//! hashes as leaf data. This module must not know where leaves come from or where roots and
+//! proofs go: no storage, no events, no signing, no checkpoints, no HTTP. It never panics on any
+//! input: every size, index and proof is checked and refused with a precise [`MerkleError`].
+//!
+//! # The tree
+//! With `H` the hash function, `MTH({}) = H()`, `MTH({d}) = H(0x00 ‖ d)`, and for `n > 1` leaves
+//! `MTH(D[n]) = H(0x01 ‖ MTH(D[0:k]) ‖ MTH(D[k:n]))`, where `k` is the largest power of two
+//! strictly less than `n`.
+//!
+//! # Costs
+//! [`MerkleTree`] keeps the hash of every complete, aligned subtree `[j·2^h, (j+1)·2^h)`: level 0
+//! holds the `n` leaf hashes, level `h` holds `⌊n / 2^h⌋` nodes, fewer than `2n` hashes in all,
+//! so about 64 bytes per leaf (64 MB for a million leaves; growing a `Vec` may briefly need up to
+//! twice that). Every hash it ever stores is computed once, when the leaf that completes it is
+//! appended, so an append costs O(1) hashes amortized and O(log n) at worst. The root of any
+//! size, and every node of a proof, is assembled from at most ⌈log₂ n⌉ stored hashes; a proof
+//! reads O(log n) stored hashes and computes O(log² n) hashes at worst (only on the tree's right
+//! border, where subtrees are incomplete). Nothing is ever recomputed from the leaves.
+//! [`root_from_leaf_hashes`] computes one root in O(n) time and O(log n) memory, for callers that
+//! need no proofs.
+
+use std::iter;
+
+/// A node of the tree: a leaf hash, an interior node hash, or a root.
+pub type NodeHash = [u8; 32];
+
+/// The hash function of a log, with the RFC 9162 domain separation between leaves and interior
+/// nodes. RFC 9162 makes the hash algorithm a parameter of the log.
+pub trait MerkleHasher {
+    /// `H(0x00 ‖ data)`: the hash of a leaf whose data is `data`.
+    fn hash_leaf(&self, data: &[u8]) -> NodeHash;
+    /// `H(0x01 ‖ left ‖ right)`: the hash of an interior node.
+    fn hash_children(&self, left: &NodeHash, right: &NodeHash) -> NodeHash;
+    /// `H()`: the root of the empty tree.
+    fn empty_root(&self) -> NodeHash;
+}
+
+/// The production hasher: plain BLAKE3 (no key, no derive-key context) over the prefixed bytes,
+/// exactly as RFC 9162 uses SHA-256. The 0x00/0x01 prefixes separate leaves from interior nodes;
+/// BLAKE3's derive-key mode, which event hashes use, is a separate domain from plain hashing, so
+/// a tree node cannot pass for an event hash or the reverse.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Blake3Hasher;
+
+impl MerkleHasher for Blake3Hasher {
+    fn hash_leaf(&self, data: &[u8]) -> NodeHash {
+        *blake3::Hasher::new()
+            .update(&[0x00])
+            .update(data)
+            .finalize()
+            .as_bytes()
+    }
+
+    fn hash_children(&self, left: &NodeHash, right: &NodeHash) -> NodeHash {
+        *blake3::Hasher::new()
+            .update(&[0x01])
+            .update(left)
+            .update(right)
+            .finalize()
+            .as_bytes()
+    }
+
+    fn empty_root(&self) -> NodeHash {
+        *blake3::hash(&[]).as_bytes()
+    }
+}
+
+/// Why a proof was refused or could not be produced. Verification failures are the verdict on a
+/// proof someone else supplied: a caller reports them to whoever asked for the check, as "this
+/// proof does not hold", never as a fault of the server. Generation failures mean the caller
+/// asked about leaves or sizes the tree does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MerkleError {
+    /// The leaf index is not inside the tree (RFC 9162 §2.1.3.2 step 1).
+    #[error("leaf index {index} is outside a tree of size {size}")]
+    IndexOutOfRange { index: u64, size: u64 },
+    /// A proof or root was asked for a tree size larger than the leaves appended so far.
+    #[error("tree size {size} is beyond the {len} leaves appended so far")]
+    SizeBeyondTree { size: u64, len: u64 },
+    /// A consistency proof was asked for, or offered, from a larger tree to a smaller one.
+    #[error("the old tree size {old_size} is larger than the new tree size {new_size}")]
+    SizesOutOfOrder { old_size: u64, new_size: u64 },
+    /// A consistency proof from the empty tree: RFC 9162 defines none (every tree extends the
+    /// empty one, so there is nothing to prove), and its verification algorithm needs `first > 0`.
+    #[error("there is no consistency proof from the empty tree; every tree extends it")]
+    EmptyOldTree,
+    /// The proof does not have the number of hashes the sizes (and index) determine: too short,
+    /// too long, or not empty where it must be.
+    #[error("the proof has {actual} hashes where these sizes require {expected}")]
+    WrongProofLength { expected: usize, actual: usize },
+    /// An inclusion proof does not lead from the leaf hash to the claimed root.
+    #[error("the inclusion proof does not lead to the claimed root")]
+    RootMismatch,
+    /// A consistency proof does not lead to the claimed root of the old tree.
+    #[error("the consistency proof does not lead to the claimed old root")]
+    OldRootMismatch,
+    /// A consistency proof does not lead to the claimed root of the new tree (for equal sizes:
+    /// the two roots differ).
+    #[error("the consistency proof does not lead to the claimed new root")]
+    NewRootMismatch,
+    /// A byte string offered as a node hash is not 32 bytes long.
+    #[error("a node hash is 32 bytes long, not {len}")]
+    HashLength { len: usize },
+}
+
+/// Reads a node hash from bytes received from elsewhere, refusing any other length.
+pub fn hash_from_slice(bytes: &[u8]) -> Result<NodeHash, MerkleError> {
+    NodeHash::try_from(bytes).map_err(|_| MerkleError::HashLength { len: bytes.len() })
+}
+
+/// `MTH` of the given leaf hashes, in O(n) time and O(log n) memory, without keeping the tree.
+pub fn root_from_leaf_hashes<H: MerkleHasher + ?Sized>(
+    hasher: &H,
+    leaf_hashes: impl IntoIterator<Item = NodeHash>,
+) -> NodeHash {
+    // Roots of the perfect subtrees seen so far, left to right, each with its height; heights
+    // strictly decrease, so there is at most one per bit of the leaf count.
+    let mut perfect: Vec<(u32, NodeHash)> = Vec::new();
+    for leaf in leaf_hashes {
+        let mut node = (0, leaf);
+        while let Some(&(height, left)) = perfect.last() {
+            if height != node.0 {
+                break;
+            }
+            perfect.pop();
+            node = (height + 1, hasher.hash_children(&left, &node.1));
+        }
+        perfect.push(node);
+    }
+    fold_right_border(hasher, perfect.iter().rev().map(|(_, hash)| *hash))
+        .unwrap_or_else(|| hasher.empty_root())
+}
+
+/// Joins the perfect subtrees `s₁ … sₖ` that make up a tree, left to right, into
+/// `H(s₁, H(s₂, … H(sₖ₋₁, sₖ)))`, given right to left (smallest first). `None` for none.
+fn fold_right_border<H: MerkleHasher + ?Sized>(
+    hasher: &H,
+    right_to_left: impl IntoIterator<Item = NodeHash>,
+) -> Option<NodeHash> {
+    right_to_left
+        .into_iter()
+        .reduce(|right, left| hasher.hash_children(&left, &right))
+}
+
+/// An append-only Merkle tree that keeps every complete subtree hash, so that roots and proofs
+/// for any size up to [`len`](Self::len) cost O(log n) stored-hash reads (see the module
+/// documentation for the memory cost).
+#[derive(Debug, Clone)]
+pub struct MerkleTree<H> {
+    /// The log's hash function.
+    hasher: H,
+    /// `levels[h][j]` is `MTH` of the leaves `[j·2^h, (j+1)·2^h)`; `levels[0]` holds the leaf
+    /// hashes. Invariant: `levels[h + 1].len() == levels[h].len() / 2` for every stored level,
+    /// and a level exists only once it holds a node.
+    levels: Vec<Vec<NodeHash>>,
+}
+
+impl<H: MerkleHasher> MerkleTree<H> {
+    /// The empty tree.
+    pub fn new(hasher: H) -> Self {
+        Self {
+            hasher,
+            levels: Vec::new(),
+        }
+    }
+
+    /// A tree holding the given leaf hashes, in order.
+    pub fn from_leaf_hashes(hasher: H, leaf_hashes: impl IntoIterator<Item = NodeHash>) -> Self {
+        let mut tree = Self::new(hasher);
+        for leaf_hash in leaf_hashes {
+            tree.push_leaf_hash(leaf_hash);
+        }
+        tree
+    }
+
+    /// The hash function of this tree.
+    pub fn hasher(&self) -> &H {
+        &self.hasher
+    }
+
+    /// The number of leaves appended so far.
+    pub fn len(&self) -> u64 {
+        let leaves = self.levels.first().map_or(0, Vec::len);
+        // A `usize` count always fits in `u64` on the platforms Rust supports.
+        u64::try_from(leaves).unwrap_or(u64::MAX)
+    }
+
+    /// Whether no leaf has been appended yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends a leaf given its data (hashed as `H(0x00 ‖ data)`); returns its index.
+    pub fn push_leaf(&mut self, data: &[u8]) -> u64 {
+        let leaf_hash = self.hasher.hash_leaf(data);
+        self.push_leaf_hash(leaf_hash)
+    }
+
+    /// Appends a leaf given its leaf hash; returns its index. Stores every subtree the new leaf
+    /// completes: O(1) hashes amortized, ⌈log₂ n⌉ at worst.
+    pub fn push_leaf_hash(&mut self, leaf_hash: NodeHash) -> u64 {
+        let index = self.len();
+        let mut node = leaf_hash;
+        let mut height = 0;
+        loop {
+            if self.levels.len() == height {
+                self.levels.push(Vec::new());
+            }
+            let Some(level) = self.levels.get_mut(height) else {
+                break;
+            };
+            level.push(node);
+            // A node at an even position waits for its right sibling.
+            if level.len() % 2 == 1 {
+                break;
+            }
+            let [.., left, right] = level.as_slice() else {
+                break;
+            };
+            node = self.hasher.hash_children(left, right);
+            height += 1;
+        }
+        index
+    }
+
+    /// The leaf hash at `index`.
+    pub fn leaf_hash(&self, index: u64) -> Result<NodeHash, MerkleError> {
+        let size = self.len();
+        if index >= size {
+            return Err(MerkleError::IndexOutOfRange { index, size });
+        }
+        self.stored(0, index)
+            .ok_or(MerkleError::IndexOutOfRange { index, size })
+    }
+
+    /// The root of the whole tree; `H()` when it is empty.
+    pub fn root(&self) -> NodeHash {
+        // The whole tree is always within the tree.
+        self.root_at(self.len())
+            .unwrap_or_else(|_| self.hasher.empty_root())
+    }
+
+    /// The root the tree had when it held its first `size` leaves.
+    pub fn root_at(&self, size: u64) -> Result<NodeHash, MerkleError> {
+        self.check_size(size)?;
+        if size == 0 {
+            return Ok(self.hasher.empty_root());
+        }
+        self.subtree(0, size)
+    }
+
+    /// The inclusion proof (audit path, RFC 9162 §2.1.3.1 `PATH(m, D[n])`) for the leaf at
+    /// `leaf_index` in the tree of the first `tree_size` leaves, lowest node first.
+    pub fn inclusion_proof(
+        &self,
+        leaf_index: u64,
+        tree_size: u64,
+    ) -> Result<Vec<NodeHash>, MerkleError> {
+        self.check_size(tree_size)?;
+        if leaf_index >= tree_size {
+            return Err(MerkleError::IndexOutOfRange {
+                index: leaf_index,
+                size: tree_size,
+            });
+        }
+        // Walk down from the root. [start, end) is the current subtree; each step records the
+        // sibling of the half that holds the leaf.
+        let (mut start, mut end) = (0, tree_size);
+        let mut top_down = Vec::new();
+        while end - start > 1 {
+            let split = start + largest_power_of_two_below(end - start);
+            if leaf_index < split {
+                top_down.push(self.subtree(split, end)?);
+                end = split;
+            } else {
+                top_down.push(self.subtree(start, split)?);
+                start = split;
+            }
+        }
+        top_down.reverse();
+        Ok(top_down)
+    }
+
+    /// The consistency proof (RFC 9162 §2.1.4.1 `PROOF(m, D[n])`) that the tree of the first
+    /// `old_size` leaves is a prefix of the tree of the first `new_size` leaves, lowest node
+    /// first. Empty when the sizes are equal.
+    pub fn consistency_proof(
+        &self,
+        old_size: u64,
+        new_size: u64,
+    ) -> Result<Vec<NodeHash>, MerkleError> {
+        self.check_size(new_size)?;
+        check_consistency_sizes(old_size, new_size)?;
+        // SUBPROOF(m, D[start:end], b), walking down from the root. `old_is_whole` is `b`: true
+        // while the current subtree starts at leaf 0, so that once it narrows to exactly the old
+        // tree, that node is the old root, which the verifier already holds and the proof omits.
+        // Invariant: start < old_size <= end.
+        let (mut start, mut end) = (0, new_size);
+        let mut old_is_whole = true;
+        let mut top_down = Vec::new();
+        while old_size != end {
+            let split = start + largest_power_of_two_below(end - start);
+            if old_size <= split {
+                top_down.push(self.subtree(split, end)?);
+                end = split;
+            } else {
+                top_down.push(self.subtree(start, split)?);
+                start = split;
+                old_is_whole = false;
+            }
+        }
+        if !old_is_whole {
+            top_down.push(self.subtree(start, end)?);
+        }
+        top_down.reverse();
+        Ok(top_down)
+    }
+
+    fn check_size(&self, size: u64) -> Result<(), MerkleError> {
+        let len = self.len();
+        if size > len {
+            return Err(MerkleError::SizeBeyondTree { size, len });
+        }
+        Ok(())
+    }
+
+    /// `MTH(D[start:end])` for a non-empty subtree of the RFC recursion, whose `start` is a
+    /// multiple of the smallest power of two `>= end - start`. Such a range is a run of complete
+    /// subtrees, one per set bit of its width, all stored; they are joined right to left.
+    fn subtree(&self, start: u64, end: u64) -> Result<NodeHash, MerkleError> {
+        let beyond = MerkleError::SizeBeyondTree {
+            size: end,
+            len: self.len(),
+        };
+        let mut right_edge = end;
+        let mut parts = Vec::new();
+        while right_edge > start {
+            // The smallest remaining complete subtree ends at `right_edge`.
+            let height = (right_edge - start).trailing_zeros();
+            let left_edge = right_edge - (1u64 << height);
+            parts.push(
+                self.stored(height, left_edge)
+                    .ok_or_else(|| beyond.clone())?,
+            );
+            right_edge = left_edge;
+        }
+        fold_right_border(&self.hasher, parts).ok_or(beyond)
+    }
+
+    /// The stored hash of the complete subtree of height `height` starting at leaf `start`, if
+    /// `start` is aligned and the subtree is complete.
+    fn stored(&self, height: u32, start: u64) -> Option<NodeHash> {
+        if start.trailing_zeros() < height {
+            return None;
+        }
+        let level = self.levels.get(usize::try_from(height).ok()?)?;
+        level.get(usize::try_from(start >> height).ok()?).copied()
+    }
+}
+
+/// The sizes a consistency proof can exist for: `0 < old_size <= new_size`.
+fn check_consistency_sizes(old_size: u64, new_size: u64) -> Result<(), MerkleError> {
+    if old_size > new_size {
+        return Err(MerkleError::SizesOutOfOrder { old_size, new_size });
+    }
+    if old_size == 0 {
+        return Err(MerkleError::EmptyOldTree);
+    }
+    Ok(())
+}
+
+/// The largest power of two strictly less than `n`; 1 when `n < 2` (never used that way).
+fn largest_power_of_two_below(n: u64) -> u64 {
+    match n.checked_sub(1) {
+        Some(below) if below > 0 => 1 << below.ilog2(),
+        _ => 1,
+    }
+}
+
+/// Which side of the running hash a proof node goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sibling {
+    /// `H(0x01 ‖ p ‖ r)`.
+    Left,
+    /// `H(0x01 ‖ r ‖ p)`.
+    Right,
+}
+
+/// The `fn`/`sn` bookkeeping shared by RFC 9162 §2.1.3.2 step 4 and §2.1.4.2 step 6: `node` is
+/// `fn`, the position of the running hash on its level, and `last` is `sn`, the position of the
+/// tree's last node on that level.
+#[derive(Debug, Clone, Copy)]
+struct Walk {
+    node: u64,
+    last: u64,
+}
+
+impl Walk {
+    /// Steps b and c for one proof node (step a, `sn == 0`, is the caller's): which side the
+    /// node goes on, then move up.
+    fn step(&mut self) -> Sibling {
+        let sibling = if self.node & 1 == 1 || self.node == self.last {
+            // A left sibling. If LSB(fn) is not set, the running hash is the last node of its
+            // level and a left child, so it has no sibling: `p` is the left sibling of its first
+            // ancestor that is a right child. Shift until LSB(fn) is set or fn is 0.
+            while self.node & 1 == 0 && self.node != 0 {
+                self.up();
+            }
+            Sibling::Left
+        } else {
+            Sibling::Right
+        };
+        self.up();
+        sibling
+    }
+
+    fn up(&mut self) {
+        self.node >>= 1;
+        self.last >>= 1;
+    }
+
+    /// How many more proof nodes the walk consumes before `sn` reaches 0.
+    fn remaining(mut self) -> usize {
+        let mut count = 0;
+        while self.last != 0 {
+            self.step();
+            count += 1;
+        }
+        count
+    }
+}
+
+/// Verifies an inclusion proof exactly as RFC 9162 §2.1.3.2 does: that the leaf with hash
+/// `leaf_hash` sits at `leaf_index` in a tree of `tree_size` leaves whose root is `root`.
+/// `inclusion_path` is lowest node first, as [`MerkleTree::inclusion_proof`] makes it.
+pub fn verify_inclusion<H: MerkleHasher + ?Sized>(
+    hasher: &H,
+    leaf_hash: &NodeHash,
+    leaf_index: u64,
+    tree_size: u64,
+    inclusion_path: &[NodeHash],
+    root: &NodeHash,
+) -> Result<(), MerkleError> {
+    // 1. leaf_index >= tree_size fails.
+    if leaf_index >= tree_size {
+        return Err(MerkleError::IndexOutOfRange {
+            index: leaf_index,
+            size: tree_size,
+        });
+    }
+    // 2. fn = leaf_index, sn = tree_size - 1.
+    let mut walk = Walk {
+        node: leaf_index,
+        last: tree_size - 1,
+    };
+    // Steps 4a and 5 refuse a path that is too long or too short; say so up front, with the
+    // length the walk needs.
+    let expected = walk.remaining();
+    if inclusion_path.len() != expected {
+        return Err(MerkleError::WrongProofLength {
+            expected,
+            actual: inclusion_path.len(),
+        });
+    }
+    // 3. r = hash.
+    let mut running = *leaf_hash;
+    // 4. For each p in inclusion_path.
+    for p in inclusion_path {
+        // a. sn == 0 with nodes left over: the path is too long.
+        if walk.last == 0 {
+            return Err(MerkleError::WrongProofLength {
+                expected,
+                actual: inclusion_path.len(),
+            });
+        }
+        // b, c.
+        running = match walk.step() {
+            Sibling::Left => hasher.hash_children(p, &running),
+            Sibling::Right => hasher.hash_children(&running, p),
+        };
+    }
+    // 5. sn == 0 and r == root_hash.
+    if walk.last != 0 {
+        return Err(MerkleError::WrongProofLength {
+            expected,
+            actual: inclusion_path.len(),
+        });
+    }
+    if running != *root {
+        return Err(MerkleError::RootMismatch);
+    }
+    Ok(())
+}
+
+/// Verifies a consistency proof exactly as RFC 9162 §2.1.4.2 does: that the tree of `old_size`
+/// leaves with root `old_root` is a prefix of the tree of `new_size` leaves with root `new_root`.
+/// `consistency_path` is lowest node first, as [`MerkleTree::consistency_proof`] makes it.
+///
+/// The RFC algorithm covers `0 < old_size < new_size`. For equal sizes, where `PROOF(m, D[m])`
+/// is empty (§2.1.4.1), the proof must be empty and the roots equal. From the empty tree there
+/// is no proof ([`MerkleError::EmptyOldTree`]).
+pub fn verify_consistency<H: MerkleHasher + ?Sized>(
+    hasher: &H,
+    old_size: u64,
+    new_size: u64,
+    old_root: &NodeHash,
+    new_root: &NodeHash,
+    consistency_path: &[NodeHash],
+) -> Result<(), MerkleError> {
+    check_consistency_sizes(old_size, new_size)?;
+    let wrong_length = |expected| MerkleError::WrongProofLength {
+        expected,
+        actual: consistency_path.len(),
+    };
+    if old_size == new_size {
+        if !consistency_path.is_empty() {
+            return Err(wrong_length(0));
+        }
+        if old_root != new_root {
+            return Err(MerkleError::NewRootMismatch);
+        }
+        return Ok(());
+    }
+    // 2. When first is an exact power of 2, first_hash is the path's first node.
+    let old_root_leads = old_size.is_power_of_two();
+    // 3. fn = first - 1, sn = second - 1.
+    let mut walk = Walk {
+        node: old_size - 1,
+        last: new_size - 1,
+    };
+    // 4. Right-shift both while LSB(fn) is set.
+    while walk.node & 1 == 1 {
+        walk.up();
+    }
+    // Steps 1, 6a and 7 refuse a path that is empty, too long or too short; say so up front.
+    let expected = walk.remaining() + usize::from(!old_root_leads);
+    if consistency_path.len() != expected {
+        return Err(wrong_length(expected));
+    }
+    let mut path = iter::once(old_root)
+        .filter(|_| old_root_leads)
+        .chain(consistency_path);
+    // 1. An empty path fails.
+    let Some(first) = path.next() else {
+        return Err(wrong_length(expected));
+    };
+    // 5. fr = sr = the first node.
+    let (mut old_running, mut new_running) = (*first, *first);
+    // 6. For each subsequent node c.
+    for c in path {
+        // a. sn == 0 with nodes left over: the path is too long.
+        if walk.last == 0 {
+            return Err(wrong_length(expected));
+        }
+        // b, c.
+        match walk.step() {
+            Sibling::Left => {
+                old_running = hasher.hash_children(c, &old_running);
+                new_running = hasher.hash_children(c, &new_running);
+            }
+            Sibling::Right => new_running = hasher.hash_children(&new_running, c),
+        }
+    }
+    // 7. sn == 0, fr == first_hash, sr == second_hash.
+    if walk.last != 0 {
+        return Err(wrong_length(expected));
+    }
+    if old_running != *old_root {
+        return Err(MerkleError::OldRootMismatch);
+    }
+    if new_running != *new_root {
+        return Err(MerkleError::NewRootMismatch);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
