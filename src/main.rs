@@ -16,7 +16,7 @@ use serde_json::Value;
 use thinkledger::app::AppConfig;
 use thinkledger::events::SessionId;
 use thinkledger::export::{ExportOptions, json as export_json, markdown};
-use thinkledger::ledger::{SledStore, verify};
+use thinkledger::ledger::{SledStore, keyfile, verify};
 use thinkledger::server::{self, HttpConfig};
 use thinkledger::tools::{Catalog, Toolsets};
 use tokio_util::sync::CancellationToken;
@@ -45,6 +45,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the ledger's public key (a C2SP verifier key) for checking its signed checkpoints.
+    Key,
     /// List the thinking sessions in the ledger.
     Sessions {
         /// Print as JSON.
@@ -125,6 +127,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     })) {
         Command::Serve(args) => serve(&dir, args),
         Command::Verify { json } => verify_ledger(&dir, json),
+        Command::Key => print_key(&dir),
         Command::Sessions { json } => list_sessions(&dir, json),
         Command::Export { session, format } => export_session(&dir, &session, format),
     }
@@ -216,6 +219,21 @@ fn query(dir: &std::path::Path, f: thinkledger::app::Query) -> anyhow::Result<Va
         ledger.shutdown().await;
         Ok(answer)
     })
+}
+
+fn print_key(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let ledger_id = runtime.block_on(async {
+        let ledger = server::open(dir, AppConfig::default())?;
+        let id = ledger.meta().ledger_id.clone();
+        ledger.shutdown().await;
+        anyhow::Ok(id)
+    })?;
+    let signer = keyfile::load_or_create(&server::key_path(dir), &ledger_id)?;
+    writeln!(std::io::stdout().lock(), "{}", signer.verifier().to_vkey())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn list_sessions(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {

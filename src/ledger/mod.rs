@@ -8,6 +8,7 @@
 pub mod canonical;
 pub mod checkpoint;
 pub mod hash;
+pub mod keyfile;
 pub mod merkle;
 pub mod store;
 pub mod verify;

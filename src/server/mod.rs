@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{App, AppConfig};
-use crate::ledger::{LedgerError, LedgerHandle, SledStore, WriterConfig, open_ledger};
+use crate::ledger::{LedgerError, LedgerHandle, SledStore, WriterConfig, keyfile, open_ledger};
 use crate::tools::{Catalog, ThinkServer};
 
 /// Where the sled database lives inside a data directory.
@@ -24,10 +24,18 @@ pub fn ledger_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("ledger")
 }
 
-/// Opens the ledger in `data_dir`, replaying it into a fresh application state.
+/// Where the ledger's signing key lives inside a data directory.
+pub fn key_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("signing.key")
+}
+
+/// Opens the ledger in `data_dir`, replaying it into a fresh application state, and makes sure
+/// the ledger has its signing key (made, mode 0600, the first time).
 pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
     let store = SledStore::open(&ledger_dir(data_dir))?;
-    open_ledger(store, App::new(app), WriterConfig::default())
+    let ledger = open_ledger(store, App::new(app), WriterConfig::default())?;
+    keyfile::load_or_create(&key_path(data_dir), &ledger.meta().ledger_id)?;
+    Ok(ledger)
 }
 
 /// How the HTTP transport behaves.

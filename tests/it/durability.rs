@@ -489,3 +489,50 @@ async fn sigkill_mid_stream_never_loses_an_acknowledged_call() {
         "every event is a recorded thought (acknowledged or not)"
     );
 }
+
+/// The ledger's signing key is made with the ledger, kept private, and stays the same across
+/// restarts: `thinkledger key` prints the same C2SP verifier key every time.
+#[tokio::test]
+async fn the_signing_key_is_made_once_private_and_printed_as_a_verifier_key() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    think(&server, 1, 1, "a thought", json!({})).await;
+    server.stop().await;
+    let key_file = dir.path().join("signing.key");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key_file)
+            .expect("key file")
+            .permissions()
+            .mode();
+        assert_eq!(
+            mode & 0o777,
+            0o600,
+            "the key file is readable by its owner only"
+        );
+    }
+    let first = cli(dir.path(), &["key"]).await;
+    assert!(first.status.success(), "{first:?}");
+    let second = cli(dir.path(), &["key"]).await;
+    assert_eq!(first.stdout, second.stdout, "the key is made once");
+    let vkey = first.stdout.trim_end();
+    let verifier = thinkledger::ledger::checkpoint::NoteVerifier::from_vkey(vkey)
+        .unwrap_or_else(|e| panic!("`key` printed no verifier key ({e}): {vkey}"));
+    let (report, _) = verify_json(dir.path()).await;
+    let ledger_id = report["ledgerId"].as_str().expect("ledger id");
+    assert_eq!(
+        verifier.name(),
+        format!("thinkledger/{ledger_id}"),
+        "the key is this ledger's"
+    );
+    let secret = std::fs::read_to_string(&key_file).expect("key file");
+    assert!(
+        secret.starts_with("PRIVATE+KEY+thinkledger/"),
+        "the file holds the signer key"
+    );
+    assert!(
+        !first.stdout.contains("PRIVATE"),
+        "`key` never prints the secret"
+    );
+}
