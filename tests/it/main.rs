@@ -6,3 +6,4 @@ mod common;
 mod durability;
 mod protocol;
 mod schemas;
+mod tidy;
