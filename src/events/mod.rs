@@ -201,6 +201,18 @@ pub enum Fact {
         session_id: SessionId,
         reason: String,
     },
+    /// Stored texts were erased: their bytes and salts were removed from disk once this event
+    /// was durable. Their commitments stay in the events that reference them, so the chain and
+    /// every proof still verify; the text can no longer be shown or checked.
+    TextsErased {
+        /// The commitments erased (64 lowercase hex digits each), ascending.
+        commitments: Vec<String>,
+        /// Why, as given by whoever erased them.
+        reason: String,
+        /// The session whose texts were erased, when the erasure named one.
+        #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<SessionId>,
+    },
 }
 
 /// The body of [`Fact::ThoughtRecorded`]: the reference server's thought fields plus tags.

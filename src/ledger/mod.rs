@@ -12,12 +12,14 @@ pub mod keyfile;
 pub mod merkle;
 pub mod store;
 pub mod verify;
+pub mod view;
 mod writer;
 
 use std::path::PathBuf;
 
 pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
 pub use verify::{Problem, VerifyReport, verify};
+pub use view::{LogView, SignedCheckpoint, TextState};
 pub use writer::{Committed, Decider, Draft, LedgerHandle, NewText, WriterConfig, open_ledger};
 
 /// Errors of the ledger layer. Each reaches a client as a tool error saying the server cannot

@@ -176,6 +176,16 @@ impl ThinkingState {
                         };
                     }
                 }
+                Fact::TextsErased { commitments, .. } => {
+                    // A commitment is random per text, so it names at most one thought.
+                    for session in self.sessions.values_mut() {
+                        for thought in &mut session.thoughts {
+                            if commitments.contains(&thought.text_ref.commitment) {
+                                thought.text = None;
+                            }
+                        }
+                    }
+                }
             }
         }
     }

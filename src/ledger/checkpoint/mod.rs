@@ -102,7 +102,7 @@ use CheckpointError as E;
 /// A tree head of a transparency log, as the body of a signed note.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checkpoint {
-    /// Unique name of the log that issued it (for thinkledger `thinkledger.local/<ledger-id>`):
+    /// Unique name of the log that issued it (for thinkledger the signing key's name, `thinkledger/<ledgerId>`):
     /// non-empty, one line, no control characters.
     origin: String,
     /// Number of leaves in the tree.
