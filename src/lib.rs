@@ -2,12 +2,13 @@
 //! ledger.
 //!
 //! Layers, innermost first (an arrow means "may import"):
-//! `events` ← `ledger`, `projections` ← `app`, `export` ← `tools` ← `server` ← `main`.
+//! `events` ← `ledger`, `projections` ← `audit`, `export` ← `app` ← `tools` ← `server` ← `main`.
 //! See docs/ARCHITECTURE.md for the code map and the invariants each layer keeps.
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
 pub mod app;
+pub mod audit;
 pub mod events;
 pub mod export;
 pub mod ledger;

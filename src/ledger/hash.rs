@@ -15,6 +15,8 @@ pub const EVENT_CONTEXT: &str = "thinkledger 2026-11 event v1";
 pub const TEXT_CONTEXT: &str = "thinkledger 2026-11 text commitment v1";
 /// BLAKE3 `derive_key` context for response digests.
 pub const RESPONSE_CONTEXT: &str = "thinkledger 2026-11 response v1";
+/// BLAKE3 `derive_key` context for the digest an audit export's signature covers.
+pub const AUDIT_EXPORT_CONTEXT: &str = "thinkledger 2026-11 audit export v1";
 
 /// The `prevHash` of the first event.
 pub const GENESIS_PREV_HASH: &str =
@@ -26,16 +28,34 @@ pub const SALT_LEN: usize = 32;
 /// Hash of an event: BLAKE3 in derive-key mode over the JCS bytes of the event object with its
 /// `hash` member removed. Returns lowercase hex.
 pub fn event_hash(event: &Event) -> Result<String, LedgerError> {
-    let mut value = serde_json::to_value(event)
+    let value = serde_json::to_value(event)
         .map_err(|e| LedgerError::NotCanonicalizable(format!("event does not serialize: {e}")))?;
-    if let Value::Object(map) = &mut value {
-        map.remove("hash");
-    }
-    let bytes = canonical_bytes(&value)?;
+    event_value_hash(&value)
+}
+
+/// [`event_hash`] of an event given as JSON, as read back from storage or an export: the
+/// `hash` member (if any) is left out and every other member, known or not, is hashed.
+pub fn event_value_hash(value: &Value) -> Result<String, LedgerError> {
+    let bytes = match value {
+        Value::Object(map) if map.contains_key("hash") => {
+            let mut map = map.clone();
+            map.remove("hash");
+            canonical_bytes(&Value::Object(map))?
+        }
+        other => canonical_bytes(other)?,
+    };
     Ok(hex(blake3::Hasher::new_derive_key(EVENT_CONTEXT)
         .update(&bytes)
         .finalize()
         .as_bytes()))
+}
+
+/// Digest of an audit export document: BLAKE3 derive-key over the given (canonical) bytes.
+pub fn audit_export_digest(canonical: &[u8]) -> String {
+    hex(blake3::Hasher::new_derive_key(AUDIT_EXPORT_CONTEXT)
+        .update(canonical)
+        .finalize()
+        .as_bytes())
 }
 
 /// Commitment to one piece of free text: BLAKE3 derive-key over `salt ‖ UTF-8 text`.

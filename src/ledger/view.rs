@@ -8,7 +8,7 @@
 //! checkpoint.
 
 use super::LedgerError;
-use super::checkpoint::Checkpoint;
+use super::checkpoint::{Checkpoint, NoteSigner};
 use super::merkle::{MerkleError, NodeHash};
 use super::store::{LedgerMeta, TextRecord};
 use crate::events::SessionId;
@@ -60,4 +60,6 @@ pub trait LogView {
     /// The C2SP verifier key of the ledger's signing key
     /// (`thinkledger/<ledgerId>+<key id hex>+<base64>`), when the ledger has one.
     fn verifier_key(&self) -> Option<String>;
+    /// The ledger's signing key, so that an export can be signed.
+    fn signer(&self) -> Option<&NoteSigner>;
 }
