@@ -77,7 +77,7 @@ struct ServeArgs {
     /// With --http: no MCP sessions, every request stands alone (pass sessionId to continue).
     #[arg(long, requires = "http")]
     stateless: bool,
-    /// Tool families to offer, comma-separated: thinking, maxential, or all.
+    /// Tool families to offer, comma-separated: thinking, maxential, audit, or all.
     #[arg(long, default_value = "all")]
     toolsets: String,
     /// With --http: an extra Host header value to accept besides loopback names (repeatable).

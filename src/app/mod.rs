@@ -8,6 +8,7 @@
 
 mod lenient;
 mod maxential;
+pub mod replay;
 mod texts;
 
 #[cfg(test)]
@@ -97,6 +98,7 @@ pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
         "maxential",
         &["reset", "search", "tag", "export", "visualize"],
     ),
+    ("audit", &["diff_sessions"]),
 ];
 
 /// Why a call was refused: shown to the client and recorded in the event.

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{App, Command, Decided, Outcome, Rejection, lenient, maxential};
+use super::{App, Command, Decided, Outcome, Rejection, lenient, maxential, replay};
 use crate::events::{Fact, SessionId, TextRef, ThoughtRecorded};
 use crate::projections::{Session, SessionStatus};
 
@@ -72,6 +72,12 @@ const SPECS: &[ToolSpec] = &[
         known_fields: &["format", "showTags", "showContent", "sessionId"],
         text_fields: &[],
         decide: maxential::decide_visualize,
+    },
+    ToolSpec {
+        name: "diff_sessions",
+        known_fields: &["session_a", "session_b"],
+        text_fields: &[],
+        decide: replay::tools::decide_diff,
     },
 ];
 

@@ -8,6 +8,7 @@
 
 mod catalog;
 mod maxential;
+mod replay;
 mod resources;
 mod thinking;
 
