@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::events::{
     Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, SessionId, TextLookup,
 };
-use crate::ledger::{Decider, Draft, NewText};
+use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::ThinkingState;
 
 pub use maxential::{
@@ -156,9 +156,9 @@ impl Decider for App {
     type Query = Query;
     type Answer = Value;
 
-    fn decide(&self, command: &Command) -> Draft {
+    fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
         let mut texts = Vec::new();
-        let (recorded, outcome) = self.decide_call(command, &mut texts);
+        let (recorded, outcome) = self.decide_call(command, log, &mut texts);
         let (status, error, body, session_id, facts) = match outcome {
             Ok(decided) => (
                 OutcomeStatus::Ok,
@@ -243,7 +243,12 @@ type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
 
 impl App {
     /// Records the arguments (text committed, never inline) and decides the call.
-    fn decide_call(&self, command: &Command, texts: &mut Vec<NewText>) -> (Value, Outcome) {
+    fn decide_call(
+        &self,
+        command: &Command,
+        log: &dyn LogView,
+        texts: &mut Vec<NewText>,
+    ) -> (Value, Outcome) {
         let policy = TextPolicy {
             max_text_bytes: self.config.max_text_bytes,
         };
@@ -316,7 +321,11 @@ impl App {
                 return (recorded, Err((rejection, None)));
             }
         };
-        let outcome = (spec.decide)(self, command, &Value::Object(args.clone()), &recorded);
+        let sent = Value::Object(args.clone());
+        let outcome = match spec.decide {
+            thinking::Decide::Pure(decide) => decide(self, command, &sent, &recorded),
+            thinking::Decide::WithLog(decide) => decide(self, command, log, &sent, &recorded),
+        };
         match outcome {
             Ok(decided) => (recorded, Ok(decided)),
             Err(err) => {

@@ -97,6 +97,9 @@ pub trait Store: Send + 'static {
     /// Seqs of the events recorded against `session`, ascending.
     fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError>;
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError>;
+    /// Removes the texts and salts behind `commitments` from disk for good, durably, before
+    /// returning. Commitments with no stored text are skipped.
+    fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError>;
 }
 
 /// The embedded on-disk store: one sled database in a directory.
@@ -304,6 +307,16 @@ impl Store for SledStore {
             Some(bytes) => TextRecord::decode(&bytes).map(Some),
         }
     }
+
+    fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
+        if commitments.is_empty() {
+            return Ok(());
+        }
+        for c in commitments {
+            self.texts.remove(c).map_err(sled_err)?;
+        }
+        self.sync()
+    }
 }
 
 /// An in-memory store with the same contract, for tests of the pure layers.
@@ -377,6 +390,13 @@ impl Store for MemStore {
 
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
         Ok(self.texts.get(commitment).cloned())
+    }
+
+    fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
+        for c in commitments {
+            self.texts.remove(c);
+        }
+        Ok(())
     }
 }
 
