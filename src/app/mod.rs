@@ -6,6 +6,7 @@
 //! input becomes a `rejected` event with a clear error and a suggestion, and changes no state.
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
+mod erase;
 mod lenient;
 mod maxential;
 mod texts;
@@ -65,6 +66,31 @@ pub struct Command {
     pub connection_session: SessionId,
     /// False when the tool exists but its family is not served (`--toolsets`).
     pub tool_enabled: bool,
+    /// True for the operator's own commands from the CLI (`erase`), never for MCP calls.
+    pub admin: bool,
+    /// A client-chosen key (MCP `_meta.idempotencyKey`): a call whose key this principal
+    /// already used is answered with the recorded outcome and appends nothing.
+    pub idempotency_key: Option<String>,
+}
+
+impl Command {
+    /// An MCP tool call.
+    pub fn tool_call(
+        tool: impl Into<String>,
+        arguments: Value,
+        actor: Actor,
+        connection_session: SessionId,
+    ) -> Self {
+        Self {
+            tool: tool.into(),
+            arguments,
+            actor,
+            connection_session,
+            tool_enabled: true,
+            admin: false,
+            idempotency_key: None,
+        }
+    }
 }
 
 /// A read of durable state that records nothing (resources, CLI listings).
@@ -278,7 +304,11 @@ impl App {
             );
             return (recorded, Err((rejection, None)));
         }
-        let spec = thinking::spec(&command.tool).filter(|_| command.tool_enabled);
+        let spec = if command.admin {
+            erase::admin_spec(&command.tool)
+        } else {
+            thinking::spec(&command.tool).filter(|_| command.tool_enabled)
+        };
         if spec.is_none() && thinking::spec(&command.tool).is_some() {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
             let rejection = Rejection::new(

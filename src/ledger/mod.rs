@@ -12,6 +12,7 @@ pub mod keyfile;
 pub mod merkle;
 pub mod notary;
 pub mod store;
+mod textfile;
 pub mod verify;
 pub mod view;
 mod writer;
@@ -19,7 +20,7 @@ mod writer;
 use std::path::PathBuf;
 
 pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
-pub use verify::{Problem, VerifyReport, verify};
+pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints};
 pub use view::{LogView, SignedCheckpoint, TextState};
 pub use writer::{
     Committed, Decider, Draft, LedgerHandle, NewText, WriterConfig, ensure_meta, open_ledger,

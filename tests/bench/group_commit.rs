@@ -256,6 +256,8 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
                     actor: bench_actor(),
                     connection_session: session.clone(),
                     tool_enabled: true,
+                    admin: false,
+                    idempotency_key: None,
                 };
                 let start = Instant::now();
                 let committed = ledger.submit(command).await.expect("submit");

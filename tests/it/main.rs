@@ -4,6 +4,7 @@
 
 mod common;
 mod durability;
+mod erasure;
 mod protocol;
 mod schemas;
 mod tidy;
