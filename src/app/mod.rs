@@ -7,6 +7,7 @@
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
 mod erase;
+mod idempotency;
 mod lenient;
 mod maxential;
 mod texts;
@@ -21,6 +22,7 @@ use serde_json::{Map, Value, json};
 use crate::events::{
     Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, SessionId, TextLookup,
 };
+use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::ThinkingState;
 
@@ -100,6 +102,7 @@ pub type Query = Box<dyn FnOnce(&ThinkingState) -> Value + Send>;
 #[derive(Debug, Default)]
 pub struct App {
     state: ThinkingState,
+    idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
 }
 
@@ -107,6 +110,7 @@ impl App {
     pub fn new(config: AppConfig) -> Self {
         Self {
             state: ThinkingState::default(),
+            idempotency: idempotency::IdempotencyIndex::default(),
             config,
         }
     }
@@ -184,7 +188,26 @@ impl Decider for App {
 
     fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
         let mut texts = Vec::new();
-        let (recorded, outcome) = self.decide_call(command, log, &mut texts);
+        let (recorded, mut outcome) = self.decide_call(command, log, &mut texts);
+        if let Some(key) = &command.idempotency_key {
+            match self.idempotency.check(
+                &command.actor.principal,
+                key,
+                &command.tool,
+                &recorded,
+                &texts,
+                log,
+            ) {
+                idempotency::Check::New => {}
+                idempotency::Check::Repeat(committed) => {
+                    return Draft {
+                        replay_of: Some(committed),
+                        ..self.failed(command, "not recorded: a repeat")
+                    };
+                }
+                idempotency::Check::Refused(rejection) => outcome = Err((rejection, None)),
+            }
+        }
         let (status, error, body, session_id, facts) = match outcome {
             Ok(decided) => (
                 OutcomeStatus::Ok,
@@ -205,12 +228,22 @@ impl Decider for App {
                 Vec::new(),
             ),
         };
+        // With an idempotency key the body itself is kept (as erasable text), so that a retry
+        // is answered with exactly what the first call was.
+        let response_ref = command.idempotency_key.as_ref().and_then(|_| {
+            let canonical = canonical_bytes(&body).ok()?;
+            let text = String::from_utf8(canonical).ok()?;
+            let (text_ref, new) = self.policy().commit(&text);
+            texts.push(new);
+            Some(text_ref)
+        });
         Draft {
             session_id,
             actor: command.actor.clone(),
             call: Call {
                 tool: command.tool.clone(),
                 arguments: recorded,
+                idempotency_key: command.idempotency_key.clone(),
             },
             facts,
             status,
@@ -218,6 +251,8 @@ impl Decider for App {
             body,
             provenance: Provenance::rules("thinkledger.thinking"),
             texts,
+            response_ref,
+            replay_of: None,
         }
     }
 
@@ -246,6 +281,7 @@ impl Decider for App {
             call: Call {
                 tool: command.tool.clone(),
                 arguments: recorded,
+                idempotency_key: None,
             },
             facts: Vec::new(),
             status: OutcomeStatus::Failed,
@@ -253,11 +289,14 @@ impl Decider for App {
             body,
             provenance: Provenance::rules("thinkledger.thinking"),
             texts,
+            response_ref: None,
+            replay_of: None,
         }
     }
 
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.state.apply(event, texts);
+        self.idempotency.apply(event);
     }
 
     fn answer(&self, query: Query) -> Value {
@@ -268,6 +307,12 @@ impl Decider for App {
 type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
 
 impl App {
+    fn policy(&self) -> TextPolicy {
+        TextPolicy {
+            max_text_bytes: self.config.max_text_bytes,
+        }
+    }
+
     /// Records the arguments (text committed, never inline) and decides the call.
     fn decide_call(
         &self,

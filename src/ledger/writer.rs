@@ -46,6 +46,11 @@ pub struct Draft {
     pub body: Value,
     pub provenance: Provenance,
     pub texts: Vec<NewText>,
+    /// The stored response body (one of `texts`), for calls with an idempotency key.
+    pub response_ref: Option<TextRef>,
+    /// Set when the call repeats one already recorded (same idempotency key): the writer answers
+    /// with this outcome and appends nothing.
+    pub replay_of: Option<Committed>,
 }
 
 /// A durable call, as answered to its caller.
@@ -57,6 +62,9 @@ pub struct Committed {
     pub status: OutcomeStatus,
     pub error: Option<ErrorRecord>,
     pub body: Value,
+    /// True when this is the recorded outcome of an earlier call with the same idempotency key
+    /// (nothing was appended for this one).
+    pub replayed: bool,
 }
 
 /// The application side of the writer: pure decisions and folds over state it owns.
@@ -517,6 +525,10 @@ impl<S: Store, D: Decider> Writer<S, D> {
             }
         }
         if batch.events.is_empty() {
+            // Only repeats of calls recorded in earlier (durable) batches.
+            for (reply, committed) in answers {
+                let _ = reply.send(Ok(committed));
+            }
             return Ok(());
         }
         match self
@@ -592,6 +604,12 @@ impl<S: Store, D: Decider> Writer<S, D> {
             tracing::error!(%reason, "deciding a call panicked; it is recorded as failed");
             self.decider.failed(&command, &reason)
         });
+        if let Some(recorded) = draft.replay_of {
+            return Ok(Committed {
+                replayed: true,
+                ..recorded
+            });
+        }
         let seq = self.head.seq + 1;
         let mut event = Event {
             v: ENVELOPE_VERSION,
@@ -607,6 +625,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 status: draft.status,
                 response_digest: response_digest(&draft.body)?,
                 error: draft.error.clone(),
+                response_ref: draft.response_ref,
             },
             provenance: draft.provenance,
             prev_hash: self.head.hash.clone(),
@@ -661,6 +680,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             status: event.outcome.status,
             error: draft.error,
             body: draft.body,
+            replayed: false,
         })
     }
 }
@@ -746,6 +766,7 @@ mod tests {
                 call: Call {
                     tool: "echo".into(),
                     arguments: json!({ "say": command }),
+                    idempotency_key: None,
                 },
                 facts: Vec::new(),
                 status: OutcomeStatus::Ok,
@@ -753,6 +774,8 @@ mod tests {
                 body: json!({ "echo": command, "after": self.applied.len() }),
                 provenance: Provenance::rules("test"),
                 texts: Vec::new(),
+                response_ref: None,
+                replay_of: None,
             }
         }
 
@@ -983,12 +1006,14 @@ mod tests {
                 call: Call {
                     tool: "echo".into(),
                     arguments: json!({}),
+                    idempotency_key: None,
                 },
                 facts: Vec::new(),
                 outcome: Outcome {
                     status: OutcomeStatus::Ok,
                     response_digest: "00".into(),
                     error: None,
+                    response_ref: None,
                 },
                 provenance: Provenance::rules("test"),
                 prev_hash: prev.clone(),

@@ -123,6 +123,10 @@ impl ThinkServer {
         if let Value::Object(map) = &mut body {
             map.insert("seq".into(), json!(committed.seq));
             map.insert("eventHash".into(), json!(committed.hash));
+            if committed.replayed {
+                // The recorded answer of an earlier call with the same idempotency key.
+                map.insert("idempotentReplay".into(), json!(true));
+            }
         }
         if committed.status != OutcomeStatus::Ok {
             return CallToolResult::error(vec![ContentBlock::text(pretty(&body))]);

@@ -5,6 +5,7 @@
 mod common;
 mod durability;
 mod erasure;
+mod idempotency;
 mod protocol;
 mod schemas;
 mod tidy;
