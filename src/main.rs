@@ -13,10 +13,12 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
-use thinkledger::app::AppConfig;
-use thinkledger::events::SessionId;
+use thinkledger::app::{AppConfig, Command as AppCommand};
+use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, json as export_json, markdown};
-use thinkledger::ledger::{SledStore, keyfile, verify};
+use thinkledger::ledger::checkpoint::Checkpoint;
+use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
+use thinkledger::ledger::{SignedCheckpoint, SledStore, Store, keyfile, verify_with_checkpoints};
 use thinkledger::server::{self, HttpConfig};
 use thinkledger::tools::{Catalog, Toolsets};
 use tokio_util::sync::CancellationToken;
@@ -39,11 +41,35 @@ struct Cli {
 enum Command {
     /// Serve MCP (stdio by default; Streamable HTTP with --http). The default command.
     Serve(ServeArgs),
-    /// Check the whole ledger: gap-free seqs, canonical bytes, hash chain, text commitments.
+    /// Check the whole ledger: gap-free seqs, canonical bytes, hash chain, text commitments,
+    /// erasures, and every signed checkpoint against the log.
     Verify {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Also check a signed checkpoint you kept earlier (a file holding the signed note): the
+        /// log must still extend it. Catches a ledger rolled back to an older state. Repeatable.
+        #[arg(long = "checkpoint", value_name = "FILE")]
+        checkpoints: Vec<PathBuf>,
+    },
+    /// Sign a checkpoint of the log now (unless the latest covers it) and print its signed note.
+    Checkpoint,
+    /// Erase stored texts for good (a session's, or named commitments) and record who and why.
+    /// The chain, checkpoints and exports still verify and show where text was erased.
+    Erase {
+        /// Erase every text of this session.
+        #[arg(
+            long,
+            conflicts_with = "commitments",
+            required_unless_present = "commitments"
+        )]
+        session: Option<String>,
+        /// Erase the text with this commitment (repeatable).
+        #[arg(long = "commitment", value_name = "HEX")]
+        commitments: Vec<String>,
+        /// Why (recorded in the ledger).
+        #[arg(long)]
+        reason: String,
     },
     /// Print the ledger's public key (a C2SP verifier key) for checking its signed checkpoints.
     Key,
@@ -126,7 +152,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ..Default::default()
     })) {
         Command::Serve(args) => serve(&dir, args),
-        Command::Verify { json } => verify_ledger(&dir, json),
+        Command::Verify { json, checkpoints } => verify_ledger(&dir, json, &checkpoints),
+        Command::Checkpoint => checkpoint(&dir),
+        Command::Erase {
+            session,
+            commitments,
+            reason,
+        } => erase(&dir, session, commitments, reason),
         Command::Key => print_key(&dir),
         Command::Sessions { json } => list_sessions(&dir, json),
         Command::Export { session, format } => export_session(&dir, &session, format),
@@ -174,19 +206,37 @@ async fn stop_on_signal(token: CancellationToken) {
     token.cancel();
 }
 
-fn verify_ledger(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
-    let store = SledStore::open(&server::ledger_dir(dir))?;
-    let report = verify(&store)?;
+fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let ledger_dir = server::ledger_dir(dir);
+    let store = SledStore::open(&ledger_dir)?;
+    let mut checkpoints = read_checkpoints(&ledger_dir.join(CHECKPOINTS_FILE))?;
+    for path in kept {
+        let note = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the checkpoint {}", path.display()))?;
+        checkpoints.push(kept_checkpoint(&note).with_context(|| {
+            format!("{} does not hold a signed checkpoint note", path.display())
+        })?);
+    }
+    let verifier = match store.meta()? {
+        Some(meta) if server::key_path(dir).exists() => {
+            Some(keyfile::load_or_create(&server::key_path(dir), &meta.ledger_id)?.verifier())
+        }
+        _ => None,
+    };
+    let report = verify_with_checkpoints(&store, &checkpoints, verifier.as_ref())?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if report.is_intact() {
         writeln!(
             out,
-            "ledger {} intact: {} events, {} text commitments checked, head {}",
+            "ledger {} intact: {} events, {} text commitments checked, {} erased, {} signed \
+             checkpoints hold, head {}",
             report.ledger_id.as_deref().unwrap_or("(new)"),
             report.events,
             report.texts_verified,
+            report.texts_erased,
+            report.checkpoints_verified,
             report.head_hash.as_deref().unwrap_or("(empty)")
         )?;
     } else {
@@ -206,6 +256,82 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> 
     } else {
         ExitCode::from(2)
     })
+}
+
+/// A checkpoint someone kept: a signed note whose body is a checkpoint.
+fn kept_checkpoint(note: &str) -> anyhow::Result<SignedCheckpoint> {
+    let body = note
+        .find("\n\n")
+        .map(|i| &note[..=i])
+        .context("no blank line before the signatures")?;
+    Ok(SignedCheckpoint {
+        checkpoint: Checkpoint::parse_body(body)?,
+        note: note.to_owned(),
+        signed_at: String::new(),
+    })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn checkpoint(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let signed = runtime()?.block_on(async {
+        let ledger = server::open(dir, AppConfig::default())?;
+        let signed = ledger.checkpoint().await;
+        ledger.shutdown().await;
+        anyhow::Ok(signed?)
+    })?;
+    write!(std::io::stdout().lock(), "{}", signed.note)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn erase(
+    dir: &std::path::Path,
+    session: Option<String>,
+    commitments: Vec<String>,
+    reason: String,
+) -> anyhow::Result<ExitCode> {
+    let mut arguments = serde_json::json!({ "reason": reason });
+    if let Some(session) = session {
+        arguments["sessionId"] = Value::String(session);
+    } else {
+        arguments["commitments"] = serde_json::json!(commitments);
+    }
+    let actor = Actor {
+        principal: std::env::var("USER").map_or_else(|_| "local".to_owned(), |u| format!("os:{u}")),
+        transport: "cli".into(),
+        client_name: Some("thinkledger".into()),
+        client_version: Some(env!("CARGO_PKG_VERSION").into()),
+    };
+    let mut command = AppCommand::tool_call("erase", arguments, actor, SessionId::random());
+    command.admin = true;
+    let committed = runtime()?.block_on(async {
+        let ledger = server::open(dir, AppConfig::default())?;
+        let committed = ledger.submit(command).await;
+        ledger.shutdown().await;
+        anyhow::Ok(committed?)
+    })?;
+    let mut out = std::io::stdout().lock();
+    if committed.status == OutcomeStatus::Ok {
+        writeln!(
+            out,
+            "erased {} text(s) (event {}); their bytes and salts are gone from disk",
+            committed.body["erased"], committed.seq
+        )?;
+        Ok(ExitCode::SUCCESS)
+    } else {
+        writeln!(
+            out,
+            "nothing erased: {} ({}); the refusal is recorded as event {}",
+            committed.body["error"].as_str().unwrap_or_default(),
+            committed.body["suggestion"].as_str().unwrap_or_default(),
+            committed.seq
+        )?;
+        Ok(ExitCode::from(2))
+    }
 }
 
 /// Runs one read-only query against a replayed ledger.

@@ -4,6 +4,8 @@
 
 mod common;
 mod durability;
+mod erasure;
+mod idempotency;
 mod protocol;
 mod schemas;
 mod tidy;
