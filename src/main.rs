@@ -13,9 +13,9 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
-use thinkledger::app::{AppConfig, Command as AppCommand};
+use thinkledger::app::{AppConfig, Command as AppCommand, replay};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
-use thinkledger::export::{ExportOptions, json as export_json, markdown};
+use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
 use thinkledger::ledger::checkpoint::Checkpoint;
 use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
 use thinkledger::ledger::{SignedCheckpoint, SledStore, Store, keyfile, verify_with_checkpoints};
@@ -85,6 +85,32 @@ enum Command {
         session: String,
         #[arg(long, value_enum, default_value_t = Format::Markdown)]
         format: Format,
+    },
+    /// Show a session's timeline from the log; with --reexecute, decide every recorded call
+    /// again and compare. Exits 0 when no call diverged, 2 when any did.
+    Replay {
+        /// The session id (see `thinkledger sessions`).
+        session: String,
+        /// Decide every call again with this build's rules and compare with the record.
+        #[arg(long)]
+        reexecute: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// The --max-text-bytes the server ran with when the calls were recorded.
+        #[arg(long, default_value_t = 64 * 1024)]
+        max_text_bytes: usize,
+    },
+    /// Compare two sessions: thoughts added, removed or changed, branches in one only, tag
+    /// changes, conclusions.
+    Diff {
+        /// Session A (its lines are `-`).
+        session_a: String,
+        /// Session B (its lines are `+`).
+        session_b: String,
+        /// Print the diff as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -162,6 +188,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Key => print_key(&dir),
         Command::Sessions { json } => list_sessions(&dir, json),
         Command::Export { session, format } => export_session(&dir, &session, format),
+        Command::Replay {
+            session,
+            reexecute,
+            json,
+            max_text_bytes,
+        } => replay(
+            &dir,
+            &session,
+            reexecute,
+            json,
+            AppConfig { max_text_bytes },
+        ),
+        Command::Diff {
+            session_a,
+            session_b,
+            json,
+        } => diff_sessions(&dir, &session_a, &session_b, json),
     }
 }
 
@@ -409,6 +452,69 @@ fn export_session(dir: &std::path::Path, raw: &str, format: Format) -> anyhow::R
         Value::Null => bail!("no session {raw} in this ledger; `thinkledger sessions` lists them"),
         Value::String(text) => write!(out, "{text}")?,
         other => writeln!(out, "{}", serde_json::to_string_pretty(&other)?)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn session_id(raw: &str) -> anyhow::Result<SessionId> {
+    SessionId::parse(raw).with_context(|| {
+        format!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
+    })
+}
+
+fn replay(
+    dir: &std::path::Path,
+    raw: &str,
+    reexecute: bool,
+    json: bool,
+    config: AppConfig,
+) -> anyhow::Result<ExitCode> {
+    let id = session_id(raw)?;
+    let output = runtime()?.block_on(async {
+        let ledger = server::open(dir, config.clone())?;
+        let output = ledger
+            .inspect(move |view| replay::replay_session(view, &id, reexecute.then_some(&config)))
+            .await;
+        ledger.shutdown().await;
+        anyhow::Ok(output??)
+    })?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&output)?)?;
+    } else {
+        write!(out, "{}", replay::render_replay_text(&output))?;
+    }
+    let diverged = output.reexecution.as_ref().is_some_and(|r| r.diverged > 0);
+    Ok(if diverged {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn diff_sessions(dir: &std::path::Path, a: &str, b: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let (id_a, id_b) = (session_id(a)?, session_id(b)?);
+    let doc = query(
+        dir,
+        Box::new(
+            move |state| match (state.session(&id_a), state.session(&id_b)) {
+                (Some(x), Some(y)) => {
+                    let d = diff::diff(x, y);
+                    serde_json::json!({ "diff": d, "text": diff::render_text(&d) })
+                }
+                (None, _) => serde_json::json!({ "missing": id_a.as_str() }),
+                (_, None) => serde_json::json!({ "missing": id_b.as_str() }),
+            },
+        ),
+    )?;
+    if let Some(missing) = doc.get("missing").and_then(Value::as_str) {
+        bail!("no session {missing} in this ledger; `thinkledger sessions` lists them");
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc["diff"])?)?;
+    } else {
+        write!(out, "{}", doc["text"].as_str().unwrap_or_default())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -128,7 +128,7 @@ pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
         "maxential",
         &["reset", "search", "tag", "export", "visualize"],
     ),
-    ("audit", &["diff_sessions"]),
+    ("audit", &["replay_reasoning_session", "diff_sessions"]),
 ];
 
 /// Why a call was refused: shown to the client and recorded in the event.

@@ -83,10 +83,16 @@ const SPECS: &[ToolSpec] = &[
         decide: Decide::Pure(maxential::decide_visualize),
     },
     ToolSpec {
+        name: "replay_reasoning_session",
+        known_fields: &["session_id", "reexecute"],
+        text_fields: &[],
+        decide: Decide::WithLog(replay::tools::decide_replay),
+    },
+    ToolSpec {
         name: "diff_sessions",
         known_fields: &["session_a", "session_b"],
         text_fields: &[],
-        decide: replay::tools::decide_diff,
+        decide: Decide::Pure(replay::tools::decide_diff),
     },
 ];
 

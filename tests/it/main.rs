@@ -7,5 +7,6 @@ mod durability;
 mod erasure;
 mod idempotency;
 mod protocol;
+mod replay;
 mod schemas;
 mod tidy;

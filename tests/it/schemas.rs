@@ -18,7 +18,7 @@ use thinkledger::tools::{Catalog, Toolsets};
 
 use crate::common::*;
 
-mod subset;
+pub mod subset;
 
 const REGENERATE: &str = "UPDATE_SCHEMAS=1 cargo test --test it schemas::";
 

@@ -27,7 +27,12 @@ pub struct FieldDifference {
 }
 
 /// `None` when the re-decided `draft` reproduces `event`, else how it differs.
-pub(super) fn compare(event: &Event, draft: Draft) -> Result<Option<Divergence>, ReplayError> {
+/// `recorded_body` is the response body itself when the event kept it.
+pub(super) fn compare(
+    event: &Event,
+    draft: Draft,
+    recorded_body: Option<Value>,
+) -> Result<Option<Divergence>, ReplayError> {
     let mut fresh_to_recorded = HashMap::new();
     pair_commitments(
         &draft.call.arguments,
@@ -62,6 +67,9 @@ pub(super) fn compare(event: &Event, draft: Draft) -> Result<Option<Divergence>,
     ];
     for (path, recorded, rederived) in members {
         field_differences(path.to_owned(), &recorded, &rederived, &mut differences);
+    }
+    if let Some(recorded) = recorded_body {
+        field_differences("body".to_owned(), &recorded, &body, &mut differences);
     }
     if rederived_digest == event.outcome.response_digest && differences.is_empty() {
         return Ok(None);

@@ -34,13 +34,17 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Command;
+use super::thinking::{self, Decide};
+use super::{Command, erase};
 use crate::events::{Event, Fact, OutcomeStatus, SessionId, TextRef};
 use crate::ledger::hash::{parse_hex32, text_commitment};
 use crate::ledger::{Decider, LedgerError, LogView, TextState};
 
 pub use compare::FieldDifference;
-pub use tools::{DiffSessionsArgs, DiffSessionsOutput, ReplayArgs, ReplayOutput, replay_session};
+pub use tools::{
+    DiffSessionsArgs, DiffSessionsOutput, ReplayArgs, ReplayOutput, render_replay_text,
+    replay_session,
+};
 
 /// Why a replay could not be carried out at all (single calls that cannot be re-executed are
 /// reported as skipped instead). Reaches a client as a rejected call, the CLI as a message.
@@ -110,8 +114,9 @@ pub struct Divergence {
     /// `ok`, `rejected` or `failed`.
     pub recorded_status: String,
     pub rederived_status: String,
-    /// Every member that differs (status, error, sessionId, call.arguments, facts), by path.
-    /// Empty when only the response body differs: the record keeps its digest, not the body.
+    /// Every member that differs (status, error, sessionId, call.arguments, facts, and `body`
+    /// when the event kept its body), by path. Empty when only the response body differs and
+    /// the record keeps only its digest.
     pub differences: Vec<FieldDifference>,
     /// The body the call gives today (the recorded body is known only by its digest).
     pub rederived_body: Value,
@@ -171,12 +176,12 @@ impl ReexecutionReport {
     }
 }
 
-/// Tools whose decision reads the log itself, not only the state folded from it.
-const LOG_READERS: &[&str] = &["replay_reasoning_session", "export_reasoning_audit"];
-
-/// Whether `tool` reads the log while it is decided.
+/// Whether `tool` reads the log while it is decided (a `Decide::WithLog` tool, admin commands
+/// included): its answer depends on the log as it stood then, which has grown since.
 pub fn reads_log(tool: &str) -> bool {
-    LOG_READERS.contains(&tool)
+    thinking::spec(tool)
+        .or_else(|| erase::admin_spec(tool))
+        .is_some_and(|spec| matches!(spec.decide, Decide::WithLog(_)))
 }
 
 /// Reads and parses the event at `seq`.
@@ -288,10 +293,11 @@ where
             detail: skip.detail,
         },
         Ok(command) => {
-            let draft =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decider.decide(&command)))
-                    .unwrap_or_else(|_| decider.failed(&command, "re-deciding the call panicked"));
-            match compare::compare(event, draft)? {
+            let draft = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                decider.decide(&command, log)
+            }))
+            .unwrap_or_else(|_| decider.failed(&command, "re-deciding the call panicked"));
+            match compare::compare(event, draft, recorded_body(log, event)?)? {
                 None => Verdict::Matched,
                 Some(divergence) => {
                     let may_read = sessions_named(event, &command.arguments);
@@ -317,6 +323,18 @@ where
         tool: event.call.tool.clone(),
         thought_number: thought_number(event),
         verdict,
+    })
+}
+
+/// The response body itself, when the event kept it (`outcome.responseRef`, for calls with an
+/// idempotency key) and it is still stored.
+fn recorded_body(log: &dyn LogView, event: &Event) -> Result<Option<Value>, ReplayError> {
+    let Some(response) = &event.outcome.response_ref else {
+        return Ok(None);
+    };
+    Ok(match text_state(log, &response.commitment)? {
+        TextState::Present(record) => serde_json::from_str(&record.text).ok(),
+        _ => None,
     })
 }
 
@@ -470,6 +488,10 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         // recorded against (a first thought started it under that id).
         connection_session: event.session_id.clone().unwrap_or_else(SessionId::random),
         tool_enabled,
+        // The operator's commands come from the CLI (and read the log, so they are skipped
+        // before this point; kept right for completeness).
+        admin: event.actor.transport == "cli",
+        idempotency_key: event.call.idempotency_key.clone(),
     }))
 }
 

@@ -9,7 +9,7 @@ use super::timeline::{render_text as timeline_text, timeline};
 use super::*;
 use crate::app::{App, AppConfig, Query};
 use crate::events::{Actor, ErrorRecord, TextLookup};
-use crate::ledger::checkpoint::Checkpoint;
+use crate::ledger::checkpoint::NoteSigner;
 use crate::ledger::merkle::{Blake3Hasher, MerkleError, MerkleTree, NodeHash};
 use crate::ledger::{
     Committed, Draft, LedgerHandle, LedgerMeta, SignedCheckpoint, SledStore, Store, WriterConfig,
@@ -77,13 +77,10 @@ impl LogView for StoreView {
     fn latest_checkpoint(&self) -> Option<&SignedCheckpoint> {
         None
     }
-    fn verifier_key(&self) -> Option<String> {
+    fn signer(&self) -> Option<&NoteSigner> {
         None
     }
 }
-
-// Keeps the import honest: a view may be asked for checkpoints; this one has none.
-const _: Option<Checkpoint> = None;
 
 /// Records calls as one MCP connection would.
 struct Recorder {
@@ -110,18 +107,13 @@ impl Recorder {
     }
 
     async fn call(&self, tool: &str, arguments: Value) -> Committed {
-        let command = Command {
-            tool: tool.into(),
-            arguments,
-            actor: Actor {
-                principal: "local".into(),
-                transport: "test".into(),
-                client_name: Some("replay-test".into()),
-                client_version: None,
-            },
-            connection_session: self.connection.clone(),
-            tool_enabled: true,
+        let actor = Actor {
+            principal: "local".into(),
+            transport: "test".into(),
+            client_name: Some("replay-test".into()),
+            client_version: None,
         };
+        let command = Command::tool_call(tool, arguments, actor, self.connection.clone());
         self.ledger.submit(command).await.unwrap()
     }
 
@@ -250,8 +242,8 @@ impl Decider for ChangedEstimate {
     type Query = Query;
     type Answer = Value;
 
-    fn decide(&self, command: &Command) -> Draft {
-        let mut draft = self.0.decide(command);
+    fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
+        let mut draft = self.0.decide(command, log);
         if command.tool == "sequentialthinking" && draft.body["thoughtNumber"] == 3 {
             if let Some(n) = draft.body["totalThoughts"].as_u64() {
                 draft.body["totalThoughts"] = json!(n + 1);
@@ -450,4 +442,88 @@ async fn the_timeline_says_what_each_call_changed() {
     insta::with_settings!({ snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false }, {
         insta::assert_snapshot!("replay__timeline", text);
     });
+}
+
+#[tokio::test]
+async fn the_replay_tool_reexecutes_and_is_itself_skipped_when_replayed() {
+    let (r, id, _) = eventful_session().await;
+    let c = r
+        .call(
+            "replay_reasoning_session",
+            json!({"session_id": id.to_string(), "reexecute": "true"}),
+        )
+        .await;
+    assert_eq!(c.status, OutcomeStatus::Ok, "{}", c.body);
+    assert_eq!(c.session_id.as_ref(), Some(&id));
+    assert_eq!(c.body["calls"], 16);
+    assert_eq!(c.body["reexecution"]["matched"], 16);
+    assert_eq!(c.body["reexecution"]["diverged"], 0);
+    assert_eq!(
+        c.body["timeline"][0]["changes"][0]["fact"],
+        "SessionStarted"
+    );
+    let plain = r
+        .call(
+            "replay_reasoning_session",
+            json!({"session_id": id.to_string()}),
+        )
+        .await;
+    assert_eq!(plain.body["reexecution"], Value::Null);
+    let unknown = r
+        .call(
+            "replay_reasoning_session",
+            json!({"session_id": SessionId::random().to_string()}),
+        )
+        .await;
+    assert_eq!(unknown.body["code"], "unknown_session");
+    let (_dir, view) = r.view().await;
+    let checks = reexecute(&view, &id, App::new(AppConfig::default())).unwrap();
+    let report = ReexecutionReport::new(&id, &checks);
+    assert_eq!(summary(&report), (18, 16, 0, 2), "{}", render_text(&report));
+    assert!(report.skipped_calls.iter().all(|c| matches!(
+        c.verdict,
+        Verdict::Skipped {
+            reason: SkipReason::ReadsLog,
+            ..
+        }
+    )));
+}
+
+#[tokio::test]
+async fn a_kept_response_body_shows_what_changed_in_it() {
+    let r = Recorder::new();
+    r.think(1, "one", json!({})).await;
+    r.think(2, "two", json!({})).await;
+    let actor = Actor {
+        principal: "local".into(),
+        transport: "test".into(),
+        client_name: None,
+        client_version: None,
+    };
+    let mut command = Command::tool_call(
+        "sequentialthinking",
+        json!({"thought": "three", "thoughtNumber": 3, "totalThoughts": 4,
+            "nextThoughtNeeded": true}),
+        actor,
+        r.connection.clone(),
+    );
+    command.idempotency_key = Some("k-3".into());
+    let third = r.ledger.submit(command).await.unwrap();
+    let id = r.connection.clone();
+    let (_dir, view) = r.view().await;
+    assert!(
+        reexecute(&view, &id, App::new(AppConfig::default()))
+            .unwrap()
+            .iter()
+            .all(|c| c.verdict == Verdict::Matched)
+    );
+    let checks = reexecute(&view, &id, ChangedEstimate(App::new(AppConfig::default()))).unwrap();
+    let report = ReexecutionReport::new(&id, &checks);
+    assert_eq!(report.divergences.len(), 1);
+    assert_eq!(report.divergences[0].seq, third.seq);
+    let Verdict::Diverged(d) = &report.divergences[0].verdict else {
+        panic!("not a divergence")
+    };
+    let paths: Vec<&str> = d.differences.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["facts[0].totalThoughts", "body.totalThoughts"]);
 }

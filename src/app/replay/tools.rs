@@ -5,8 +5,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::timeline::{TimelineEntry, timeline};
-use super::{ReexecutionReport, ReplayError, reexecute, session_events};
+use super::timeline::{TimelineEntry, render_text as timeline_text, timeline};
+use super::{
+    ReexecutionReport, ReplayError, reexecute, render_text as report_text, session_events,
+};
 use crate::app::thinking::parse;
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
@@ -84,17 +86,30 @@ pub fn replay_session(
     })
 }
 
-#[allow(dead_code)] // Used by `decide_replay`.
+/// A replay as text: a header line, the timeline, then the re-execution report if any.
+#[must_use]
+pub fn render_replay_text(output: &ReplayOutput) -> String {
+    let mut out = format!(
+        "session {} ({}): {} calls, {} .. {}\n",
+        output.session_id, output.status, output.calls, output.started_at, output.last_recorded_at
+    );
+    out.push_str(&timeline_text(&output.timeline));
+    if let Some(report) = &output.reexecution {
+        out.push_str(&report_text(report));
+    }
+    out
+}
+
 const REPLAY_USAGE: &str = "all optional: session_id (a session id), reexecute (boolean)";
 
 /// Decides `replay_reasoning_session`: reads the log, so its answer reflects the log as it
 /// stood when the call was decided.
-#[allow(dead_code)] // Joins the tool table once decisions can read the log.
 pub(crate) fn decide_replay(
     app: &App,
     command: &Command,
     log: &dyn LogView,
     args: &Value,
+    _recorded: &Value,
 ) -> Outcome {
     let args: ReplayArgs = parse(args, REPLAY_USAGE).map_err(|r| (r, None))?;
     let session = match args.session_id.as_deref() {
