@@ -161,6 +161,13 @@ impl SledStore {
         self.sync()
     }
 
+    /// Removes one stored event (and nothing else), bypassing the writer and every check. For
+    /// tamper drills and tests of `verify` only, like [`SledStore::tamper_event_bytes`].
+    pub fn tamper_remove_event(&mut self, seq: u64) -> Result<(), LedgerError> {
+        self.events.remove(seq.to_be_bytes()).map_err(sled_err)?;
+        self.sync()
+    }
+
     /// fsyncs blob files sled wrote since the last sync (values too large to sit in its log),
     /// then their directory.
     fn sync_new_blobs(&mut self) -> Result<(), LedgerError> {

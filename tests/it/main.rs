@@ -8,4 +8,5 @@ mod erasure;
 mod idempotency;
 mod protocol;
 mod schemas;
+mod tamper;
 mod tidy;
