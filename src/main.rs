@@ -252,11 +252,12 @@ async fn stop_on_signal(token: CancellationToken) {
 fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let ledger_dir = server::ledger_dir(dir);
     let store = SledStore::open(&ledger_dir)?;
-    let mut checkpoints = read_checkpoints(&ledger_dir.join(CHECKPOINTS_FILE))?;
+    let checkpoints = read_checkpoints(&ledger_dir.join(CHECKPOINTS_FILE))?;
+    let mut kept_checkpoints = Vec::new();
     for path in kept {
         let note = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the checkpoint {}", path.display()))?;
-        checkpoints.push(kept_checkpoint(&note).with_context(|| {
+        kept_checkpoints.push(kept_checkpoint(&note).with_context(|| {
             format!("{} does not hold a signed checkpoint note", path.display())
         })?);
     }
@@ -266,7 +267,8 @@ fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow:
         }
         _ => None,
     };
-    let report = verify_with_checkpoints(&store, &checkpoints, verifier.as_ref())?;
+    let report =
+        verify_with_checkpoints(&store, &checkpoints, &kept_checkpoints, verifier.as_ref())?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;

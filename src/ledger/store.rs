@@ -161,6 +161,13 @@ impl SledStore {
         self.sync()
     }
 
+    /// Removes one stored event (and nothing else), bypassing the writer and every check. For
+    /// tamper drills and tests of `verify` only, like [`SledStore::tamper_event_bytes`].
+    pub fn tamper_remove_event(&mut self, seq: u64) -> Result<(), LedgerError> {
+        self.events.remove(seq.to_be_bytes()).map_err(sled_err)?;
+        self.sync()
+    }
+
     /// fsyncs blob files sled wrote since the last sync (values too large to sit in its log),
     /// then their directory.
     fn sync_new_blobs(&mut self) -> Result<(), LedgerError> {
@@ -237,11 +244,13 @@ impl Store for SledStore {
             .events
             .iter()
             .any(|e| e.bytes.len() >= BLOB_CANDIDATE_BYTES);
-        // Texts first: the index entries that point at them go in with the events.
+        // Texts first, durable before sled sees anything of the batch: sled may write staged
+        // data at any time, and its index entries must never point at text that could vanish.
         let mut slots = Vec::with_capacity(batch.texts.len());
         for (commitment, record) in &batch.texts {
             slots.push((commitment, self.text_file.append(commitment, record)?));
         }
+        self.text_file.sync()?;
         (&self.events, &self.sessions, &self.text_index)
             .transaction(|(events, sessions, index)| {
                 for (commitment, slot) in &slots {
@@ -261,8 +270,6 @@ impl Store for SledStore {
     }
 
     fn sync(&mut self) -> Result<(), LedgerError> {
-        // Texts before the index that points at them.
-        self.text_file.sync()?;
         self.db.flush().map_err(sled_err)?;
         if self.blob_possible {
             self.sync_new_blobs()?;

@@ -9,4 +9,5 @@ mod idempotency;
 mod protocol;
 mod replay;
 mod schemas;
+mod tamper;
 mod tidy;
