@@ -13,10 +13,12 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
-use thinkledger::app::AppConfig;
-use thinkledger::events::SessionId;
-use thinkledger::export::{ExportOptions, json as export_json, markdown};
-use thinkledger::ledger::{SledStore, keyfile, verify};
+use thinkledger::app::{AppConfig, Command as AppCommand, replay};
+use thinkledger::events::{Actor, OutcomeStatus, SessionId};
+use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
+use thinkledger::ledger::checkpoint::Checkpoint;
+use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
+use thinkledger::ledger::{SignedCheckpoint, SledStore, Store, keyfile, verify_with_checkpoints};
 use thinkledger::server::{self, HttpConfig};
 use thinkledger::tools::{Catalog, Toolsets};
 use tokio_util::sync::CancellationToken;
@@ -39,11 +41,35 @@ struct Cli {
 enum Command {
     /// Serve MCP (stdio by default; Streamable HTTP with --http). The default command.
     Serve(ServeArgs),
-    /// Check the whole ledger: gap-free seqs, canonical bytes, hash chain, text commitments.
+    /// Check the whole ledger: gap-free seqs, canonical bytes, hash chain, text commitments,
+    /// erasures, and every signed checkpoint against the log.
     Verify {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Also check a signed checkpoint you kept earlier (a file holding the signed note): the
+        /// log must still extend it. Catches a ledger rolled back to an older state. Repeatable.
+        #[arg(long = "checkpoint", value_name = "FILE")]
+        checkpoints: Vec<PathBuf>,
+    },
+    /// Sign a checkpoint of the log now (unless the latest covers it) and print its signed note.
+    Checkpoint,
+    /// Erase stored texts for good (a session's, or named commitments) and record who and why.
+    /// The chain, checkpoints and exports still verify and show where text was erased.
+    Erase {
+        /// Erase every text of this session.
+        #[arg(
+            long,
+            conflicts_with = "commitments",
+            required_unless_present = "commitments"
+        )]
+        session: Option<String>,
+        /// Erase the text with this commitment (repeatable).
+        #[arg(long = "commitment", value_name = "HEX")]
+        commitments: Vec<String>,
+        /// Why (recorded in the ledger).
+        #[arg(long)]
+        reason: String,
     },
     /// Print the ledger's public key (a C2SP verifier key) for checking its signed checkpoints.
     Key,
@@ -59,6 +85,32 @@ enum Command {
         session: String,
         #[arg(long, value_enum, default_value_t = Format::Markdown)]
         format: Format,
+    },
+    /// Show a session's timeline from the log; with --reexecute, decide every recorded call
+    /// again and compare. Exits 0 when no call diverged, 2 when any did.
+    Replay {
+        /// The session id (see `thinkledger sessions`).
+        session: String,
+        /// Decide every call again with this build's rules and compare with the record.
+        #[arg(long)]
+        reexecute: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// The --max-text-bytes the server ran with when the calls were recorded.
+        #[arg(long, default_value_t = 64 * 1024)]
+        max_text_bytes: usize,
+    },
+    /// Compare two sessions: thoughts added, removed or changed, branches in one only, tag
+    /// changes, conclusions.
+    Diff {
+        /// Session A (its lines are `-`).
+        session_a: String,
+        /// Session B (its lines are `+`).
+        session_b: String,
+        /// Print the diff as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -77,7 +129,7 @@ struct ServeArgs {
     /// With --http: no MCP sessions, every request stands alone (pass sessionId to continue).
     #[arg(long, requires = "http")]
     stateless: bool,
-    /// Tool families to offer, comma-separated: thinking, maxential, or all.
+    /// Tool families to offer, comma-separated: thinking, maxential, audit, or all.
     #[arg(long, default_value = "all")]
     toolsets: String,
     /// With --http: an extra Host header value to accept besides loopback names (repeatable).
@@ -126,10 +178,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ..Default::default()
     })) {
         Command::Serve(args) => serve(&dir, args),
-        Command::Verify { json } => verify_ledger(&dir, json),
+        Command::Verify { json, checkpoints } => verify_ledger(&dir, json, &checkpoints),
+        Command::Checkpoint => checkpoint(&dir),
+        Command::Erase {
+            session,
+            commitments,
+            reason,
+        } => erase(&dir, session, commitments, reason),
         Command::Key => print_key(&dir),
         Command::Sessions { json } => list_sessions(&dir, json),
         Command::Export { session, format } => export_session(&dir, &session, format),
+        Command::Replay {
+            session,
+            reexecute,
+            json,
+            max_text_bytes,
+        } => replay(
+            &dir,
+            &session,
+            reexecute,
+            json,
+            AppConfig { max_text_bytes },
+        ),
+        Command::Diff {
+            session_a,
+            session_b,
+            json,
+        } => diff_sessions(&dir, &session_a, &session_b, json),
     }
 }
 
@@ -174,19 +249,39 @@ async fn stop_on_signal(token: CancellationToken) {
     token.cancel();
 }
 
-fn verify_ledger(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
-    let store = SledStore::open(&server::ledger_dir(dir))?;
-    let report = verify(&store)?;
+fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let ledger_dir = server::ledger_dir(dir);
+    let store = SledStore::open(&ledger_dir)?;
+    let checkpoints = read_checkpoints(&ledger_dir.join(CHECKPOINTS_FILE))?;
+    let mut kept_checkpoints = Vec::new();
+    for path in kept {
+        let note = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the checkpoint {}", path.display()))?;
+        kept_checkpoints.push(kept_checkpoint(&note).with_context(|| {
+            format!("{} does not hold a signed checkpoint note", path.display())
+        })?);
+    }
+    let verifier = match store.meta()? {
+        Some(meta) if server::key_path(dir).exists() => {
+            Some(keyfile::load_or_create(&server::key_path(dir), &meta.ledger_id)?.verifier())
+        }
+        _ => None,
+    };
+    let report =
+        verify_with_checkpoints(&store, &checkpoints, &kept_checkpoints, verifier.as_ref())?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if report.is_intact() {
         writeln!(
             out,
-            "ledger {} intact: {} events, {} text commitments checked, head {}",
+            "ledger {} intact: {} events, {} text commitments checked, {} erased, {} signed \
+             checkpoints hold, head {}",
             report.ledger_id.as_deref().unwrap_or("(new)"),
             report.events,
             report.texts_verified,
+            report.texts_erased,
+            report.checkpoints_verified,
             report.head_hash.as_deref().unwrap_or("(empty)")
         )?;
     } else {
@@ -206,6 +301,82 @@ fn verify_ledger(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> 
     } else {
         ExitCode::from(2)
     })
+}
+
+/// A checkpoint someone kept: a signed note whose body is a checkpoint.
+fn kept_checkpoint(note: &str) -> anyhow::Result<SignedCheckpoint> {
+    let body = note
+        .find("\n\n")
+        .map(|i| &note[..=i])
+        .context("no blank line before the signatures")?;
+    Ok(SignedCheckpoint {
+        checkpoint: Checkpoint::parse_body(body)?,
+        note: note.to_owned(),
+        signed_at: String::new(),
+    })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn checkpoint(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let signed = runtime()?.block_on(async {
+        let ledger = server::open(dir, AppConfig::default())?;
+        let signed = ledger.checkpoint().await;
+        ledger.shutdown().await;
+        anyhow::Ok(signed?)
+    })?;
+    write!(std::io::stdout().lock(), "{}", signed.note)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn erase(
+    dir: &std::path::Path,
+    session: Option<String>,
+    commitments: Vec<String>,
+    reason: String,
+) -> anyhow::Result<ExitCode> {
+    let mut arguments = serde_json::json!({ "reason": reason });
+    if let Some(session) = session {
+        arguments["sessionId"] = Value::String(session);
+    } else {
+        arguments["commitments"] = serde_json::json!(commitments);
+    }
+    let actor = Actor {
+        principal: std::env::var("USER").map_or_else(|_| "local".to_owned(), |u| format!("os:{u}")),
+        transport: "cli".into(),
+        client_name: Some("thinkledger".into()),
+        client_version: Some(env!("CARGO_PKG_VERSION").into()),
+    };
+    let mut command = AppCommand::tool_call("erase", arguments, actor, SessionId::random());
+    command.admin = true;
+    let committed = runtime()?.block_on(async {
+        let ledger = server::open(dir, AppConfig::default())?;
+        let committed = ledger.submit(command).await;
+        ledger.shutdown().await;
+        anyhow::Ok(committed?)
+    })?;
+    let mut out = std::io::stdout().lock();
+    if committed.status == OutcomeStatus::Ok {
+        writeln!(
+            out,
+            "erased {} text(s) (event {}); their bytes and salts are gone from disk",
+            committed.body["erased"], committed.seq
+        )?;
+        Ok(ExitCode::SUCCESS)
+    } else {
+        writeln!(
+            out,
+            "nothing erased: {} ({}); the refusal is recorded as event {}",
+            committed.body["error"].as_str().unwrap_or_default(),
+            committed.body["suggestion"].as_str().unwrap_or_default(),
+            committed.seq
+        )?;
+        Ok(ExitCode::from(2))
+    }
 }
 
 /// Runs one read-only query against a replayed ledger.
@@ -283,6 +454,69 @@ fn export_session(dir: &std::path::Path, raw: &str, format: Format) -> anyhow::R
         Value::Null => bail!("no session {raw} in this ledger; `thinkledger sessions` lists them"),
         Value::String(text) => write!(out, "{text}")?,
         other => writeln!(out, "{}", serde_json::to_string_pretty(&other)?)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn session_id(raw: &str) -> anyhow::Result<SessionId> {
+    SessionId::parse(raw).with_context(|| {
+        format!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
+    })
+}
+
+fn replay(
+    dir: &std::path::Path,
+    raw: &str,
+    reexecute: bool,
+    json: bool,
+    config: AppConfig,
+) -> anyhow::Result<ExitCode> {
+    let id = session_id(raw)?;
+    let output = runtime()?.block_on(async {
+        let ledger = server::open(dir, config.clone())?;
+        let output = ledger
+            .inspect(move |view| replay::replay_session(view, &id, reexecute.then_some(&config)))
+            .await;
+        ledger.shutdown().await;
+        anyhow::Ok(output??)
+    })?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&output)?)?;
+    } else {
+        write!(out, "{}", replay::render_replay_text(&output))?;
+    }
+    let diverged = output.reexecution.as_ref().is_some_and(|r| r.diverged > 0);
+    Ok(if diverged {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn diff_sessions(dir: &std::path::Path, a: &str, b: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let (id_a, id_b) = (session_id(a)?, session_id(b)?);
+    let doc = query(
+        dir,
+        Box::new(
+            move |state| match (state.session(&id_a), state.session(&id_b)) {
+                (Some(x), Some(y)) => {
+                    let d = diff::diff(x, y);
+                    serde_json::json!({ "diff": d, "text": diff::render_text(&d) })
+                }
+                (None, _) => serde_json::json!({ "missing": id_a.as_str() }),
+                (_, None) => serde_json::json!({ "missing": id_b.as_str() }),
+            },
+        ),
+    )?;
+    if let Some(missing) = doc.get("missing").and_then(Value::as_str) {
+        bail!("no session {missing} in this ledger; `thinkledger sessions` lists them");
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc["diff"])?)?;
+    } else {
+        write!(out, "{}", doc["text"].as_str().unwrap_or_default())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,8 +6,11 @@
 //! input becomes a `rejected` event with a clear error and a suggestion, and changes no state.
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
+mod erase;
+mod idempotency;
 mod lenient;
 mod maxential;
+pub mod replay;
 mod texts;
 
 #[cfg(test)]
@@ -20,7 +23,8 @@ use serde_json::{Map, Value, json};
 use crate::events::{
     Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, SessionId, TextLookup,
 };
-use crate::ledger::{Decider, Draft, NewText};
+use crate::ledger::canonical::canonical_bytes;
+use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::ThinkingState;
 
 pub use maxential::{
@@ -65,6 +69,31 @@ pub struct Command {
     pub connection_session: SessionId,
     /// False when the tool exists but its family is not served (`--toolsets`).
     pub tool_enabled: bool,
+    /// True for the operator's own commands from the CLI (`erase`), never for MCP calls.
+    pub admin: bool,
+    /// A client-chosen key (MCP `_meta.idempotencyKey`): a call whose key this principal
+    /// already used is answered with the recorded outcome and appends nothing.
+    pub idempotency_key: Option<String>,
+}
+
+impl Command {
+    /// An MCP tool call.
+    pub fn tool_call(
+        tool: impl Into<String>,
+        arguments: Value,
+        actor: Actor,
+        connection_session: SessionId,
+    ) -> Self {
+        Self {
+            tool: tool.into(),
+            arguments,
+            actor,
+            connection_session,
+            tool_enabled: true,
+            admin: false,
+            idempotency_key: None,
+        }
+    }
 }
 
 /// A read of durable state that records nothing (resources, CLI listings).
@@ -74,6 +103,7 @@ pub type Query = Box<dyn FnOnce(&ThinkingState) -> Value + Send>;
 #[derive(Debug, Default)]
 pub struct App {
     state: ThinkingState,
+    idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
 }
 
@@ -81,6 +111,7 @@ impl App {
     pub fn new(config: AppConfig) -> Self {
         Self {
             state: ThinkingState::default(),
+            idempotency: idempotency::IdempotencyIndex::default(),
             config,
         }
     }
@@ -97,6 +128,7 @@ pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
         "maxential",
         &["reset", "search", "tag", "export", "visualize"],
     ),
+    ("audit", &["replay_reasoning_session", "diff_sessions"]),
 ];
 
 /// Why a call was refused: shown to the client and recorded in the event.
@@ -156,9 +188,28 @@ impl Decider for App {
     type Query = Query;
     type Answer = Value;
 
-    fn decide(&self, command: &Command) -> Draft {
+    fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
         let mut texts = Vec::new();
-        let (recorded, outcome) = self.decide_call(command, &mut texts);
+        let (recorded, mut outcome) = self.decide_call(command, log, &mut texts);
+        if let Some(key) = &command.idempotency_key {
+            match self.idempotency.check(
+                &command.actor.principal,
+                key,
+                &command.tool,
+                &recorded,
+                &texts,
+                log,
+            ) {
+                idempotency::Check::New => {}
+                idempotency::Check::Repeat(committed) => {
+                    return Draft {
+                        replay_of: Some(committed),
+                        ..self.failed(command, "not recorded: a repeat")
+                    };
+                }
+                idempotency::Check::Refused(rejection) => outcome = Err((rejection, None)),
+            }
+        }
         let (status, error, body, session_id, facts) = match outcome {
             Ok(decided) => (
                 OutcomeStatus::Ok,
@@ -179,12 +230,22 @@ impl Decider for App {
                 Vec::new(),
             ),
         };
+        // With an idempotency key the body itself is kept (as erasable text), so that a retry
+        // is answered with exactly what the first call was.
+        let response_ref = command.idempotency_key.as_ref().and_then(|_| {
+            let canonical = canonical_bytes(&body).ok()?;
+            let text = String::from_utf8(canonical).ok()?;
+            let (text_ref, new) = self.policy().commit(&text);
+            texts.push(new);
+            Some(text_ref)
+        });
         Draft {
             session_id,
             actor: command.actor.clone(),
             call: Call {
                 tool: command.tool.clone(),
                 arguments: recorded,
+                idempotency_key: command.idempotency_key.clone(),
             },
             facts,
             status,
@@ -192,6 +253,8 @@ impl Decider for App {
             body,
             provenance: Provenance::rules("thinkledger.thinking"),
             texts,
+            response_ref,
+            replay_of: None,
         }
     }
 
@@ -220,6 +283,7 @@ impl Decider for App {
             call: Call {
                 tool: command.tool.clone(),
                 arguments: recorded,
+                idempotency_key: None,
             },
             facts: Vec::new(),
             status: OutcomeStatus::Failed,
@@ -227,11 +291,14 @@ impl Decider for App {
             body,
             provenance: Provenance::rules("thinkledger.thinking"),
             texts,
+            response_ref: None,
+            replay_of: None,
         }
     }
 
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.state.apply(event, texts);
+        self.idempotency.apply(event);
     }
 
     fn answer(&self, query: Query) -> Value {
@@ -242,8 +309,19 @@ impl Decider for App {
 type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
 
 impl App {
+    fn policy(&self) -> TextPolicy {
+        TextPolicy {
+            max_text_bytes: self.config.max_text_bytes,
+        }
+    }
+
     /// Records the arguments (text committed, never inline) and decides the call.
-    fn decide_call(&self, command: &Command, texts: &mut Vec<NewText>) -> (Value, Outcome) {
+    fn decide_call(
+        &self,
+        command: &Command,
+        log: &dyn LogView,
+        texts: &mut Vec<NewText>,
+    ) -> (Value, Outcome) {
         let policy = TextPolicy {
             max_text_bytes: self.config.max_text_bytes,
         };
@@ -273,7 +351,11 @@ impl App {
             );
             return (recorded, Err((rejection, None)));
         }
-        let spec = thinking::spec(&command.tool).filter(|_| command.tool_enabled);
+        let spec = if command.admin {
+            erase::admin_spec(&command.tool)
+        } else {
+            thinking::spec(&command.tool).filter(|_| command.tool_enabled)
+        };
         if spec.is_none() && thinking::spec(&command.tool).is_some() {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
             let rejection = Rejection::new(
@@ -316,7 +398,11 @@ impl App {
                 return (recorded, Err((rejection, None)));
             }
         };
-        let outcome = (spec.decide)(self, command, &Value::Object(args.clone()), &recorded);
+        let sent = Value::Object(args.clone());
+        let outcome = match spec.decide {
+            thinking::Decide::Pure(decide) => decide(self, command, &sent, &recorded),
+            thinking::Decide::WithLog(decide) => decide(self, command, log, &sent, &recorded),
+        };
         match outcome {
             Ok(decided) => (recorded, Ok(decided)),
             Err(err) => {

@@ -40,6 +40,8 @@ impl Given {
             actor,
             connection_session: self.connection.clone(),
             tool_enabled: tool != "disabled-probe",
+            admin: false,
+            idempotency_key: None,
         };
         self.ledger.submit(command).await.unwrap()
     }

@@ -8,8 +8,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{App, Command, Decided, Outcome, Rejection, lenient, maxential};
+use super::{App, Command, Decided, Outcome, Rejection, lenient, maxential, replay};
 use crate::events::{Fact, SessionId, TextRef, ThoughtRecorded};
+use crate::ledger::LogView;
 use crate::projections::{Session, SessionStatus};
 
 /// How the application handles one tool.
@@ -21,7 +22,15 @@ pub struct ToolSpec {
     pub text_fields: &'static [&'static str],
     /// Decides the call from its arguments as sent and as recorded (the recorded form carries
     /// the commitments of its text fields).
-    pub decide: fn(&App, &Command, &Value, &Value) -> Outcome,
+    pub decide: Decide,
+}
+
+/// How a tool is decided: from application state alone, or also reading the log itself
+/// (stored events, texts, proofs, checkpoints), read-only.
+#[derive(Clone, Copy)]
+pub enum Decide {
+    Pure(fn(&App, &Command, &Value, &Value) -> Outcome),
+    WithLog(fn(&App, &Command, &dyn LogView, &Value, &Value) -> Outcome),
 }
 
 const SPECS: &[ToolSpec] = &[
@@ -41,37 +50,49 @@ const SPECS: &[ToolSpec] = &[
             "tags",
         ],
         text_fields: &["thought"],
-        decide: decide_sequential,
+        decide: Decide::Pure(decide_sequential),
     },
     ToolSpec {
         name: "reset",
         known_fields: &["confirm", "sessionId"],
         text_fields: &[],
-        decide: decide_reset,
+        decide: Decide::Pure(decide_reset),
     },
     ToolSpec {
         name: "search",
         known_fields: &["query", "tags", "branchId", "includeRevisions", "sessionId"],
         text_fields: &["query"],
-        decide: maxential::decide_search,
+        decide: Decide::Pure(maxential::decide_search),
     },
     ToolSpec {
         name: "tag",
         known_fields: &["thoughtNumber", "add", "remove", "sessionId"],
         text_fields: &[],
-        decide: maxential::decide_tag,
+        decide: Decide::Pure(maxential::decide_tag),
     },
     ToolSpec {
         name: "export",
         known_fields: &["format", "includeBranches", "branchId", "sessionId"],
         text_fields: &[],
-        decide: maxential::decide_export,
+        decide: Decide::Pure(maxential::decide_export),
     },
     ToolSpec {
         name: "visualize",
         known_fields: &["format", "showTags", "showContent", "sessionId"],
         text_fields: &[],
-        decide: maxential::decide_visualize,
+        decide: Decide::Pure(maxential::decide_visualize),
+    },
+    ToolSpec {
+        name: "replay_reasoning_session",
+        known_fields: &["session_id", "reexecute"],
+        text_fields: &[],
+        decide: Decide::WithLog(replay::tools::decide_replay),
+    },
+    ToolSpec {
+        name: "diff_sessions",
+        known_fields: &["session_a", "session_b"],
+        text_fields: &[],
+        decide: Decide::Pure(replay::tools::decide_diff),
     },
 ];
 

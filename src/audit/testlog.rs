@@ -199,12 +199,14 @@ impl TestLog {
             call: Call {
                 tool: tool.into(),
                 arguments,
+                idempotency_key: None,
             },
             facts,
             outcome: Outcome {
                 status: OutcomeStatus::Ok,
                 response_digest: "00".repeat(32),
                 error: None,
+                response_ref: None,
             },
             provenance: Provenance::rules("thinkledger.test"),
             prev_hash: self

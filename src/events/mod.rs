@@ -116,6 +116,10 @@ pub struct Call {
     /// For a call whose arguments could not be parsed at all, the whole raw argument object is
     /// one text reference (it may hold anything, so it must stay erasable).
     pub arguments: Value,
+    /// The client's idempotency key (MCP `_meta.idempotencyKey`), when it sent one. Absent from
+    /// the canonical form otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// The outcome of a call.
@@ -128,6 +132,10 @@ pub struct Outcome {
     pub response_digest: String,
     /// Present when `status` is not `ok`.
     pub error: Option<ErrorRecord>,
+    /// The response body itself, stored as erasable text, for calls with an idempotency key (so
+    /// a retry can be answered with it). Absent from the canonical form otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_ref: Option<TextRef>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

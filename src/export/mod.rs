@@ -1,5 +1,6 @@
 //! Export: pure renderers of one thinking [`Session`] into portable text (the `export` and
-//! `visualize` tools of the MAXential Thinking v2.2 plan).
+//! `visualize` tools of the MAXential Thinking v2.2 plan), and of the comparison of two
+//! sessions ([`diff`], the `diff_sessions` tool).
 //!
 //! Owns the output formats (markdown and JSON in [`markdown`] and [`json`]; ascii and mermaid
 //! diagrams in [`visualize`]), their options, and the one rule they share: which thoughts form
@@ -12,6 +13,7 @@
 
 use crate::projections::{Branch, Session, Thought};
 
+pub mod diff;
 pub mod json;
 pub mod markdown;
 pub mod visualize;

@@ -10,7 +10,9 @@ pub mod checkpoint;
 pub mod hash;
 pub mod keyfile;
 pub mod merkle;
+pub mod notary;
 pub mod store;
+mod textfile;
 pub mod verify;
 pub mod view;
 mod writer;
@@ -18,9 +20,11 @@ mod writer;
 use std::path::PathBuf;
 
 pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
-pub use verify::{Problem, VerifyReport, verify};
+pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints};
 pub use view::{LogView, SignedCheckpoint, TextState};
-pub use writer::{Committed, Decider, Draft, LedgerHandle, NewText, WriterConfig, open_ledger};
+pub use writer::{
+    Committed, Decider, Draft, LedgerHandle, NewText, WriterConfig, ensure_meta, open_ledger,
+};
 
 /// Errors of the ledger layer. Each reaches a client as a tool error saying the server cannot
 /// record calls (never as a silent success), or the CLI as a message and non-zero exit.

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::LedgerError;
 use super::hash::SALT_LEN;
+use super::textfile::{Slot, TextFile};
 use crate::events::SessionId;
 
 /// Ledger-wide facts fixed when the ledger is created.
@@ -33,32 +34,6 @@ pub struct LedgerMeta {
 pub struct TextRecord {
     pub salt: [u8; SALT_LEN],
     pub text: String,
-}
-
-impl TextRecord {
-    /// Stored form: the 32 salt bytes followed by the UTF-8 text (no escaping, so a record is
-    /// never larger than its text plus 32 bytes).
-    fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(SALT_LEN + self.text.len());
-        out.extend_from_slice(&self.salt);
-        out.extend_from_slice(self.text.as_bytes());
-        out
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self, LedgerError> {
-        if bytes.len() < SALT_LEN {
-            return Err(LedgerError::Corrupt(
-                "text record shorter than its salt".into(),
-            ));
-        }
-        let (salt, text) = bytes.split_at(SALT_LEN);
-        let salt: [u8; SALT_LEN] = salt
-            .try_into()
-            .map_err(|_| LedgerError::Corrupt("text record salt".into()))?;
-        let text = String::from_utf8(text.to_vec())
-            .map_err(|_| LedgerError::Corrupt("text record is not UTF-8".into()))?;
-        Ok(Self { salt, text })
-    }
 }
 
 /// An event ready to be stored: its seq, its canonical bytes and the session it indexes under.
@@ -97,6 +72,9 @@ pub trait Store: Send + 'static {
     /// Seqs of the events recorded against `session`, ascending.
     fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError>;
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError>;
+    /// Removes the texts and salts behind `commitments` from disk for good, durably, before
+    /// returning. Commitments with no stored text are skipped.
+    fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError>;
 }
 
 /// The embedded on-disk store: one sled database in a directory.
@@ -104,7 +82,10 @@ pub struct SledStore {
     db: sled::Db,
     events: sled::Tree,
     sessions: sled::Tree,
-    texts: sled::Tree,
+    /// Text commitment → where its record sits in `text_file`.
+    text_index: sled::Tree,
+    /// The erasable texts, outside sled (see [`TextFile`]).
+    text_file: TextFile,
     meta: sled::Tree,
     /// sled's log file; `fdatasync` on it is what makes a flushed batch survive power loss,
     /// because sled's own `flush` only calls `sync_file_range` on Linux.
@@ -116,6 +97,9 @@ pub struct SledStore {
     /// sync must look for new ones (most batches hold only small values and skip the scan).
     blob_possible: bool,
 }
+
+/// The erasable text file inside the store's directory.
+pub const TEXT_FILE: &str = "texts.dat";
 
 /// Values at least this large may be written by sled 0.34 as separate blob files (its
 /// threshold is a quarter of its 512 KiB segment); smaller ones always sit in its log.
@@ -140,8 +124,16 @@ impl SledStore {
         };
         let events = tree("events")?;
         let sessions = tree("session_events")?;
-        let texts = tree("texts")?;
+        let text_index = tree("text_index")?;
         let meta = tree("meta")?;
+        let mut end = None;
+        for item in text_index.iter() {
+            let (_, value) = item.map_err(sled_err)?;
+            let slot = Slot::decode(&value)
+                .ok_or_else(|| LedgerError::Corrupt("text index entry".into()))?;
+            end = end.max(Some(slot.end()));
+        }
+        let text_file = TextFile::open(&dir.join(TEXT_FILE), end)?;
         let log_file = File::open(dir.join("db"))?;
         // The directory entry of a new database must be durable too.
         File::open(dir)?.sync_all()?;
@@ -149,7 +141,8 @@ impl SledStore {
             db,
             events,
             sessions,
-            texts,
+            text_index,
+            text_file,
             meta,
             log_file,
             dir: dir.to_path_buf(),
@@ -165,6 +158,13 @@ impl SledStore {
         self.events
             .insert(seq.to_be_bytes(), bytes)
             .map_err(sled_err)?;
+        self.sync()
+    }
+
+    /// Removes one stored event (and nothing else), bypassing the writer and every check. For
+    /// tamper drills and tests of `verify` only, like [`SledStore::tamper_event_bytes`].
+    pub fn tamper_remove_event(&mut self, seq: u64) -> Result<(), LedgerError> {
+        self.events.remove(seq.to_be_bytes()).map_err(sled_err)?;
         self.sync()
     }
 
@@ -189,6 +189,17 @@ impl SledStore {
             File::open(&blobs)?.sync_all()?;
         }
         Ok(())
+    }
+}
+
+impl SledStore {
+    fn slot(&self, commitment: &[u8; 32]) -> Result<Option<Slot>, LedgerError> {
+        match self.text_index.get(commitment).map_err(sled_err)? {
+            None => Ok(None),
+            Some(bytes) => Slot::decode(&bytes)
+                .map(Some)
+                .ok_or_else(|| LedgerError::Corrupt("text index entry".into())),
+        }
     }
 }
 
@@ -232,15 +243,18 @@ impl Store for SledStore {
         self.blob_possible |= batch
             .events
             .iter()
-            .any(|e| e.bytes.len() >= BLOB_CANDIDATE_BYTES)
-            || batch
-                .texts
-                .iter()
-                .any(|(_, t)| t.text.len() >= BLOB_CANDIDATE_BYTES);
-        (&self.events, &self.sessions, &self.texts)
-            .transaction(|(events, sessions, texts)| {
-                for (commitment, record) in &batch.texts {
-                    texts.insert(&commitment[..], record.encode())?;
+            .any(|e| e.bytes.len() >= BLOB_CANDIDATE_BYTES);
+        // Texts first, durable before sled sees anything of the batch: sled may write staged
+        // data at any time, and its index entries must never point at text that could vanish.
+        let mut slots = Vec::with_capacity(batch.texts.len());
+        for (commitment, record) in &batch.texts {
+            slots.push((commitment, self.text_file.append(commitment, record)?));
+        }
+        self.text_file.sync()?;
+        (&self.events, &self.sessions, &self.text_index)
+            .transaction(|(events, sessions, index)| {
+                for (commitment, slot) in &slots {
+                    index.insert(&commitment[..], &slot.encode()[..])?;
                 }
                 for event in &batch.events {
                     if let Some(session) = &event.session {
@@ -299,10 +313,26 @@ impl Store for SledStore {
     }
 
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
-        match self.texts.get(commitment).map_err(sled_err)? {
+        match self.slot(commitment)? {
             None => Ok(None),
-            Some(bytes) => TextRecord::decode(&bytes).map(Some),
+            Some(slot) => self.text_file.read(slot, commitment),
         }
+    }
+
+    fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
+        let mut any = false;
+        for c in commitments {
+            if let Some(slot) = self.slot(c)?
+                && self.text_file.read(slot, c)?.is_some()
+            {
+                self.text_file.erase(slot)?;
+                any = true;
+            }
+        }
+        if any {
+            self.text_file.sync()?;
+        }
+        Ok(())
     }
 }
 
@@ -378,6 +408,13 @@ impl Store for MemStore {
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
         Ok(self.texts.get(commitment).cloned())
     }
+
+    fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
+        for c in commitments {
+            self.texts.remove(c);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -447,14 +484,12 @@ mod tests {
         {
             let mut store = SledStore::open(dir.path()).unwrap();
             let batch = Batch {
-                events: vec![],
-                texts: vec![(
-                    [5; 32],
-                    TextRecord {
-                        salt: [0; 32],
-                        text: big.clone(),
-                    },
-                )],
+                events: vec![StagedEvent {
+                    seq: 1,
+                    bytes: big.clone().into_bytes(),
+                    session: None,
+                }],
+                texts: Vec::new(),
             };
             store.append_batch(&batch).unwrap();
             assert!(
@@ -469,18 +504,71 @@ mod tests {
             );
         }
         let store = SledStore::open(dir.path()).unwrap();
-        assert_eq!(store.text(&[5; 32]).unwrap().unwrap().text, big);
+        assert_eq!(store.event_bytes(1).unwrap().unwrap(), big.into_bytes());
+    }
+
+    /// Every byte of every file under `dir`.
+    fn all_bytes(dir: &Path) -> Vec<u8> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.extend(all_bytes(&path));
+            } else {
+                out.extend(std::fs::read(&path).unwrap());
+            }
+        }
+        out
     }
 
     #[test]
-    fn text_records_round_trip_without_escaping() {
-        let record = TextRecord {
-            salt: [9; 32],
-            text: "\"quoted\"\n".into(),
-        };
-        let bytes = record.encode();
-        assert_eq!(bytes.len(), 32 + record.text.len());
-        assert_eq!(TextRecord::decode(&bytes).unwrap(), record);
-        assert!(TextRecord::decode(&[0; 5]).is_err());
+    fn an_erased_text_leaves_no_byte_of_its_plaintext_or_salt_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "the launch code is 7741-ALPHA-quasar";
+        let salt = [0xA5; 32];
+        let session = SessionId::random();
+        {
+            let mut store = SledStore::open(dir.path()).unwrap();
+            let mut b = batch(1, &session);
+            b.texts = vec![
+                (
+                    [1; 32],
+                    TextRecord {
+                        salt,
+                        text: secret.into(),
+                    },
+                ),
+                (
+                    [2; 32],
+                    TextRecord {
+                        salt: [3; 32],
+                        text: "keep me".into(),
+                    },
+                ),
+            ];
+            store.append_batch(&b).unwrap();
+            store.sync().unwrap();
+        }
+        let contains = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        assert!(
+            contains(&all_bytes(dir.path()), secret.as_bytes()),
+            "stored before erasure"
+        );
+        {
+            let mut store = SledStore::open(dir.path()).unwrap();
+            store.erase_texts(&[[1; 32]]).unwrap();
+            assert_eq!(store.text(&[1; 32]).unwrap(), None);
+            // Erasing again is a no-op.
+            store.erase_texts(&[[1; 32]]).unwrap();
+        }
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(store.text(&[1; 32]).unwrap(), None);
+        assert_eq!(store.text(&[2; 32]).unwrap().unwrap().text, "keep me");
+        let bytes = all_bytes(dir.path());
+        assert!(
+            !contains(&bytes, secret.as_bytes()),
+            "plaintext left on disk"
+        );
+        assert!(!contains(&bytes, &salt), "salt left on disk");
     }
 }

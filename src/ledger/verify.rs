@@ -9,9 +9,15 @@ use serde_json::Value;
 
 use super::LedgerError;
 use super::canonical::canonical_bytes;
+use std::collections::HashMap;
+
+use super::checkpoint::NoteVerifier;
 use super::hash::{GENESIS_PREV_HASH, event_hash, parse_hex32, text_commitment};
+use super::merkle::{Blake3Hasher, MerkleTree};
+use super::notary::check_checkpoints;
 use super::store::Store;
-use crate::events::{ENVELOPE_VERSION, Event};
+use super::view::SignedCheckpoint;
+use crate::events::{ENVELOPE_VERSION, Event, Fact};
 
 /// One thing found wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,7 +26,10 @@ pub struct Problem {
     /// The event concerned.
     pub seq: u64,
     /// Stable code: `gap`, `unparseable`, `seq_mismatch`, `not_canonical`, `unknown_version`,
-    /// `foreign_ledger`, `broken_link`, `hash_mismatch`, `text_missing`, `text_mismatch`.
+    /// `foreign_ledger`, `broken_link`, `hash_mismatch`, `text_missing`, `text_mismatch`,
+    /// `text_not_erased`, and for signed checkpoints (`seq` = the checkpoint's size)
+    /// `checkpoint_signature`, `checkpoint_beyond_log`, `checkpoint_mismatch`,
+    /// `checkpoints_inconsistent`, `checkpoint_unchecked`.
     pub code: &'static str,
     pub detail: String,
 }
@@ -37,6 +46,10 @@ pub struct VerifyReport {
     /// Text references (one per place a commitment appears) whose stored text was re-hashed
     /// and matched its commitment.
     pub texts_verified: u64,
+    /// Text references whose text was erased by a recorded erasure event (and is gone).
+    pub texts_erased: u64,
+    /// Signed checkpoints checked against the log (signature, root at their size, order).
+    pub checkpoints_verified: u64,
     pub problems: Vec<Problem>,
 }
 
@@ -46,8 +59,22 @@ impl VerifyReport {
     }
 }
 
-/// Verifies everything in `store`.
+/// Verifies everything in `store` (no checkpoints).
 pub fn verify<S: Store + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError> {
+    verify_with_checkpoints(store, &[], &[], None)
+}
+
+/// Verifies everything in `store`, and signed checkpoints against the log: the ledger's own
+/// (`checkpoints`, in the order signed: each must also extend the one before) and any `kept`
+/// by the verifier elsewhere, each signed by `verifier`, within the log, with the log's root at
+/// its size. A kept checkpoint catches a log rolled back to an older, internally consistent
+/// state, which the ledger's own checkpoints (rolled back with it) cannot.
+pub fn verify_with_checkpoints<S: Store + ?Sized>(
+    store: &S,
+    checkpoints: &[SignedCheckpoint],
+    kept: &[SignedCheckpoint],
+    verifier: Option<&NoteVerifier>,
+) -> Result<VerifyReport, LedgerError> {
     let meta = store.meta()?;
     let ledger_id = meta.as_ref().map(|m| m.ledger_id.clone());
     let mut report = VerifyReport {
@@ -55,8 +82,18 @@ pub fn verify<S: Store + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError>
         events: 0,
         head_hash: None,
         texts_verified: 0,
+        texts_erased: 0,
+        checkpoints_verified: 0,
         problems: Vec::new(),
     };
+    // Leaf data of the Merkle tree: each event's stored hash as found. `None` once an event's
+    // hash cannot be read, from which point checkpoints cannot be judged.
+    let mut leaves: Option<MerkleTree<Blake3Hasher>> = Some(MerkleTree::new(Blake3Hasher));
+    // Texts found missing, judged once every erasure is known; texts present, to flag erased
+    // ones whose bytes are still on disk.
+    let mut missing: Vec<(u64, String)> = Vec::new();
+    let mut present: Vec<(u64, String)> = Vec::new();
+    let mut erased: HashMap<String, u64> = HashMap::new();
     let mut expected_seq = 1u64;
     // The stored hash of the previous event, as found (not as recomputed), so one altered event
     // is reported once and its successor still links. `None` when the previous event's bytes
@@ -71,6 +108,8 @@ pub fn verify<S: Store + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError>
                 code: "gap",
                 detail: format!("events {expected_seq}..{} are missing", key_seq - 1),
             });
+            // The gap explains a link that cannot hold: the event after it is not blamed.
+            prev_hash = None;
         }
         expected_seq = key_seq + 1;
         let problem = |code, detail: String| Problem {
@@ -85,6 +124,7 @@ pub fn verify<S: Store + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError>
                     .problems
                     .push(problem("unparseable", format!("not JSON: {e}")));
                 prev_hash = None;
+                leaves = None;
                 continue;
             }
         };
@@ -105,6 +145,7 @@ pub fn verify<S: Store + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError>
                     .problems
                     .push(problem("unparseable", format!("not an event: {e}")));
                 prev_hash = value.get("hash").and_then(Value::as_str).map(str::to_owned);
+                leaves = None;
                 continue;
             }
         };
@@ -150,13 +191,11 @@ pub fn verify<S: Store + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError>
                 continue;
             };
             match store.text(&key)? {
-                None => report.problems.push(problem(
-                    "text_missing",
-                    format!("no stored text for {commitment}"),
-                )),
+                None => missing.push((key_seq, commitment)),
                 Some(record) => {
                     if text_commitment(&record.salt, &record.text) == commitment {
                         report.texts_verified += 1;
+                        present.push((key_seq, commitment));
                     } else {
                         report.problems.push(problem(
                             "text_mismatch",
@@ -166,9 +205,80 @@ pub fn verify<S: Store + ?Sized>(store: &S) -> Result<VerifyReport, LedgerError>
                 }
             }
         }
-        prev_hash = Some(event.hash.clone());
+        for fact in &event.facts {
+            if let Fact::TextsErased { commitments, .. } = fact {
+                for c in commitments {
+                    erased.entry(c.clone()).or_insert(key_seq);
+                }
+            }
+        }
+        match (leaves.as_mut(), parse_hex32(&event.hash)) {
+            (Some(tree), Some(leaf)) => {
+                tree.push_leaf(&leaf);
+            }
+            _ => leaves = None,
+        }
+        // An event out of place says nothing about the link of the one after it.
+        prev_hash = (event.seq == key_seq).then(|| event.hash.clone());
         report.head_hash = Some(event.hash);
     }
+    for (seq, commitment) in missing {
+        if erased.contains_key(&commitment) {
+            report.texts_erased += 1;
+        } else {
+            report.problems.push(Problem {
+                seq,
+                code: "text_missing",
+                detail: format!("no stored text for {commitment}"),
+            });
+        }
+    }
+    for (seq, commitment) in present {
+        if let Some(by) = erased.get(&commitment) {
+            report.problems.push(Problem {
+                seq,
+                code: "text_not_erased",
+                detail: format!(
+                    "text {commitment} was erased by event {by} but is still stored; opening \
+                     the ledger finishes the erasure"
+                ),
+            });
+        }
+    }
+    if !checkpoints.is_empty() || !kept.is_empty() {
+        match (&leaves, verifier) {
+            (Some(tree), Some(verifier)) => {
+                let mut problems = check_checkpoints(checkpoints, verifier, tree);
+                for one in kept {
+                    problems.extend(check_checkpoints(std::slice::from_ref(one), verifier, tree));
+                }
+                let failed: std::collections::BTreeSet<u64> =
+                    problems.iter().map(|p| p.size).collect();
+                report.checkpoints_verified = checkpoints
+                    .iter()
+                    .chain(kept)
+                    .filter(|c| !failed.contains(&c.checkpoint.size()))
+                    .count() as u64;
+                report
+                    .problems
+                    .extend(problems.into_iter().map(|p| Problem {
+                        seq: p.size,
+                        code: p.code,
+                        detail: format!("checkpoint of size {}: {}", p.size, p.detail),
+                    }));
+            }
+            _ => report.problems.push(Problem {
+                seq: report.events,
+                code: "checkpoint_unchecked",
+                detail: if verifier.is_none() {
+                    "no public key to check the checkpoints with".into()
+                } else {
+                    "the log is too damaged to rebuild its Merkle tree".into()
+                },
+            }),
+        }
+    }
+    report.problems.sort_by_key(|p| p.seq);
     Ok(report)
 }
 
@@ -279,7 +389,7 @@ mod tests {
 
         let mut store = chain(5);
         store.remove_event(4);
-        check(&store, &[(4, "gap"), (5, "broken_link")]);
+        check(&store, &[(4, "gap")]);
 
         let mut store = chain(5);
         edit(&mut store, 2, |s| s.replace("{\"actor\"", "{ \"actor\""));

@@ -59,7 +59,9 @@ pub trait LogView {
     fn latest_checkpoint(&self) -> Option<&SignedCheckpoint>;
     /// The C2SP verifier key of the ledger's signing key
     /// (`thinkledger/<ledgerId>+<key id hex>+<base64>`), when the ledger has one.
-    fn verifier_key(&self) -> Option<String>;
-    /// The ledger's signing key, so that an export can be signed.
+    fn verifier_key(&self) -> Option<String> {
+        self.signer().map(|s| s.verifier().to_vkey())
+    }
+    /// The ledger's signing key, for signing what a decision hands out (an audit export).
     fn signer(&self) -> Option<&NoteSigner>;
 }

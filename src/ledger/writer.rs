@@ -7,14 +7,19 @@
 //! writer stops for good (fail-stop): every pending and later caller gets
 //! [`LedgerError::WriterStopped`] instead of an answer the disk may not back.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::checkpoint::NoteSigner;
 use super::hash::{GENESIS_PREV_HASH, event_hash, parse_hex32, response_digest};
+use super::merkle::{Blake3Hasher, MerkleError, MerkleTree, NodeHash};
+use super::notary::{CHECKPOINT_EVERY_EVENTS, Notary};
 use super::store::{Batch, LedgerMeta, StagedEvent, Store, TextRecord};
+use super::view::{LogView, SignedCheckpoint, TextState};
 use super::{FORMAT, LedgerError, canonical::canonical_bytes, format_timestamp};
 use crate::events::{
     Actor, Call, ENVELOPE_VERSION, ErrorRecord, Event, Fact, KIND_TOOL_CALL_RECORDED, Outcome,
@@ -41,6 +46,11 @@ pub struct Draft {
     pub body: Value,
     pub provenance: Provenance,
     pub texts: Vec<NewText>,
+    /// The stored response body (one of `texts`), for calls with an idempotency key.
+    pub response_ref: Option<TextRef>,
+    /// Set when the call repeats one already recorded (same idempotency key): the writer answers
+    /// with this outcome and appends nothing.
+    pub replay_of: Option<Committed>,
 }
 
 /// A durable call, as answered to its caller.
@@ -52,6 +62,9 @@ pub struct Committed {
     pub status: OutcomeStatus,
     pub error: Option<ErrorRecord>,
     pub body: Value,
+    /// True when this is the recorded outcome of an earlier call with the same idempotency key
+    /// (nothing was appended for this one).
+    pub replayed: bool,
 }
 
 /// The application side of the writer: pure decisions and folds over state it owns.
@@ -62,7 +75,7 @@ pub trait Decider: Send + 'static {
 
     /// Decides one command against the current state. Must not mutate state: the writer calls
     /// [`Decider::apply`] with the resulting event.
-    fn decide(&self, command: &Self::Command) -> Draft;
+    fn decide(&self, command: &Self::Command, log: &dyn LogView) -> Draft;
     /// The draft of a command whose decision panicked (a bug): recorded with outcome `failed`
     /// and no facts, so the call is still accounted for and nothing changes.
     fn failed(&self, command: &Self::Command, reason: &str) -> Draft;
@@ -73,12 +86,15 @@ pub trait Decider: Send + 'static {
 }
 
 /// Tuning of the writer.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct WriterConfig {
     /// Most calls made durable by one sync.
     pub max_batch: usize,
     /// Calls that may wait for the writer before senders are made to wait.
     pub queue_depth: usize,
+    /// Signs checkpoints (on session close, every [`CHECKPOINT_EVERY_EVENTS`] events, on
+    /// demand and at shutdown). Without one the ledger signs nothing.
+    pub notary: Option<Notary>,
 }
 
 impl Default for WriterConfig {
@@ -86,13 +102,19 @@ impl Default for WriterConfig {
         Self {
             max_batch: 512,
             queue_depth: 4096,
+            notary: None,
         }
     }
 }
 
+/// Work run on the writer thread against the log (see [`LedgerHandle::inspect`]).
+type Inspection = Box<dyn FnOnce(&dyn LogView) + Send>;
+
 enum Message<D: Decider> {
     Command(D::Command, oneshot::Sender<Result<Committed, LedgerError>>),
     Query(D::Query, oneshot::Sender<Result<D::Answer, LedgerError>>),
+    Inspect(Inspection),
+    Checkpoint(oneshot::Sender<Result<SignedCheckpoint, LedgerError>>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -132,6 +154,36 @@ impl<D: Decider> LedgerHandle<D> {
         rx.await.map_err(|_| LedgerError::WriterStopped)?
     }
 
+    /// Runs `f` on the writer thread with a read-only view of the log (events, texts, tree,
+    /// checkpoints), between batches. Long work here delays every caller: keep it to exports
+    /// and offline tools.
+    pub async fn inspect<R, F>(&self, f: F) -> Result<R, LedgerError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&dyn LogView) -> R + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Inspection = Box::new(move |view| {
+            let _ = tx.send(f(view));
+        });
+        self.tx
+            .send(Message::Inspect(job))
+            .await
+            .map_err(|_| LedgerError::WriterStopped)?;
+        rx.await.map_err(|_| LedgerError::WriterStopped)
+    }
+
+    /// Signs a checkpoint of the log now, unless the latest one already covers every event,
+    /// and returns the latest checkpoint.
+    pub async fn checkpoint(&self) -> Result<SignedCheckpoint, LedgerError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Message::Checkpoint(tx))
+            .await
+            .map_err(|_| LedgerError::WriterStopped)?;
+        rx.await.map_err(|_| LedgerError::WriterStopped)?
+    }
+
     /// Syncs and stops the writer; later calls get [`LedgerError::WriterStopped`].
     pub async fn shutdown(&self) {
         let (tx, rx) = oneshot::channel();
@@ -152,25 +204,34 @@ pub fn open_ledger<S: Store, D: Decider>(
     mut decider: D,
     config: WriterConfig,
 ) -> Result<LedgerHandle<D>, LedgerError> {
-    let meta = match store.meta()? {
-        Some(meta) => meta,
-        None => {
-            let meta = LedgerMeta {
-                ledger_id: uuid::Uuid::new_v4().to_string(),
-                created_at: format_timestamp(Utc::now()),
-                format: FORMAT.to_owned(),
-            };
-            store.init_meta(&meta)?;
-            meta
-        }
-    };
-    let head = replay(&store, &meta, &mut decider)?;
+    let meta = ensure_meta(&mut store)?;
+    let replayed = replay(&store, &meta, &mut decider)?;
+    if let Some(notary) = &config.notary {
+        notary.check_log(&replayed.tree)?;
+    }
+    // Erasures whose event is durable but whose bytes may still be on disk (a crash between the
+    // two): finish them before serving anyone.
+    let erased: Vec<[u8; 32]> = replayed.erased.keys().copied().collect();
+    if !erased.is_empty() {
+        store.erase_texts(&erased)?;
+    }
     let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
+    let checkpointed = config
+        .notary
+        .as_ref()
+        .and_then(|n| n.latest().map(|c| c.checkpoint.size()))
+        .unwrap_or(0);
     let writer = Writer {
         store,
         decider,
         meta: meta.clone(),
-        head,
+        head: replayed.head,
+        tree: replayed.tree,
+        erased: replayed.erased,
+        notary: config.notary,
+        checkpointed,
+        pending_erasures: Vec::new(),
+        session_closed: false,
         max_batch: config.max_batch.max(1),
     };
     std::thread::Builder::new()
@@ -180,6 +241,29 @@ pub fn open_ledger<S: Store, D: Decider>(
         tx,
         meta: Arc::new(meta),
     })
+}
+
+/// The ledger's metadata, created (with a fresh ledger id) the first time `store` is opened.
+pub fn ensure_meta<S: Store>(store: &mut S) -> Result<LedgerMeta, LedgerError> {
+    match store.meta()? {
+        Some(meta) => Ok(meta),
+        None => {
+            let meta = LedgerMeta {
+                ledger_id: uuid::Uuid::new_v4().to_string(),
+                created_at: format_timestamp(Utc::now()),
+                format: FORMAT.to_owned(),
+            };
+            store.init_meta(&meta)?;
+            Ok(meta)
+        }
+    }
+}
+
+/// What replaying the log rebuilt besides the decider's state.
+struct Replayed {
+    head: Head,
+    tree: MerkleTree<Blake3Hasher>,
+    erased: HashMap<[u8; 32], u64>,
 }
 
 /// The last durable event: the point the next event chains to.
@@ -194,11 +278,13 @@ fn replay<S: Store, D: Decider>(
     store: &S,
     meta: &LedgerMeta,
     decider: &mut D,
-) -> Result<Head, LedgerError> {
+) -> Result<Replayed, LedgerError> {
     let mut head = Head {
         seq: 0,
         hash: GENESIS_PREV_HASH.to_owned(),
     };
+    let mut tree = MerkleTree::new(Blake3Hasher);
+    let mut erased = HashMap::new();
     for item in store.events_from(1) {
         let (seq, bytes) = item?;
         let event: Event = serde_json::from_slice(&bytes)
@@ -230,12 +316,96 @@ fn replay<S: Store, D: Decider>(
                 .map(|rec| Arc::from(rec.text))
         };
         decider.apply(&event, &lookup);
+        tree.push_leaf(&leaf_data(&event.hash)?);
+        note_erasures(&event, &mut erased);
         head = Head {
             seq,
             hash: event.hash,
         };
     }
-    Ok(head)
+    Ok(Replayed { head, tree, erased })
+}
+
+/// The Merkle leaf data of an event: the 32 bytes of its hash.
+fn leaf_data(hash: &str) -> Result<[u8; 32], LedgerError> {
+    parse_hex32(hash).ok_or_else(|| LedgerError::Corrupt(format!("event hash {hash} is not hex")))
+}
+
+/// Adds the commitments an event erased to `erased` (commitment → seq of the erasure).
+fn note_erasures(event: &Event, erased: &mut HashMap<[u8; 32], u64>) -> Vec<[u8; 32]> {
+    let mut now = Vec::new();
+    for fact in &event.facts {
+        if let Fact::TextsErased { commitments, .. } = fact {
+            for c in commitments.iter().filter_map(|c| parse_hex32(c)) {
+                erased.entry(c).or_insert(event.seq);
+                now.push(c);
+            }
+        }
+    }
+    now
+}
+
+/// The log as the writer holds it, lent to decisions and inspections.
+struct WriterView<'a, S: Store> {
+    store: &'a S,
+    meta: &'a LedgerMeta,
+    tree: &'a MerkleTree<Blake3Hasher>,
+    erased: &'a HashMap<[u8; 32], u64>,
+    notary: Option<&'a Notary>,
+}
+
+impl<S: Store> LogView for WriterView<'_, S> {
+    fn meta(&self) -> &LedgerMeta {
+        self.meta
+    }
+
+    fn len(&self) -> u64 {
+        self.tree.len()
+    }
+
+    fn event_bytes(&self, seq: u64) -> Result<Vec<u8>, LedgerError> {
+        self.store
+            .event_bytes(seq)?
+            .ok_or_else(|| LedgerError::Corrupt(format!("event {seq} is not in the log")))
+    }
+
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+        self.store.session_seqs(session)
+    }
+
+    fn text(&self, commitment: &[u8; 32]) -> Result<TextState, LedgerError> {
+        if let Some(seq) = self.erased.get(commitment) {
+            return Ok(TextState::Erased { seq: *seq });
+        }
+        Ok(match self.store.text(commitment)? {
+            Some(record) => TextState::Present(record),
+            None => TextState::Missing,
+        })
+    }
+
+    fn root_at(&self, size: u64) -> Result<NodeHash, MerkleError> {
+        self.tree.root_at(size)
+    }
+
+    fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<NodeHash>, MerkleError> {
+        self.tree.inclusion_proof(index, size)
+    }
+
+    fn consistency_proof(
+        &self,
+        old_size: u64,
+        new_size: u64,
+    ) -> Result<Vec<NodeHash>, MerkleError> {
+        self.tree.consistency_proof(old_size, new_size)
+    }
+
+    fn latest_checkpoint(&self) -> Option<&SignedCheckpoint> {
+        self.notary.and_then(Notary::latest)
+    }
+
+    fn signer(&self) -> Option<&NoteSigner> {
+        self.notary.map(Notary::signer)
+    }
 }
 
 struct Writer<S: Store, D: Decider> {
@@ -243,6 +413,17 @@ struct Writer<S: Store, D: Decider> {
     decider: D,
     meta: LedgerMeta,
     head: Head,
+    /// Merkle tree over every staged event's hash.
+    tree: MerkleTree<Blake3Hasher>,
+    /// Erased text commitments → seq of the event that erased them.
+    erased: HashMap<[u8; 32], u64>,
+    notary: Option<Notary>,
+    /// Tree size of the latest signed checkpoint.
+    checkpointed: u64,
+    /// Texts erased by events of the batch being built, to remove once it is durable.
+    pending_erasures: Vec<[u8; 32]>,
+    /// Whether an event of the batch being built closed a session (a checkpoint is then due).
+    session_closed: bool,
     max_batch: usize,
 }
 
@@ -295,9 +476,27 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     };
                     let _ = reply.send(answer);
                 }
+                // A stopped writer may hold staged events that never became durable: it shows
+                // nothing (the job is dropped and its caller told the writer stopped).
+                Some(Message::Inspect(job)) if !stopped => job(&self.view()),
+                Some(Message::Inspect(_)) => {}
+                Some(Message::Checkpoint(reply)) => {
+                    let answer = if stopped {
+                        Err(LedgerError::WriterStopped)
+                    } else {
+                        self.sign_checkpoint()
+                    };
+                    let _ = reply.send(answer);
+                }
                 Some(Message::Shutdown(done)) => {
-                    if !stopped && let Err(e) = self.store.sync() {
-                        tracing::error!(error = %e, "final ledger sync failed");
+                    if !stopped {
+                        if let Err(e) = self.store.sync() {
+                            tracing::error!(error = %e, "final ledger sync failed");
+                        } else if self.notary.is_some()
+                            && let Err(e) = self.sign_checkpoint()
+                        {
+                            tracing::error!(error = %e, "final checkpoint failed");
+                        }
                     }
                     // Close the store (and release its file lock) before the caller hears that
                     // the ledger is shut, so it may be reopened at once.
@@ -326,6 +525,10 @@ impl<S: Store, D: Decider> Writer<S, D> {
             }
         }
         if batch.events.is_empty() {
+            // Only repeats of calls recorded in earlier (durable) batches.
+            for (reply, committed) in answers {
+                let _ = reply.send(Ok(committed));
+            }
             return Ok(());
         }
         match self
@@ -334,8 +537,25 @@ impl<S: Store, D: Decider> Writer<S, D> {
             .and_then(|()| self.store.sync())
         {
             Ok(()) => {
+                // Erasures are carried out once their events are durable and before anyone
+                // hears of them; a crash in between is finished when the ledger reopens.
+                let erasures = std::mem::take(&mut self.pending_erasures);
+                if let Err(e) = self.store.erase_texts(&erasures) {
+                    for (reply, _) in answers {
+                        let _ = reply.send(Err(LedgerError::WriterStopped));
+                    }
+                    return Err(e);
+                }
                 for (reply, committed) in answers {
                     let _ = reply.send(Ok(committed));
+                }
+                let closed = std::mem::take(&mut self.session_closed);
+                let due = closed || self.tree.len() >= self.checkpointed + CHECKPOINT_EVERY_EVENTS;
+                if due
+                    && self.notary.is_some()
+                    && let Err(e) = self.sign_checkpoint()
+                {
+                    tracing::error!(error = %e, "signing a checkpoint failed; recording goes on");
                 }
                 Ok(())
             }
@@ -348,12 +568,32 @@ impl<S: Store, D: Decider> Writer<S, D> {
         }
     }
 
+    fn view(&self) -> WriterView<'_, S> {
+        WriterView {
+            store: &self.store,
+            meta: &self.meta,
+            tree: &self.tree,
+            erased: &self.erased,
+            notary: self.notary.as_ref(),
+        }
+    }
+
+    /// Signs a checkpoint of every durable event unless the latest covers them.
+    fn sign_checkpoint(&mut self) -> Result<SignedCheckpoint, LedgerError> {
+        let notary = self.notary.as_mut().ok_or_else(|| {
+            LedgerError::Corrupt("this ledger was opened without its signing key".into())
+        })?;
+        let signed = notary.sign_head(&self.tree, format_timestamp(Utc::now()))?;
+        self.checkpointed = signed.checkpoint.size();
+        Ok(signed)
+    }
+
     /// Decides one command, builds its event and folds it into state. Everything fallible
     /// happens before state changes, so a command that fails here leaves no trace. The event is
     /// staged in `batch`, not yet durable.
     fn record(&mut self, command: D::Command, batch: &mut Batch) -> Result<Committed, LedgerError> {
         let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.decider.decide(&command)
+            self.decider.decide(&command, &self.view())
         }));
         let draft = decided.unwrap_or_else(|panic| {
             let reason = panic
@@ -364,6 +604,12 @@ impl<S: Store, D: Decider> Writer<S, D> {
             tracing::error!(%reason, "deciding a call panicked; it is recorded as failed");
             self.decider.failed(&command, &reason)
         });
+        if let Some(recorded) = draft.replay_of {
+            return Ok(Committed {
+                replayed: true,
+                ..recorded
+            });
+        }
         let seq = self.head.seq + 1;
         let mut event = Event {
             v: ENVELOPE_VERSION,
@@ -379,6 +625,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 status: draft.status,
                 response_digest: response_digest(&draft.body)?,
                 error: draft.error.clone(),
+                response_ref: draft.response_ref,
             },
             provenance: draft.provenance,
             prev_hash: self.head.hash.clone(),
@@ -388,6 +635,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         let value = serde_json::to_value(&event)
             .map_err(|e| LedgerError::NotCanonicalizable(e.to_string()))?;
         let bytes = canonical_bytes(&value)?;
+        let leaf = leaf_data(&event.hash)?;
         let mut texts = Vec::with_capacity(draft.texts.len());
         let mut pending: Vec<(String, Arc<str>)> = Vec::with_capacity(draft.texts.len());
         for text in draft.texts {
@@ -408,6 +656,13 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 .map(|(_, t)| t.clone())
         };
         self.decider.apply(&event, &lookup);
+        self.tree.push_leaf(&leaf);
+        let erasing = note_erasures(&event, &mut self.erased);
+        self.pending_erasures.extend(erasing);
+        self.session_closed |= event
+            .facts
+            .iter()
+            .any(|f| matches!(f, Fact::SessionClosed { .. }));
         batch.texts.extend(texts);
         batch.events.push(StagedEvent {
             seq,
@@ -425,6 +680,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             status: event.outcome.status,
             error: draft.error,
             body: draft.body,
+            replayed: false,
         })
     }
 }
@@ -439,6 +695,51 @@ mod tests {
     use crate::ledger::store::{EventIter, MemStore};
     use crate::ledger::verify;
 
+    /// A log with nothing in it, for deciding outside the writer.
+    static NO_META: std::sync::LazyLock<LedgerMeta> = std::sync::LazyLock::new(|| LedgerMeta {
+        ledger_id: "none".into(),
+        created_at: "t".into(),
+        format: FORMAT.into(),
+    });
+
+    #[allow(non_upper_case_globals)]
+    const NoLog: NoLogView = NoLogView;
+
+    struct NoLogView;
+
+    impl LogView for NoLogView {
+        fn meta(&self) -> &LedgerMeta {
+            &NO_META
+        }
+        fn len(&self) -> u64 {
+            0
+        }
+        fn event_bytes(&self, seq: u64) -> Result<Vec<u8>, LedgerError> {
+            Err(LedgerError::Corrupt(format!("no event {seq}")))
+        }
+        fn session_seqs(&self, _: &SessionId) -> Result<Vec<u64>, LedgerError> {
+            Ok(Vec::new())
+        }
+        fn text(&self, _: &[u8; 32]) -> Result<TextState, LedgerError> {
+            Ok(TextState::Missing)
+        }
+        fn root_at(&self, size: u64) -> Result<NodeHash, MerkleError> {
+            MerkleTree::new(Blake3Hasher).root_at(size)
+        }
+        fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<NodeHash>, MerkleError> {
+            MerkleTree::new(Blake3Hasher).inclusion_proof(index, size)
+        }
+        fn consistency_proof(&self, old: u64, new: u64) -> Result<Vec<NodeHash>, MerkleError> {
+            MerkleTree::new(Blake3Hasher).consistency_proof(old, new)
+        }
+        fn latest_checkpoint(&self) -> Option<&SignedCheckpoint> {
+            None
+        }
+        fn signer(&self) -> Option<&NoteSigner> {
+            None
+        }
+    }
+
     /// Echoes its command; counts the events applied.
     #[derive(Default)]
     struct Echo {
@@ -450,7 +751,7 @@ mod tests {
         type Query = ();
         type Answer = Vec<u64>;
 
-        fn decide(&self, command: &String) -> Draft {
+        fn decide(&self, command: &String, _log: &dyn LogView) -> Draft {
             if command == "panic" {
                 panic!("decider bug");
             }
@@ -465,6 +766,7 @@ mod tests {
                 call: Call {
                     tool: "echo".into(),
                     arguments: json!({ "say": command }),
+                    idempotency_key: None,
                 },
                 facts: Vec::new(),
                 status: OutcomeStatus::Ok,
@@ -472,11 +774,13 @@ mod tests {
                 body: json!({ "echo": command, "after": self.applied.len() }),
                 provenance: Provenance::rules("test"),
                 texts: Vec::new(),
+                response_ref: None,
+                replay_of: None,
             }
         }
 
         fn failed(&self, command: &String, reason: &str) -> Draft {
-            let mut draft = self.decide(&format!("failed {command}"));
+            let mut draft = self.decide(&format!("failed {command}"), &NoLog);
             draft.status = OutcomeStatus::Failed;
             draft.body = json!({ "failed": reason });
             draft
@@ -527,6 +831,9 @@ mod tests {
         }
         fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
             self.inner.text(commitment)
+        }
+        fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
+            self.inner.erase_texts(commitments)
         }
     }
 
@@ -618,6 +925,65 @@ mod tests {
         assert_eq!((next.seq, next.status), (2, OutcomeStatus::Ok));
     }
 
+    #[tokio::test]
+    async fn checkpoints_cover_durable_events_and_proofs_verify_against_them() {
+        use crate::ledger::checkpoint::open_note;
+        use crate::ledger::merkle::{verify_consistency, verify_inclusion};
+        let dir = tempfile::tempdir().unwrap();
+        let signer = NoteSigner::generate("thinkledger/l").unwrap();
+        let verifier = signer.verifier();
+        let config = WriterConfig {
+            notary: Some(Notary::open(dir.path(), signer).unwrap()),
+            ..WriterConfig::default()
+        };
+        let ledger = open_ledger(MemStore::default(), Echo::default(), config).unwrap();
+        for word in ["a", "b", "c"] {
+            ledger.submit(word.into()).await.unwrap();
+        }
+        let first = ledger.checkpoint().await.unwrap();
+        assert_eq!(first.checkpoint.size(), 3);
+        open_note(&first.note, std::slice::from_ref(&verifier)).unwrap();
+        assert_eq!(
+            ledger.checkpoint().await.unwrap(),
+            first,
+            "nothing new: same checkpoint"
+        );
+        ledger.submit("d".into()).await.unwrap();
+        let second = ledger.checkpoint().await.unwrap();
+        assert_eq!(second.checkpoint.size(), 4);
+        let (leaf, inclusion, consistency) = ledger
+            .inspect(|view| {
+                let event: Event = serde_json::from_slice(&view.event_bytes(2).unwrap()).unwrap();
+                let leaf = Blake3Hasher.hash_leaf(&parse_hex32(&event.hash).unwrap());
+                (
+                    leaf,
+                    view.inclusion_proof(1, 4).unwrap(),
+                    view.consistency_proof(3, 4).unwrap(),
+                )
+            })
+            .await
+            .unwrap();
+        use crate::ledger::merkle::MerkleHasher;
+        verify_inclusion(
+            &Blake3Hasher,
+            &leaf,
+            1,
+            4,
+            &inclusion,
+            second.checkpoint.root(),
+        )
+        .unwrap();
+        verify_consistency(
+            &Blake3Hasher,
+            3,
+            4,
+            first.checkpoint.root(),
+            second.checkpoint.root(),
+            &consistency,
+        )
+        .unwrap();
+    }
+
     #[test]
     fn a_log_whose_chain_is_broken_is_refused_at_open() {
         let mut store = MemStore::default();
@@ -636,16 +1002,18 @@ mod tests {
                 ledger_id: "l".into(),
                 session_id: None,
                 recorded_at: "2026-01-01T00:00:00.000000Z".into(),
-                actor: Echo::default().decide(&String::new()).actor,
+                actor: Echo::default().decide(&String::new(), &NoLog).actor,
                 call: Call {
                     tool: "echo".into(),
                     arguments: json!({}),
+                    idempotency_key: None,
                 },
                 facts: Vec::new(),
                 outcome: Outcome {
                     status: OutcomeStatus::Ok,
                     response_digest: "00".into(),
                     error: None,
+                    response_ref: None,
                 },
                 provenance: Provenance::rules("test"),
                 prev_hash: prev.clone(),

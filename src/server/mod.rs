@@ -16,7 +16,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{App, AppConfig};
-use crate::ledger::{LedgerError, LedgerHandle, SledStore, WriterConfig, keyfile, open_ledger};
+use crate::ledger::notary::Notary;
+use crate::ledger::{
+    LedgerError, LedgerHandle, SledStore, WriterConfig, ensure_meta, keyfile, open_ledger,
+};
 use crate::tools::{Catalog, ThinkServer};
 
 /// Where the sled database lives inside a data directory.
@@ -29,13 +32,41 @@ pub fn key_path(data_dir: &Path) -> PathBuf {
     data_dir.join("signing.key")
 }
 
-/// Opens the ledger in `data_dir`, replaying it into a fresh application state, and makes sure
-/// the ledger has its signing key (made, mode 0600, the first time).
+/// Opens the ledger in `data_dir`, replaying it into a fresh application state, with its
+/// signing key (made, mode 0600, the first time) and its signed checkpoints, which the log must
+/// extend.
 pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
-    let store = SledStore::open(&ledger_dir(data_dir))?;
-    let ledger = open_ledger(store, App::new(app), WriterConfig::default())?;
-    keyfile::load_or_create(&key_path(data_dir), &ledger.meta().ledger_id)?;
-    Ok(ledger)
+    let dir = ledger_dir(data_dir);
+    let mut store = SledStore::open(&dir)?;
+    let meta = ensure_meta(&mut store)?;
+    let signer = keyfile::load_or_create(&key_path(data_dir), &meta.ledger_id)?;
+    let config = WriterConfig {
+        notary: Some(Notary::open(&dir, signer)?),
+        ..WriterConfig::default()
+    };
+    open_ledger(store, App::new(app), config)
+}
+
+/// How often a served ledger signs a checkpoint of calls recorded since the last one.
+pub const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Signs a checkpoint every [`CHECKPOINT_INTERVAL`] while the log grows, until `shutdown`.
+pub fn spawn_checkpoints(ledger: LedgerHandle<App>, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(CHECKPOINT_INTERVAL);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tick.tick() => {
+                    if let Err(e) = ledger.checkpoint().await {
+                        tracing::warn!(error = %e, "periodic checkpoint failed");
+                        return;
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// How the HTTP transport behaves.
@@ -86,6 +117,7 @@ pub async fn serve_http(
     let addr: SocketAddr = listener.local_addr()?;
     tracing::info!(%addr, stateless = config.stateless, "serving MCP over Streamable HTTP at http://{addr}/mcp");
     let app = router(ledger.clone(), catalog, &config, &shutdown);
+    spawn_checkpoints(ledger.clone(), shutdown.clone());
     let stop = shutdown.clone();
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(async move { stop.cancelled().await })
@@ -103,6 +135,7 @@ pub async fn serve_stdio(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     tracing::info!("serving MCP over stdio");
     let server = ThinkServer::new(ledger.clone(), catalog, "stdio");
+    spawn_checkpoints(ledger.clone(), shutdown.clone());
     let running = server.serve(rmcp::transport::stdio()).await?;
     let cancel = running.cancellation_token();
     let watcher = tokio::spawn(async move {

@@ -10,7 +10,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{maxential, thinking};
+use super::{maxential, replay, thinking};
 
 /// One tool as listed to clients.
 pub struct ToolEntry {
@@ -33,7 +33,7 @@ pub struct UnknownToolset {
 }
 
 /// Families implemented, in listing order.
-pub const FAMILIES: &[&str] = &["thinking", "maxential"];
+pub const FAMILIES: &[&str] = &["thinking", "maxential", "audit"];
 
 impl Toolsets {
     pub fn all() -> Self {
@@ -74,6 +74,7 @@ impl Catalog {
     pub fn new(toolsets: Toolsets) -> Self {
         let mut entries = thinking::entries();
         entries.extend(maxential::entries());
+        entries.extend(replay::entries());
         Self { entries, toolsets }
     }
 

@@ -8,6 +8,7 @@
 
 mod catalog;
 mod maxential;
+mod replay;
 mod resources;
 mod thinking;
 
@@ -28,6 +29,9 @@ pub use resources::{session_document, sessions_document, summary};
 use crate::app::{App, Command};
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{Committed, LedgerHandle};
+
+/// The `_meta` key of a `tools/call` that carries its idempotency key.
+pub const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
 
 /// Instructions sent to clients at initialization.
 const INSTRUCTIONS: &str = "thinkledger records every tool call as a hash-chained event. Use \
@@ -76,13 +80,21 @@ impl ThinkServer {
     }
 
     /// Runs one call through the ledger and shapes the MCP result.
-    pub async fn call(&self, tool: &str, arguments: Value, actor: Actor) -> CallToolResult {
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        actor: Actor,
+        idempotency_key: Option<String>,
+    ) -> CallToolResult {
         let command = Command {
             tool: tool.to_owned(),
             arguments,
             actor,
             connection_session: self.connection_session(),
             tool_enabled: self.catalog.is_enabled(tool),
+            admin: false,
+            idempotency_key,
         };
         match self.ledger.submit(command).await {
             Ok(committed) => {
@@ -112,6 +124,10 @@ impl ThinkServer {
         if let Value::Object(map) = &mut body {
             map.insert("seq".into(), json!(committed.seq));
             map.insert("eventHash".into(), json!(committed.hash));
+            if committed.replayed {
+                // The recorded answer of an earlier call with the same idempotency key.
+                map.insert("idempotentReplay".into(), json!(true));
+            }
         }
         if committed.status != OutcomeStatus::Ok {
             return CallToolResult::error(vec![ContentBlock::text(pretty(&body))]);
@@ -161,9 +177,15 @@ impl ServerHandler for ThinkServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let key = request
+            .meta
+            .as_ref()
+            .and_then(|m| m.0.0.get(IDEMPOTENCY_META_KEY).cloned())
+            .or_else(|| context.meta.0.0.get(IDEMPOTENCY_META_KEY).cloned())
+            .and_then(|v| v.as_str().map(str::to_owned));
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let actor = actor(&context, self.transport);
-        Ok(self.call(&request.name, arguments, actor).await.into())
+        Ok(self.call(&request.name, arguments, actor, key).await.into())
     }
 
     async fn list_tools(

@@ -34,8 +34,8 @@ use serde_json::{Value, json};
 use thinkledger::app::{App, AppConfig, Command as AppCommand};
 use thinkledger::events::{Actor, Event, OutcomeStatus, SessionId, TextLookup};
 use thinkledger::ledger::{
-    Batch, Decider, Draft, LedgerError, LedgerMeta, SledStore, Store, TextRecord, WriterConfig,
-    open_ledger,
+    Batch, Decider, Draft, LedgerError, LedgerMeta, LogView, SledStore, Store, TextRecord,
+    WriterConfig, open_ledger,
 };
 
 /// Thoughts per session before a client starts a new one.
@@ -69,9 +69,9 @@ impl Decider for TimedApp {
     type Query = <App as Decider>::Query;
     type Answer = <App as Decider>::Answer;
 
-    fn decide(&self, command: &Self::Command) -> Draft {
+    fn decide(&self, command: &Self::Command, log: &dyn LogView) -> Draft {
         let start = Instant::now();
-        let draft = self.inner.decide(command);
+        let draft = self.inner.decide(command, log);
         self.counters
             .decide_nanos
             .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
@@ -143,6 +143,9 @@ impl Store for CountingStore {
     }
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
         self.inner.text(commitment)
+    }
+    fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
+        self.inner.erase_texts(commitments)
     }
 }
 
@@ -253,6 +256,8 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
                     actor: bench_actor(),
                     connection_session: session.clone(),
                     tool_enabled: true,
+                    admin: false,
+                    idempotency_key: None,
                 };
                 let start = Instant::now();
                 let committed = ledger.submit(command).await.expect("submit");

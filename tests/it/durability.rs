@@ -265,7 +265,7 @@ async fn check_tamper_is_caught(dir: &Path, seq: u64) {
     }
 }
 
-const ROUNDS: u32 = 5;
+const ROUNDS: u32 = 25;
 const WRITERS: usize = 4;
 
 /// One acknowledged call.

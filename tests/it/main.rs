@@ -4,6 +4,10 @@
 
 mod common;
 mod durability;
+mod erasure;
+mod idempotency;
 mod protocol;
+mod replay;
 mod schemas;
+mod tamper;
 mod tidy;

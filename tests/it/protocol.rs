@@ -14,13 +14,15 @@ mod http;
 mod maxential;
 mod rejections;
 
-const ALL_TOOLS: [&str; 6] = [
+const ALL_TOOLS: &[&str] = &[
     "sequentialthinking",
     "reset",
     "search",
     "tag",
     "export",
     "visualize",
+    "replay_reasoning_session",
+    "diff_sessions",
 ];
 const MAXENTIAL_TOOLS: [&str; 5] = ["reset", "search", "tag", "export", "visualize"];
 

@@ -18,7 +18,7 @@ use thinkledger::tools::{Catalog, Toolsets};
 
 use crate::common::*;
 
-mod subset;
+pub mod subset;
 
 const REGENERATE: &str = "UPDATE_SCHEMAS=1 cargo test --test it schemas::";
 
@@ -128,7 +128,7 @@ fn event_schema() -> Value {
                 "additionalProperties": false,
                 "properties": {
                     "principal": { "description": "`local` for the process owner.", "type": "string" },
-                    "transport": { "type": "string", "enum": ["stdio", "http"] },
+                    "transport": { "description": "`cli` for operator commands such as erase.", "type": "string", "enum": ["stdio", "http", "cli"] },
                     "clientName": { "type": ["string", "null"] },
                     "clientVersion": { "type": ["string", "null"] }
                 }
@@ -142,6 +142,12 @@ fn event_schema() -> Value {
                     "arguments": {
                         "description": "The recorded arguments (docs/ledger-format.md §4): known parameters with text fields as text references, or {\"raw\": text reference}, or {\"omitted\": {\"reason\", \"bytes\"}}.",
                         "type": "object"
+                    },
+                    "idempotencyKey": {
+                        "description": "The client's _meta.idempotencyKey; omitted when the call had none (docs/ledger-format.md §3.4).",
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 255
                     }
                 }
             },
@@ -171,6 +177,10 @@ fn event_schema() -> Value {
                                 }
                             }
                         ]
+                    },
+                    "responseRef": {
+                        "description": "The response body as erasable text, for calls with an idempotency key; omitted otherwise.",
+                        "$ref": "#/$defs/textRef"
                     }
                 }
             },
@@ -210,8 +220,21 @@ fn event_schema() -> Value {
                     { "$ref": "#/$defs/SessionStarted" },
                     { "$ref": "#/$defs/ThoughtRecorded" },
                     { "$ref": "#/$defs/ThoughtTagged" },
-                    { "$ref": "#/$defs/SessionClosed" }
+                    { "$ref": "#/$defs/SessionClosed" },
+                    { "$ref": "#/$defs/TextsErased" }
                 ]
+            },
+            "TextsErased": {
+                "description": "Stored texts erased from disk; their commitments stay (docs/ledger-format.md §5).",
+                "type": "object",
+                "required": ["type", "commitments", "reason"],
+                "additionalProperties": false,
+                "properties": {
+                    "type": { "type": "string", "const": "TextsErased" },
+                    "commitments": { "type": "array", "minItems": 1, "items": { "$ref": "#/$defs/hex64" } },
+                    "reason": { "type": "string", "minLength": 1 },
+                    "sessionId": { "$ref": "#/$defs/uuid" }
+                }
             },
             "SessionStarted": {
                 "type": "object",
@@ -344,6 +367,22 @@ fn strings(value: &Value) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// The backticked member names in a table cell that the text after them (up to the next member)
+/// says are "*omitted when absent*".
+fn omitted_when_absent(cell: &str) -> BTreeSet<String> {
+    let parts: Vec<&str> = cell.split('`').collect();
+    // parts: text, name, text, name, text, ...
+    (1..parts.len())
+        .step_by(2)
+        .filter(|&i| {
+            parts
+                .get(i + 1)
+                .is_some_and(|after| after.contains("omitted when absent"))
+        })
+        .map(|i| parts[i].to_owned())
+        .collect()
+}
+
 #[test]
 fn event_schema_names_exactly_the_members_docs_ledger_format_specifies() {
     let doc = std::fs::read_to_string(
@@ -372,9 +411,12 @@ fn event_schema_names_exactly_the_members_docs_ledger_format_specifies() {
             documented,
             "members of {object}"
         );
+        let optional = omitted_when_absent(row.split('|').nth(3).unwrap_or_default());
+        let required: BTreeSet<String> = documented.difference(&optional).cloned().collect();
         assert_eq!(
             strings(&schema["properties"][object]["required"]),
-            keys(&schema["properties"][object]["properties"])
+            required,
+            "required members of {object}"
         );
     }
 
@@ -399,10 +441,14 @@ fn event_schema_names_exactly_the_members_docs_ledger_format_specifies() {
         documented.insert("type".into());
         let def = &schema["$defs"][fact.as_str()];
         assert_eq!(keys(&def["properties"]), documented, "members of {fact}");
+        let optional = omitted_when_absent(members);
         assert_eq!(
             strings(&def["required"]),
-            documented,
-            "{fact}: all members present"
+            documented
+                .difference(&optional)
+                .cloned()
+                .collect::<BTreeSet<_>>(),
+            "{fact}: all members present but those omitted when absent"
         );
         assert_eq!(def["properties"]["type"]["const"], fact.as_str());
     }
@@ -453,6 +499,17 @@ async fn recorded_events_and_tool_results_conform_to_their_schemas() {
         results.push((tool, call(&server, tool, args).await));
     }
     server.stop().await;
+    // The operator's erasure, recorded like a call.
+    let session = ok(&results[1].1)["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    let erased = cli(
+        dir.path(),
+        &["erase", "--session", &session, "--reason", "sample"],
+    )
+    .await;
+    assert!(erased.status.success(), "{erased:?}");
 
     let catalog = Catalog::new(Toolsets::all());
     let mut checked_outputs = BTreeSet::new();
@@ -476,7 +533,11 @@ async fn recorded_events_and_tool_results_conform_to_their_schemas() {
     );
 
     let events = stored_events(dir.path());
-    assert_eq!(events.len(), results.len(), "one event per call");
+    assert_eq!(
+        events.len(),
+        results.len() + 1,
+        "one event per call and the erasure"
+    );
     let schema = event_schema();
     let mut fact_types = BTreeSet::new();
     let mut statuses = BTreeSet::new();
@@ -499,6 +560,7 @@ async fn recorded_events_and_tool_results_conform_to_their_schemas() {
         [
             "SessionClosed",
             "SessionStarted",
+            "TextsErased",
             "ThoughtRecorded",
             "ThoughtTagged"
         ]

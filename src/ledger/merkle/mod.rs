@@ -581,3 +581,6 @@ pub fn verify_consistency<H: MerkleHasher + ?Sized>(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod props;

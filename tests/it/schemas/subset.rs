@@ -126,6 +126,16 @@ impl Validator<'_> {
                         return Err(format!("{at}: {value} is below {arg}"));
                     }
                 }
+                "minItems" | "maxItems" => {
+                    if let (Some(items), Some(limit)) = (value.as_array(), arg.as_u64()) {
+                        let len = items.len() as u64;
+                        if (keyword == "minItems" && len < limit)
+                            || (keyword == "maxItems" && len > limit)
+                        {
+                            return Err(format!("{at}: {len} items break {keyword} {limit}"));
+                        }
+                    }
+                }
                 "minLength" | "maxLength" => {
                     if let (Some(s), Some(limit)) = (value.as_str(), arg.as_u64()) {
                         let len = u64::try_from(s.chars().count()).unwrap_or(u64::MAX);

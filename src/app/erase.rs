@@ -1,0 +1,164 @@
+//! Erasure: the operator's `erase` command (CLI only, never an MCP tool) decides which stored
+//! texts to remove — every text of a session, or named commitments — and records why.
+//!
+//! The decision reads the log (which commitments a session's events reference, which are
+//! already erased) and yields one `TextsErased` fact; the ledger removes the bytes once that
+//! event is durable. Nothing here touches disk.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::thinking::{Decide, ToolSpec};
+use super::{App, Command, Decided, Outcome, Rejection};
+use crate::events::{Fact, SessionId};
+use crate::ledger::hash::parse_hex32;
+use crate::ledger::verify::text_refs;
+use crate::ledger::{LogView, TextState};
+
+/// Commands only the operator may run (through the CLI), never offered over MCP.
+pub(super) const ADMIN_SPECS: &[ToolSpec] = &[ToolSpec {
+    name: "erase",
+    known_fields: &["sessionId", "commitments", "reason"],
+    text_fields: &[],
+    decide: Decide::WithLog(decide_erase),
+}];
+
+/// The admin spec of `tool`, if there is one.
+pub(super) fn admin_spec(tool: &str) -> Option<&'static ToolSpec> {
+    ADMIN_SPECS.iter().find(|s| s.name == tool)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EraseArgs {
+    session_id: Option<String>,
+    #[serde(default)]
+    commitments: Vec<String>,
+    reason: String,
+}
+
+fn decide_erase(
+    _app: &App,
+    _command: &Command,
+    log: &dyn LogView,
+    args: &Value,
+    _recorded: &Value,
+) -> Outcome {
+    let args: EraseArgs = serde_json::from_value(args.clone()).map_err(|e| {
+        (
+            Rejection::new(
+                "invalid_arguments",
+                format!("erase: {e}"),
+                "give --session ID or --commitment HEX (repeatable), and --reason",
+            ),
+            None,
+        )
+    })?;
+    let reject = |code, message: String, suggestion: &str| {
+        Err((Rejection::new(code, message, suggestion), None))
+    };
+    if args.reason.trim().is_empty() {
+        return reject(
+            "reason_required",
+            "an erasure must say why".into(),
+            "pass --reason, e.g. --reason \"GDPR request 2026-114\"",
+        );
+    }
+    let session = match &args.session_id {
+        None => None,
+        Some(raw) => match SessionId::parse(raw) {
+            Some(id) => Some(id),
+            None => {
+                return reject(
+                    "invalid_session_id",
+                    format!("\"{raw}\" is not a session id"),
+                    "`thinkledger sessions` lists them",
+                );
+            }
+        },
+    };
+    if session.is_none() == args.commitments.is_empty() {
+        return reject(
+            "invalid_arguments",
+            "erase either a session or named commitments, exactly one of the two".into(),
+            "give --session ID, or --commitment HEX (repeatable)",
+        );
+    }
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    if let Some(id) = &session {
+        let seqs = log.session_seqs(id).map_err(|e| internal(&e))?;
+        if seqs.is_empty() {
+            return reject(
+                "unknown_session",
+                format!("no session {id} in this ledger"),
+                "`thinkledger sessions` lists them",
+            );
+        }
+        for seq in seqs {
+            let bytes = log.event_bytes(seq).map_err(|e| internal(&e))?;
+            let value: Value = serde_json::from_slice(&bytes).map_err(|e| internal(&e))?;
+            wanted.extend(text_refs(&value));
+        }
+    }
+    for c in &args.commitments {
+        if parse_hex32(c).is_none() || c.chars().any(|ch| ch.is_ascii_uppercase()) {
+            return reject(
+                "invalid_commitment",
+                format!("\"{c}\" is not a text commitment (64 lowercase hex digits)"),
+                "copy the textCommitment value from an event or an export",
+            );
+        }
+        wanted.insert(c.clone());
+    }
+    let mut erase = Vec::new();
+    let mut already = 0usize;
+    for c in wanted {
+        let Some(key) = parse_hex32(&c) else { continue };
+        match log.text(&key).map_err(|e| internal(&e))? {
+            TextState::Present(_) => erase.push(c),
+            TextState::Erased { .. } => already += 1,
+            TextState::Missing if session.is_some() => {}
+            TextState::Missing => {
+                return reject(
+                    "unknown_commitment",
+                    format!("no stored text has commitment {c}"),
+                    "check the commitment; `thinkledger verify` lists texts that are missing",
+                );
+            }
+        }
+    }
+    if erase.is_empty() {
+        return reject(
+            "nothing_to_erase",
+            format!("nothing left to erase ({already} text(s) already erased)"),
+            "nothing to do: the texts are already gone",
+        );
+    }
+    let body = json!({
+        "status": "erased",
+        "erased": erase.len(),
+        "alreadyErased": already,
+        "commitments": erase,
+        "sessionId": session,
+        "reason": args.reason,
+    });
+    let facts = vec![Fact::TextsErased {
+        commitments: erase,
+        reason: args.reason,
+        session_id: session.clone(),
+    }];
+    Ok(Decided::new(session, facts, body))
+}
+
+fn internal(e: &dyn std::fmt::Display) -> (Rejection, Option<SessionId>) {
+    (
+        Rejection::new(
+            "log_unreadable",
+            format!("the log could not be read: {e}"),
+            "run `thinkledger verify`",
+        ),
+        None,
+    )
+}

@@ -1,0 +1,178 @@
+//! The timeline of a session: one entry per recorded call, in log order, saying when it was
+//! recorded, which tool, how it ended and what it changed.
+//!
+//! Entries are generic over facts (each change names its fact type and says in one line what it
+//! did), so facts added later (deliberation nodes, assumptions, checkpoints) show up without a
+//! new entry shape. Must not know: where the events come from, MCP, re-execution.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::events::{Event, Fact, OutcomeStatus};
+
+/// One change a call made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Change {
+    /// The fact's type, e.g. `ThoughtRecorded`.
+    pub fact: String,
+    /// The thought it concerns, if any.
+    pub thought_number: Option<u32>,
+    /// What it did, in one line.
+    pub summary: String,
+}
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEntry {
+    pub seq: u64,
+    /// When the server decided the call (its claim, not a proof of time).
+    pub recorded_at: String,
+    pub tool: String,
+    /// `ok`, `rejected` or `failed`.
+    pub status: String,
+    /// The error code of a call that did not succeed.
+    pub error_code: Option<String>,
+    /// What the call changed (empty for reads and refused calls).
+    pub changes: Vec<Change>,
+    /// The entry in one line.
+    pub summary: String,
+    /// With re-execution: `matched`, `diverged` or `skipped`.
+    pub reexecution: Option<String>,
+}
+
+/// The timeline of `events` (one session's, in log order).
+#[must_use]
+pub fn timeline(events: &[Event]) -> Vec<TimelineEntry> {
+    // Thought numbers by the seq that recorded them, for tag changes.
+    let mut numbers: HashMap<u64, u32> = HashMap::new();
+    let mut out = Vec::with_capacity(events.len());
+    for event in events {
+        let changes: Vec<Change> = event
+            .facts
+            .iter()
+            .map(|fact| change(event.seq, fact, &mut numbers))
+            .collect();
+        let status = match event.outcome.status {
+            OutcomeStatus::Ok => "ok",
+            OutcomeStatus::Rejected => "rejected",
+            OutcomeStatus::Failed => "failed",
+        };
+        let error_code = event.outcome.error.as_ref().map(|e| e.code.clone());
+        let summary = if !changes.is_empty() {
+            changes
+                .iter()
+                .map(|c| c.summary.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        } else {
+            match &error_code {
+                Some(code) => format!("{status}: {code}"),
+                None => "read; nothing changed".to_owned(),
+            }
+        };
+        out.push(TimelineEntry {
+            seq: event.seq,
+            recorded_at: event.recorded_at.clone(),
+            tool: event.call.tool.clone(),
+            status: status.to_owned(),
+            error_code,
+            changes,
+            summary,
+            reexecution: None,
+        });
+    }
+    out
+}
+
+fn change(seq: u64, fact: &Fact, numbers: &mut HashMap<u64, u32>) -> Change {
+    let (name, thought_number, summary) = match fact {
+        Fact::SessionStarted { .. } => ("SessionStarted", None, "session started".to_owned()),
+        Fact::ThoughtRecorded(t) => {
+            numbers.insert(seq, t.thought_number);
+            let mut s = format!("thought {}/{}", t.thought_number, t.total_thoughts);
+            if let Some(r) = t.revises_thought {
+                s.push_str(&format!(" revises thought {r}"));
+            } else if t.is_revision {
+                s.push_str(" (revision)");
+            }
+            match (&t.branch_id, t.branch_from_thought) {
+                (Some(b), Some(from)) => {
+                    s.push_str(&format!(" on branch {b} from thought {from}"));
+                }
+                (Some(b), None) => s.push_str(&format!(" on branch {b}")),
+                _ => {}
+            }
+            if t.needs_more_thoughts {
+                s.push_str(", needs more thoughts");
+            }
+            if !t.next_thought_needed {
+                s.push_str(", concludes");
+            }
+            if !t.tags.is_empty() {
+                s.push_str(&format!(" [{}]", t.tags.join(", ")));
+            }
+            ("ThoughtRecorded", Some(t.thought_number), s)
+        }
+        Fact::ThoughtTagged {
+            thought_seq,
+            added,
+            removed,
+            ..
+        } => {
+            let number = numbers.get(thought_seq).copied();
+            let which = number.map_or_else(
+                || format!("the thought of event {thought_seq}"),
+                |n| format!("thought {n}"),
+            );
+            let mut moves: Vec<String> = added.iter().map(|t| format!("+{t}")).collect();
+            moves.extend(removed.iter().map(|t| format!("-{t}")));
+            (
+                "ThoughtTagged",
+                number,
+                format!("tags of {which}: {}", moves.join(" ")),
+            )
+        }
+        Fact::SessionClosed { reason, .. } => {
+            ("SessionClosed", None, format!("session closed ({reason})"))
+        }
+        Fact::TextsErased {
+            commitments,
+            reason,
+            ..
+        } => (
+            "TextsErased",
+            None,
+            format!("{} text(s) erased: {reason}", commitments.len()),
+        ),
+    };
+    Change {
+        fact: name.to_owned(),
+        thought_number,
+        summary,
+    }
+}
+
+/// The timeline as text, one line per call.
+#[must_use]
+pub fn render_text(entries: &[TimelineEntry]) -> String {
+    let mut out = String::new();
+    for e in entries {
+        let verdict = e
+            .reexecution
+            .as_deref()
+            .map_or_else(String::new, |v| format!("  [{v}]"));
+        out.push_str(&format!(
+            "{:>5}  {}  {:<20} {:<8} {}{verdict}\n",
+            e.seq,
+            e.recorded_at,
+            e.tool,
+            e.status,
+            crate::export::single_line(&e.summary)
+        ));
+    }
+    out
+}

@@ -1,0 +1,223 @@
+//! The erasable text store: one append-only file of text records, overwritten in place when a
+//! text is erased.
+//!
+//! Texts live outside sled on purpose: sled keeps a removed value's bytes in its log segments
+//! until it happens to clean them, so a text stored there could not be erased from disk. Here a
+//! record sits at a fixed offset (kept in the store's index) and erasure overwrites its salt
+//! and text with zeros and syncs the file. This module owns the file's bytes and nothing else:
+//! which record lives where, and when a record is durable, is the store's business.
+//!
+//! File layout: the 21-byte magic `thinkledger texts v1\n`, then records, each
+//! `len: u32 LE` (of salt + text), `commitment: [u8; 32]`, `salt: [u8; 32]`, `text: UTF-8`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use super::LedgerError;
+use super::hash::SALT_LEN;
+use super::store::TextRecord;
+
+const MAGIC: &[u8] = b"thinkledger texts v1\n";
+/// Bytes before a record's salt: its length and its commitment.
+const HEADER: u64 = 4 + 32;
+
+/// Where one record sits in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub offset: u64,
+    /// Bytes of salt + text.
+    pub len: u32,
+}
+
+impl Slot {
+    /// The stored form in the store's index: offset and length, big-endian.
+    pub fn encode(&self) -> [u8; 12] {
+        let mut out = [0; 12];
+        out[..8].copy_from_slice(&self.offset.to_be_bytes());
+        out[8..].copy_from_slice(&self.len.to_be_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let offset = u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
+        let len = u32::from_be_bytes(bytes.get(8..12)?.try_into().ok()?);
+        (bytes.len() == 12).then_some(Self { offset, len })
+    }
+
+    /// The first byte after the record.
+    pub fn end(&self) -> u64 {
+        self.offset + HEADER + u64::from(self.len)
+    }
+}
+
+/// The open text file.
+#[derive(Debug)]
+pub struct TextFile {
+    file: File,
+    /// Where the next record goes.
+    end: u64,
+    /// Whether records were written since the last sync.
+    dirty: bool,
+}
+
+impl TextFile {
+    /// Opens (or creates) the file. `end` is where the last record the index knows of ends;
+    /// anything after it (records of a batch that never became durable) is cut off.
+    pub fn open(path: &Path, end: Option<u64>) -> Result<Self, LedgerError> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        let len = file.metadata()?.len();
+        if len == 0 {
+            file.write_all(MAGIC)?;
+            file.sync_all()?;
+        } else {
+            let mut magic = vec![0; MAGIC.len()];
+            file.read_exact(&mut magic).map_err(|_| {
+                LedgerError::Corrupt(format!("{} is not a thinkledger text file", path.display()))
+            })?;
+            if magic != MAGIC {
+                return Err(LedgerError::Corrupt(format!(
+                    "{} is not a thinkledger text file",
+                    path.display()
+                )));
+            }
+        }
+        let end = end.unwrap_or(MAGIC.len() as u64).max(MAGIC.len() as u64);
+        if file.metadata()?.len() > end {
+            file.set_len(end)?;
+            file.sync_all()?;
+        }
+        Ok(Self {
+            file,
+            end,
+            dirty: false,
+        })
+    }
+
+    /// Appends one record (not yet durable: see [`TextFile::sync`]).
+    pub fn append(
+        &mut self,
+        commitment: &[u8; 32],
+        record: &TextRecord,
+    ) -> Result<Slot, LedgerError> {
+        let body = SALT_LEN + record.text.len();
+        let len = u32::try_from(body)
+            .map_err(|_| LedgerError::NotCanonicalizable("text larger than 4 GiB".into()))?;
+        let mut bytes = Vec::with_capacity(HEADER as usize + body);
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(commitment);
+        bytes.extend_from_slice(&record.salt);
+        bytes.extend_from_slice(record.text.as_bytes());
+        self.file.seek(SeekFrom::Start(self.end))?;
+        self.file.write_all(&bytes)?;
+        let slot = Slot {
+            offset: self.end,
+            len,
+        };
+        self.end = slot.end();
+        self.dirty = true;
+        Ok(slot)
+    }
+
+    /// Makes every appended record durable.
+    pub fn sync(&mut self) -> Result<(), LedgerError> {
+        if self.dirty {
+            self.file.sync_data()?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Reads the record at `slot`, if it is the record of `commitment` and still holds text.
+    /// A slot whose bytes are not that record (never made durable) or were erased gives `None`.
+    pub fn read(
+        &self,
+        slot: Slot,
+        commitment: &[u8; 32],
+    ) -> Result<Option<TextRecord>, LedgerError> {
+        if slot.end() > self.end || (slot.len as usize) < SALT_LEN {
+            return Ok(None);
+        }
+        let mut bytes = vec![0; (HEADER + u64::from(slot.len)) as usize];
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(slot.offset))?;
+        file.read_exact(&mut bytes)?;
+        let (len, rest) = bytes.split_at(4);
+        let (stored, rest) = rest.split_at(32);
+        if len != slot.len.to_le_bytes() || stored != commitment {
+            return Ok(None);
+        }
+        let (salt, text) = rest.split_at(SALT_LEN);
+        if salt.iter().all(|b| *b == 0) && text.iter().all(|b| *b == 0) {
+            return Ok(None);
+        }
+        let salt: [u8; SALT_LEN] = salt
+            .try_into()
+            .map_err(|_| LedgerError::Corrupt("text record salt".into()))?;
+        let text = String::from_utf8(text.to_vec())
+            .map_err(|_| LedgerError::Corrupt("text record is not UTF-8".into()))?;
+        Ok(Some(TextRecord { salt, text }))
+    }
+
+    /// Overwrites the salt and text of the record at `slot` with zeros (not yet durable: see
+    /// [`TextFile::sync`]). Its length and commitment stay, so the file still parses.
+    pub fn erase(&mut self, slot: Slot) -> Result<(), LedgerError> {
+        if slot.end() > self.end {
+            return Ok(());
+        }
+        self.file.seek(SeekFrom::Start(slot.offset + HEADER))?;
+        let zeros = vec![0; slot.len as usize];
+        self.file.write_all(&zeros)?;
+        self.dirty = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(text: &str) -> TextRecord {
+        TextRecord {
+            salt: [7; SALT_LEN],
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn records_round_trip_are_erased_in_place_and_torn_tails_are_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("texts");
+        let mut file = TextFile::open(&path, None).unwrap();
+        let a = file.append(&[1; 32], &record("first secret")).unwrap();
+        let b = file.append(&[2; 32], &record("second")).unwrap();
+        file.sync().unwrap();
+        assert_eq!(
+            file.read(a, &[1; 32]).unwrap(),
+            Some(record("first secret"))
+        );
+        assert_eq!(
+            file.read(a, &[2; 32]).unwrap(),
+            None,
+            "another commitment's slot"
+        );
+        file.erase(a).unwrap();
+        file.sync().unwrap();
+        assert_eq!(file.read(a, &[1; 32]).unwrap(), None);
+        assert_eq!(file.read(b, &[2; 32]).unwrap(), Some(record("second")));
+        let c = file.append(&[3; 32], &record("torn")).unwrap();
+        drop(file);
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(!bytes.windows(12).any(|w| w == b"first secret"));
+        // Reopened with the index knowing only a and b: c's bytes are cut off.
+        let file = TextFile::open(&path, Some(b.end())).unwrap();
+        assert_eq!(file.read(c, &[3; 32]).unwrap(), None);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), b.end());
+        assert_eq!(Slot::decode(&b.encode()), Some(b));
+    }
+}

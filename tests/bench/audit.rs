@@ -1,0 +1,199 @@
+//! Audit-side costs on a large ledger: verification throughput, reopening (replay + Merkle tree
+//! rebuild + checkpoint check), proof generation, and the audit export of a session and of a
+//! seq range with its offline verification.
+//!
+//! The ledger is built once through the real writer (`server::open`, the same path the server
+//! uses: sled store, text file, signing key, checkpoints), with 64 concurrent callers each
+//! recording `sequentialthinking` thoughts in sessions of 50; its shutdown signs the final
+//! checkpoint. Then each measurement runs RUNS times and the report gives the median with
+//! min–max.
+//!
+//! `cargo bench --bench audit` (full run: 1,000,000 events); under `cargo test` a smoke run of
+//! 2,000. Overrides: THINKLEDGER_BENCH_EVENTS, THINKLEDGER_BENCH_RUNS,
+//! THINKLEDGER_BENCH_PROOFS (proofs timed per run).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{across, rate};
+use thinkledger::app::{AppConfig, Command as AppCommand};
+use thinkledger::events::{Actor, OutcomeStatus, SessionId};
+use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
+use thinkledger::ledger::{SledStore, keyfile, verify_with_checkpoints};
+use thinkledger::server;
+
+const CALLERS: u64 = 64;
+const CHAIN: u32 = 50;
+
+fn actor() -> Actor {
+    Actor {
+        principal: "local".into(),
+        transport: "stdio".into(),
+        client_name: Some("bench".into()),
+        client_version: None,
+    }
+}
+
+/// Records `events` thoughts with CALLERS concurrent callers; returns the time it took.
+fn build(data_dir: &std::path::Path, events: u64) -> Duration {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let ledger = server::open(data_dir, AppConfig::default()).expect("open the ledger");
+        let next = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..CALLERS {
+            let ledger = ledger.clone();
+            let next = next.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut session = SessionId::random();
+                let mut number = 0;
+                while next.fetch_add(1, Ordering::Relaxed) < events {
+                    number += 1;
+                    if number > CHAIN {
+                        session = SessionId::random();
+                        number = 1;
+                    }
+                    let command = AppCommand::tool_call(
+                        "sequentialthinking",
+                        common::thought_args(number, CHAIN),
+                        actor(),
+                        session.clone(),
+                    );
+                    let done = ledger.submit(command).await.expect("submit");
+                    assert_eq!(done.status, OutcomeStatus::Ok, "{}", done.body);
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.expect("caller");
+        }
+        let took = started.elapsed();
+        ledger.shutdown().await;
+        took
+    })
+}
+
+fn main() {
+    let full = common::full_mode();
+    let events = common::env_usize("EVENTS", if full { 1_000_000 } else { 2_000 }) as u64;
+    let runs = common::env_usize("RUNS", if full { 5 } else { 1 }).max(1);
+    let proofs = common::env_usize("PROOFS", if full { 10_000 } else { 200 }) as u64;
+    let dir = common::temp_data_dir();
+    println!(
+        "audit: {}",
+        if full {
+            "full run"
+        } else {
+            "smoke run (cargo test); use cargo bench for numbers"
+        }
+    );
+    println!(
+        "  machine:  {}; {} at start",
+        common::machine(),
+        common::load()
+    );
+    println!("  data dir: {}", common::describe_dir(dir.path()));
+    println!("  {events} events, {runs} runs per measurement, {proofs} proofs per run");
+
+    let took = build(dir.path(), events);
+    println!(
+        "  build:    {} events recorded durably in {:.1} s ({}, {CALLERS} callers)",
+        events,
+        took.as_secs_f64(),
+        rate(events as f64 / took.as_secs_f64())
+    );
+
+    // Verification: the whole ledger, chain, texts and checkpoints.
+    let ledger_dir = server::ledger_dir(dir.path());
+    let mut verify_rates = Vec::new();
+    let mut verify_secs = Vec::new();
+    for _ in 0..runs {
+        let store = SledStore::open(&ledger_dir).expect("open store");
+        let meta = thinkledger::ledger::Store::meta(&store)
+            .expect("meta")
+            .expect("a ledger");
+        let verifier = keyfile::load_or_create(&server::key_path(dir.path()), &meta.ledger_id)
+            .expect("key")
+            .verifier();
+        let checkpoints =
+            read_checkpoints(&ledger_dir.join(CHECKPOINTS_FILE)).expect("checkpoints");
+        let started = Instant::now();
+        let report =
+            verify_with_checkpoints(&store, &checkpoints, &[], Some(&verifier)).expect("verify");
+        let secs = started.elapsed().as_secs_f64();
+        assert!(
+            report.is_intact(),
+            "{:?}",
+            &report.problems[..report.problems.len().min(5)]
+        );
+        assert_eq!(report.events, events);
+        assert!(report.checkpoints_verified >= 1);
+        verify_rates.push(events as f64 / secs);
+        verify_secs.push(secs);
+    }
+    println!(
+        "  verify:   {} events/s ({} s for the whole ledger, texts and checkpoints included)",
+        across(&verify_rates, |v| format!("{v:.0}")),
+        across(&verify_secs, |s| format!("{s:.2}"))
+    );
+
+    // Reopening: replay into the application, rebuild the tree, check the checkpoints.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut open_secs = Vec::new();
+    let mut inclusion_us = Vec::new();
+    let mut consistency_us = Vec::new();
+    for run in 0..runs {
+        let started = Instant::now();
+        let ledger = server::open(dir.path(), AppConfig::default()).expect("reopen");
+        open_secs.push(started.elapsed().as_secs_f64());
+        let (inclusion, consistency) = runtime
+            .block_on(ledger.inspect(move |view| {
+                let n = view.len();
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ run as u64;
+                let mut step = || {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x
+                };
+                let started = Instant::now();
+                for _ in 0..proofs {
+                    let index = step() % n;
+                    let proof = view.inclusion_proof(index, n).expect("inclusion proof");
+                    std::hint::black_box(proof);
+                }
+                let inclusion = started.elapsed().as_secs_f64() * 1e6 / proofs as f64;
+                let started = Instant::now();
+                for _ in 0..proofs {
+                    let old = 1 + step() % n;
+                    let proof = view.consistency_proof(old, n).expect("consistency proof");
+                    std::hint::black_box(proof);
+                }
+                let consistency = started.elapsed().as_secs_f64() * 1e6 / proofs as f64;
+                (inclusion, consistency)
+            }))
+            .expect("inspect");
+        inclusion_us.push(inclusion);
+        consistency_us.push(consistency);
+        runtime.block_on(ledger.shutdown());
+    }
+    println!(
+        "  reopen:   {} s (replay every event, rebuild the Merkle tree, check checkpoints)",
+        across(&open_secs, |s| format!("{s:.2}"))
+    );
+    println!(
+        "  proofs:   inclusion {} µs, consistency {} µs (tree of {events})",
+        across(&inclusion_us, |v| format!("{v:.1}")),
+        across(&consistency_us, |v| format!("{v:.1}"))
+    );
+}

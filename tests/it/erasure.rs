@@ -1,0 +1,194 @@
+//! Erasure and signed checkpoints through the real binary: `thinkledger erase` leaves no
+//! plaintext on disk and a verifiable trace in its place; `thinkledger checkpoint` signs what
+//! `thinkledger key` verifies; a ledger rolled back behind a checkpoint someone kept is caught.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// Every byte of every file under `dir`.
+fn all_bytes(dir: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(all_bytes(&path));
+        } else {
+            out.extend(std::fs::read(&path).expect("read file"));
+        }
+    }
+    out
+}
+
+fn holds(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[tokio::test]
+async fn an_erased_session_leaves_no_plaintext_on_disk_and_a_verifiable_trace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "patient 4471 reported chest pain at 03:12";
+    let kept = "an unrelated session that stays";
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let first = think(&server, 1, 2, secret, json!({})).await;
+    let session = first["sessionId"].as_str().expect("sessionId").to_owned();
+    think(
+        &server,
+        2,
+        2,
+        "second thought of the same session",
+        json!({"nextThoughtNeeded": false}),
+    )
+    .await;
+    server.stop().await;
+    // A new connection starts its own session.
+    let server = StdioServer::start(dir.path(), &[]).await;
+    think(&server, 1, 1, kept, json!({"nextThoughtNeeded": false})).await;
+    server.stop().await;
+    assert!(
+        holds(&all_bytes(dir.path()), secret),
+        "the text is stored before erasure"
+    );
+
+    let run = cli(
+        dir.path(),
+        &[
+            "erase",
+            "--session",
+            &session,
+            "--reason",
+            "subject request 17",
+        ],
+    )
+    .await;
+    assert!(run.status.success(), "erase failed: {run:?}");
+    assert!(run.stdout.contains("erased 2 text(s)"), "{}", run.stdout);
+
+    let bytes = all_bytes(dir.path());
+    assert!(!holds(&bytes, secret), "erased plaintext found on disk");
+    assert!(!holds(&bytes, "second thought of the same session"));
+    assert!(holds(&bytes, kept), "other sessions keep their text");
+
+    // The erasure is an event saying who and why; verify passes and counts the erased texts.
+    let events = stored_events(dir.path());
+    let erasure = events.last().expect("an erasure event");
+    assert_eq!(erasure["call"]["tool"], "erase");
+    assert_eq!(erasure["actor"]["transport"], "cli");
+    assert_eq!(erasure["facts"][0]["type"], "TextsErased");
+    assert_eq!(erasure["facts"][0]["reason"], "subject request 17");
+    assert_eq!(erasure["sessionId"], session.as_str());
+    let report = assert_intact(dir.path(), events.len() as u64).await;
+    // Counted per reference: each thought's commitment sits in its arguments and in its fact.
+    assert_eq!(report["textsErased"], 4, "{report}");
+    assert!(
+        report["checkpointsVerified"].as_u64().unwrap_or(0) >= 1,
+        "{report}"
+    );
+
+    // Erasing again changes nothing and is refused with a reason (and recorded).
+    let again = cli(
+        dir.path(),
+        &["erase", "--session", &session, "--reason", "again"],
+    )
+    .await;
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    assert!(again.stdout.contains("already erased"), "{}", again.stdout);
+
+    // The session still reads, with its text marked erased.
+    let markdown = export_cli(dir.path(), &session, "markdown").await;
+    assert!(!markdown.contains(secret));
+    assert!(markdown.to_lowercase().contains("erased"), "{markdown}");
+}
+
+#[tokio::test]
+async fn checkpoints_are_signed_by_the_ledger_key_and_a_rollback_behind_a_kept_one_is_caught() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    think(&server, 1, 3, "one", json!({})).await;
+    think(&server, 2, 3, "two", json!({})).await;
+    server.stop().await;
+    let snapshot = tempfile::tempdir().expect("tempdir");
+    copy_dir(dir.path(), snapshot.path());
+
+    let server = StdioServer::start(dir.path(), &[]).await;
+    think(&server, 3, 3, "three", json!({"nextThoughtNeeded": false})).await;
+    server.stop().await;
+    let run = cli(dir.path(), &["checkpoint"]).await;
+    assert!(run.status.success(), "{run:?}");
+    let note = run.stdout;
+    let lines: Vec<&str> = note.lines().collect();
+    let key = cli(dir.path(), &["key"]).await.stdout;
+    let key_name = key.split('+').next().expect("key name");
+    assert_eq!(lines[0], key_name, "origin is the key name: {note}");
+    assert_eq!(lines[1], "3", "covers every event: {note}");
+    assert!(
+        lines[4].starts_with(&format!("— {key_name} ")),
+        "signature line: {note}"
+    );
+    let kept = tempfile::NamedTempFile::new().expect("tempfile");
+    std::fs::write(kept.path(), &note).expect("keep the checkpoint");
+    let kept_path = kept.path().to_str().expect("utf-8 path");
+
+    let ok = cli(dir.path(), &["verify", "--json", "--checkpoint", kept_path]).await;
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+
+    // Roll the whole data dir back to the copy taken after two events: internally consistent,
+    // so only the checkpoint kept outside catches it.
+    let rolled = tempfile::tempdir().expect("tempdir");
+    copy_dir(snapshot.path(), rolled.path());
+    let own = cli(rolled.path(), &["verify", "--json"]).await;
+    assert_eq!(
+        own.status.code(),
+        Some(0),
+        "the old copy is consistent on its own: {own:?}"
+    );
+    let caught = cli(
+        rolled.path(),
+        &["verify", "--json", "--checkpoint", kept_path],
+    )
+    .await;
+    assert_eq!(caught.status.code(), Some(2), "{caught:?}");
+    let report: Value = serde_json::from_str(&caught.stdout).expect("json");
+    assert_eq!(
+        report["problems"][0]["code"], "checkpoint_beyond_log",
+        "{report}"
+    );
+    assert_eq!(report["problems"][0]["seq"], 3, "{report}");
+}
+
+#[tokio::test]
+async fn a_log_that_does_not_extend_its_own_checkpoints_is_refused_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    think(&server, 1, 2, "one", json!({})).await;
+    server.stop().await;
+    let snapshot = tempfile::tempdir().expect("tempdir");
+    copy_dir(dir.path(), snapshot.path());
+    let server = StdioServer::start(dir.path(), &[]).await;
+    think(&server, 2, 2, "two", json!({"nextThoughtNeeded": false})).await;
+    server.stop().await;
+    // Put back the old log but keep the newer checkpoints file.
+    let ledger = dir.path().join("ledger");
+    let checkpoints = std::fs::read(ledger.join("checkpoints.jsonl")).expect("checkpoints");
+    std::fs::remove_dir_all(&ledger).expect("remove");
+    copy_dir(&snapshot.path().join("ledger"), &ledger);
+    std::fs::write(ledger.join("checkpoints.jsonl"), checkpoints).expect("write");
+    let run = cli(dir.path(), &["sessions"]).await;
+    assert!(!run.status.success(), "{run:?}");
+    assert!(run.stderr.contains("rolled back"), "{}", run.stderr);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Idempotency keys through a real MCP client: a retried call (same `_meta.idempotencyKey`,
+//! same tool and arguments) gets the recorded answer and appends nothing, also after a restart;
+//! the same key on another call is refused and recorded.
+
+use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+async fn call_with_key(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+    key: &str,
+) -> rmcp::model::CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    let mut meta = serde_json::Map::new();
+    meta.insert("idempotencyKey".into(), json!(key));
+    let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    params.meta = Some(RequestMetaObject(MetaObject(meta)));
+    within("tools/call with a key", client.call_tool(params))
+        .await
+        .expect("tools/call")
+}
+
+fn thought(n: u32, text: &str) -> Value {
+    json!({"thought": text, "thoughtNumber": n, "totalThoughts": 3, "nextThoughtNeeded": true})
+}
+
+#[tokio::test]
+async fn a_retried_call_gets_the_recorded_answer_and_appends_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let first =
+        ok(&call_with_key(&server, "sequentialthinking", thought(1, "Frame it"), "k-1").await);
+    let again =
+        ok(&call_with_key(&server, "sequentialthinking", thought(1, "Frame it"), "k-1").await);
+    assert_eq!(
+        again["seq"], first["seq"],
+        "the same event answers: {again}"
+    );
+    assert_eq!(again["eventHash"], first["eventHash"]);
+    assert_eq!(again["idempotentReplay"], true);
+    assert_eq!(again["thoughtHistoryLength"], first["thoughtHistoryLength"]);
+    assert_eq!(first.get("idempotentReplay"), None);
+
+    // Another call under the same key is refused (and that refusal is recorded).
+    let refused = rejected(
+        &call_with_key(
+            &server,
+            "sequentialthinking",
+            thought(1, "Something else"),
+            "k-1",
+        )
+        .await,
+    );
+    assert_eq!(refused["code"], "idempotency_key_reused", "{refused}");
+    // A new key is a new call.
+    let second =
+        ok(&call_with_key(&server, "sequentialthinking", thought(2, "Go on"), "k-2").await);
+    assert_eq!(second["thoughtHistoryLength"], 2);
+    server.stop().await;
+
+    // After a restart the key still answers with the recorded outcome.
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let after =
+        ok(&call_with_key(&server, "sequentialthinking", thought(1, "Frame it"), "k-1").await);
+    assert_eq!(after["seq"], first["seq"]);
+    let mut recorded = first.clone();
+    let mut replayed = after.clone();
+    for body in [&mut recorded, &mut replayed] {
+        if let Value::Object(map) = body {
+            map.remove("idempotentReplay");
+        }
+    }
+    assert_eq!(replayed, recorded, "the very same body");
+    server.stop().await;
+
+    let events = stored_events(dir.path());
+    assert_eq!(
+        events.len(),
+        3,
+        "first, refused reuse, second: retries append nothing"
+    );
+    assert_eq!(events[0]["call"]["idempotencyKey"], "k-1");
+    assert!(events[0]["outcome"]["responseRef"]["textCommitment"].is_string());
+    assert_intact(dir.path(), 3).await;
+}
