@@ -4,6 +4,8 @@
 //! (verify reports, listings, exports) is written with `writeln!` to a locked stdout handle.
 #![forbid(unsafe_code)]
 
+mod cli;
+
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -100,6 +102,45 @@ enum Command {
         /// The --max-text-bytes the server ran with when the calls were recorded.
         #[arg(long, default_value_t = 64 * 1024)]
         max_text_bytes: usize,
+    },
+    /// Export events with everything needed to verify them offline (thinkledger-audit/1): each
+    /// event as stored, its inclusion proof to a freshly signed checkpoint, its texts or proof
+    /// of their erasure, and a signature over the whole file. See docs/audit.md.
+    Audit {
+        /// The session to export (see `thinkledger sessions`); or give a seq range instead.
+        #[arg(required_unless_present = "from_seq", conflicts_with = "from_seq")]
+        session: Option<String>,
+        /// First seq of a range to export: every event from here to --to-seq, so an auditor can
+        /// check that none is missing.
+        #[arg(long, requires = "to_seq", value_name = "SEQ")]
+        from_seq: Option<u64>,
+        /// Last seq of the range.
+        #[arg(long, requires = "from_seq", value_name = "SEQ")]
+        to_seq: Option<u64>,
+        /// A signed checkpoint kept earlier (a file holding the note, as `thinkledger checkpoint`
+        /// printed it): the export proves the log still extends it.
+        #[arg(long, value_name = "FILE")]
+        since_checkpoint: Option<PathBuf>,
+        /// Write the export to this file instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Verify an audit export offline, from the file alone: signatures, hashes, chain links,
+    /// Merkle proofs, texts, erasures, completeness of a range. Exits 0 when it passes, 2 when
+    /// it fails, naming every problem.
+    VerifyExport {
+        /// The export file.
+        file: PathBuf,
+        /// The ledger's public key as `thinkledger key` printed it, obtained out of band.
+        /// Without it the key inside the file is used, which cannot show who made the export.
+        #[arg(long, value_name = "KEY")]
+        pubkey: Option<String>,
+        /// A signed checkpoint you kept earlier: the export must prove its log extends it.
+        #[arg(long, value_name = "FILE")]
+        since_checkpoint: Option<PathBuf>,
+        /// Print the full report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Compare two sessions: thoughts added, removed or changed, branches in one only, tag
     /// changes, conclusions.
@@ -205,6 +246,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             session_b,
             json,
         } => diff_sessions(&dir, &session_a, &session_b, json),
+        Command::Audit {
+            session,
+            from_seq,
+            to_seq,
+            since_checkpoint,
+            output,
+        } => cli::audit::audit(
+            &dir,
+            cli::audit::AuditRequest {
+                selection: cli::audit::selection(session.as_deref(), from_seq, to_seq)?,
+                since_checkpoint,
+                output,
+            },
+        ),
+        Command::VerifyExport {
+            file,
+            pubkey,
+            since_checkpoint,
+            json,
+        } => cli::audit::verify_export(cli::audit::VerifyRequest {
+            file,
+            pubkey,
+            since_checkpoint,
+            json,
+        }),
     }
 }
 

@@ -6,6 +6,7 @@
 //! input becomes a `rejected` event with a clear error and a suggestion, and changes no state.
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
+mod audit_export;
 mod erase;
 mod idempotency;
 mod lenient;
@@ -27,6 +28,7 @@ use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::ThinkingState;
 
+pub use audit_export::AuditExportArgs;
 pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
@@ -128,7 +130,14 @@ pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
         "maxential",
         &["reset", "search", "tag", "export", "visualize"],
     ),
-    ("audit", &["replay_reasoning_session", "diff_sessions"]),
+    (
+        "audit",
+        &[
+            "replay_reasoning_session",
+            "diff_sessions",
+            "export_reasoning_audit",
+        ],
+    ),
 ];
 
 /// Why a call was refused: shown to the client and recorded in the event.

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{App, Command, Decided, Outcome, Rejection, lenient, maxential, replay};
+use super::{App, Command, Decided, Outcome, Rejection, audit_export, lenient, maxential, replay};
 use crate::events::{Fact, SessionId, TextRef, ThoughtRecorded};
 use crate::ledger::LogView;
 use crate::projections::{Session, SessionStatus};
@@ -93,6 +93,12 @@ const SPECS: &[ToolSpec] = &[
         known_fields: &["session_a", "session_b"],
         text_fields: &[],
         decide: Decide::Pure(replay::tools::decide_diff),
+    },
+    ToolSpec {
+        name: "export_reasoning_audit",
+        known_fields: &["session_id", "since_checkpoint"],
+        text_fields: &[],
+        decide: Decide::WithLog(audit_export::decide_audit_export),
     },
 ];
 

@@ -10,7 +10,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{maxential, replay, thinking};
+use super::{audit, maxential, replay, thinking};
 
 /// One tool as listed to clients.
 pub struct ToolEntry {
@@ -75,6 +75,7 @@ impl Catalog {
         let mut entries = thinking::entries();
         entries.extend(maxential::entries());
         entries.extend(replay::entries());
+        entries.extend(audit::entries());
         Self { entries, toolsets }
     }
 

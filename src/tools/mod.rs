@@ -6,6 +6,7 @@
 //! recorded — by the one place that owns the rules. This layer knows rmcp but not sled, axum or
 //! any transport detail beyond the name it records.
 
+mod audit;
 mod catalog;
 mod maxential;
 mod replay;

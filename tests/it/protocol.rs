@@ -23,6 +23,7 @@ const ALL_TOOLS: &[&str] = &[
     "visualize",
     "replay_reasoning_session",
     "diff_sessions",
+    "export_reasoning_audit",
 ];
 const MAXENTIAL_TOOLS: [&str; 5] = ["reset", "search", "tag", "export", "visualize"];
 

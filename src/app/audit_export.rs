@@ -1,0 +1,74 @@
+//! The `export_reasoning_audit` tool (audit family): a session's offline-verifiable audit export,
+//! built from the log itself while the call is decided.
+//!
+//! Owns the tool's arguments and how build failures become rejections. The document, its proofs
+//! and its signature are the `audit` module's; this file knows nothing of MCP.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::thinking::parse;
+use super::{App, Command, Decided, Outcome, Rejection};
+use crate::audit::{Selection, build_export};
+use crate::events::SessionId;
+use crate::ledger::LogView;
+
+/// Arguments of `export_reasoning_audit`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct AuditExportArgs {
+    /// The session to export (a session id as returned in `sessionId`).
+    pub session_id: String,
+    /// A signed checkpoint you kept earlier (its note text, exactly as received): the export
+    /// then also proves the log still extends it.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub since_checkpoint: Option<String>,
+}
+
+const USAGE: &str = "required: session_id (a session id); optional: since_checkpoint (a signed \
+                     checkpoint note of this ledger)";
+
+/// Decides `export_reasoning_audit`: the export of the session as the log stood when the call
+/// was decided, proven against the latest signed checkpoint.
+pub(crate) fn decide_audit_export(
+    _app: &App,
+    _command: &Command,
+    log: &dyn LogView,
+    args: &Value,
+    _recorded: &Value,
+) -> Outcome {
+    let args: AuditExportArgs = parse(args, USAGE).map_err(|r| (r, None))?;
+    let session = SessionId::parse(&args.session_id).ok_or_else(|| {
+        (
+            Rejection::new(
+                "unknown_session",
+                format!("\"{}\" is not a session id", args.session_id),
+                "session ids are lowercase UUIDs as returned in `sessionId`; read \
+                 ledger://sessions to list them",
+            ),
+            None,
+        )
+    })?;
+    let selection = Selection::Session {
+        session_id: session.clone(),
+    };
+    match build_export(log, &selection, args.since_checkpoint.as_deref()) {
+        Ok(export) => Ok(Decided::new(Some(session), Vec::new(), export)),
+        Err(e) => {
+            let suggestion = match e.code() {
+                // Over MCP the CLI cannot reach a ledger the server holds.
+                "no_checkpoint" => "checkpoints are signed every minute, when a session is \
+                                    closed (reset) and at shutdown: retry shortly, or run \
+                                    `thinkledger checkpoint` where no server holds the ledger"
+                    .to_owned(),
+                _ => e.suggestion(),
+            };
+            let no_such_session = e.code() == "empty_session";
+            Err((
+                Rejection::new(e.code(), e.to_string(), suggestion),
+                (!no_such_session).then_some(session),
+            ))
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! `thinkledger audit` (build an offline-verifiable export from the ledger) and
+//! `thinkledger verify-export` (check one from its bytes alone), with progress bars on a
+//! terminal. The export format and its checks live in the library's `audit` module; this file
+//! only opens the ledger, reads and writes files and prints.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use thinkledger::app::AppConfig;
+use thinkledger::audit::{
+    AuditError, ExportOptions, ExportReport, Selection, VerifyOptions, build_export_with,
+    verify_export_with,
+};
+use thinkledger::events::SessionId;
+use thinkledger::ledger::format_timestamp;
+use thinkledger::server;
+
+/// What `thinkledger audit` was asked for.
+pub struct AuditRequest {
+    pub selection: Selection,
+    /// An earlier checkpoint's signed note, as a file, that the export must prove extended.
+    pub since_checkpoint: Option<PathBuf>,
+    /// Where to write the export; stdout when absent.
+    pub output: Option<PathBuf>,
+}
+
+/// The selection named on the command line: a session id, or a seq range.
+pub fn selection(
+    session: Option<&str>,
+    from_seq: Option<u64>,
+    to_seq: Option<u64>,
+) -> anyhow::Result<Selection> {
+    match (session, from_seq, to_seq) {
+        (Some(raw), None, None) => {
+            let session_id = SessionId::parse(raw).with_context(|| {
+                format!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
+            })?;
+            Ok(Selection::Session { session_id })
+        }
+        (None, Some(from_seq), Some(to_seq)) => Ok(Selection::Range { from_seq, to_seq }),
+        _ => bail!("name a session, or a range with both --from-seq and --to-seq"),
+    }
+}
+
+/// A bar on stderr when a person is watching, else nothing.
+fn progress_bar(what: &'static str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} events ({elapsed}, {eta} left)")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+fn read_text(path: &Path, what: &str) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {what} {}", path.display()))
+}
+
+/// Opens the ledger, signs a fresh checkpoint if the log grew, builds and writes the export.
+pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
+    let since = match &request.since_checkpoint {
+        Some(path) => Some(read_text(path, "checkpoint file")?),
+        None => None,
+    };
+    let bar = progress_bar("proving");
+    let progress = bar.clone();
+    let selection = request.selection.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let built = runtime.block_on(async move {
+        let ledger = server::open(dir, AppConfig::default())?;
+        let checkpoint = ledger.checkpoint().await;
+        let built = match checkpoint {
+            Ok(_) => {
+                ledger
+                    .inspect(move |view| {
+                        let report = |done: u64, total: u64| {
+                            progress.set_length(total);
+                            progress.set_position(done);
+                        };
+                        build_export_with(
+                            view,
+                            &selection,
+                            &ExportOptions {
+                                since_checkpoint: since.as_deref(),
+                                generated_at: format_timestamp(chrono::Utc::now()),
+                                progress: Some(&report),
+                            },
+                        )
+                    })
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        ledger.shutdown().await;
+        anyhow::Ok(built?)
+    })?;
+    bar.finish_and_clear();
+    let export = built.map_err(|e: AuditError| {
+        anyhow::anyhow!("cannot export: {e}\nsuggestion: {}", e.suggestion())
+    })?;
+    let bytes = export.to_canonical_bytes()?;
+    let mut err = std::io::stderr().lock();
+    match &request.output {
+        Some(path) => {
+            std::fs::write(path, &bytes)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            writeln!(
+                err,
+                "wrote {} ({} events); check it with \
+                 `thinkledger verify-export {} --pubkey \"$(thinkledger key)\"`",
+                path.display(),
+                export.events.len(),
+                path.display()
+            )?;
+        }
+        None => std::io::stdout().lock().write_all(&bytes)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `thinkledger verify-export` was asked to check.
+pub struct VerifyRequest {
+    pub file: PathBuf,
+    /// The ledger's verifier key, obtained out of band.
+    pub pubkey: Option<String>,
+    /// An earlier signed checkpoint the reviewer kept.
+    pub since_checkpoint: Option<PathBuf>,
+    pub json: bool,
+}
+
+/// Verifies an export offline; exit 0 when it passes, 2 when it fails.
+pub fn verify_export(request: VerifyRequest) -> anyhow::Result<ExitCode> {
+    let bytes = std::fs::read(&request.file)
+        .with_context(|| format!("cannot read {}", request.file.display()))?;
+    let since = match &request.since_checkpoint {
+        Some(path) => Some(read_text(path, "checkpoint file")?),
+        None => None,
+    };
+    let bar = progress_bar("verifying");
+    let report_progress = |done: u64, total: u64| {
+        bar.set_length(total);
+        bar.set_position(done);
+    };
+    let report = verify_export_with(
+        &bytes,
+        &VerifyOptions {
+            pubkey: request.pubkey.as_deref(),
+            since_checkpoint: since.as_deref(),
+            progress: Some(&report_progress),
+        },
+    );
+    bar.finish_and_clear();
+    let mut out = std::io::stdout().lock();
+    if request.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        write!(out, "{}", render(&request.file, &report))?;
+    }
+    Ok(if report.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// The human report: a verdict line, what was checked, each problem on its own line, notes.
+fn render(file: &Path, report: &ExportReport) -> String {
+    let s = &report.summary;
+    let selection = match &s.selection {
+        Some(value) => value.to_string(),
+        None => "(no selection)".to_owned(),
+    };
+    let mut out = if report.passed {
+        format!("PASSED {}: ", file.display())
+    } else {
+        format!(
+            "FAILED {}: {} problem(s) in ",
+            file.display(),
+            report.problems.len()
+        )
+    };
+    out.push_str(&format!(
+        "export of {selection} from ledger {}\n",
+        s.ledger_id.as_deref().unwrap_or("?")
+    ));
+    out.push_str(&format!(
+        "  {} events ({} selected, {} erasure events backing erased texts), {} texts re-hashed, {} erased\n",
+        s.events, s.selected_events, s.erasure_events, s.texts_verified, s.texts_erased
+    ));
+    if let Some(size) = s.checkpoint_size {
+        out.push_str(&format!("  checkpoint of the first {size} events\n"));
+    }
+    out.push_str(&format!(
+        "  key {} ({})\n",
+        s.public_key.as_deref().unwrap_or("(none usable)"),
+        if s.key_pinned {
+            "pinned with --pubkey"
+        } else {
+            "read from the file, NOT pinned"
+        }
+    ));
+    if let Some(size) = s.extends_checkpoint {
+        out.push_str(&format!(
+            "  the log extends the given checkpoint of {size} events\n"
+        ));
+    }
+    for p in &report.problems {
+        let seq = p.seq.map_or_else(String::new, |seq| format!("seq {seq} "));
+        out.push_str(&format!("  {seq}{} at {}: {}\n", p.code, p.path, p.detail));
+    }
+    for note in &report.notes {
+        out.push_str(&format!("  note: {note}\n"));
+    }
+    out
+}
