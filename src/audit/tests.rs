@@ -652,6 +652,14 @@ fn non_canonical_or_foreign_documents_are_named() {
     );
     check(b"[]", &f.log.vkey(), None, &[("malformed", None)]);
     check(
+        &tampered(&export, Some(f.log.key()), |v| {
+            v["selection"] = json!({"sessionId": "A"})
+        }),
+        &f.log.vkey(),
+        None,
+        &[("malformed", None)],
+    );
+    check(
         &tampered(&export, Some(f.log.key()), |v| v["extra"] = json!(1)),
         &f.log.vkey(),
         None,

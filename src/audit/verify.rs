@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::document::{FORMAT, SIGNATURE_MEMBER, Selection, document_digest, signed_body};
-use crate::events::{ENVELOPE_VERSION, Event};
+use crate::events::{ENVELOPE_VERSION, Event, SessionId};
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::checkpoint::{Checkpoint, NoteVerifier, open_note};
 use crate::ledger::hash::{GENESIS_PREV_HASH, event_value_hash, parse_hex32, text_commitment};
@@ -282,7 +282,9 @@ impl Check {
                         Selection::Range { .. } => 2,
                     };
                 let valid = match s {
-                    Selection::Session { .. } => true,
+                    Selection::Session { session_id } => {
+                        SessionId::parse(session_id.as_str()).is_some()
+                    }
                     Selection::Range { from_seq, to_seq } => *from_seq >= 1 && from_seq <= to_seq,
                 };
                 exact_members && valid
@@ -477,7 +479,8 @@ impl Check {
             {
                 let event = item.get("event").unwrap_or(&Value::Null);
                 let session = event.get("sessionId").and_then(Value::as_str);
-                let selected = selection.is_some_and(|s| s.selects(seq, session));
+                // Without a valid selection (already reported) membership cannot be judged.
+                let selected = selection.is_none_or(|s| s.selects(seq, session));
                 let mut places = Vec::new();
                 text_refs_at(event, &mut format!("{at}.event"), &mut places);
                 for (commitment, path) in places {
