@@ -58,9 +58,9 @@ pub(crate) fn decide_audit_export(
         Err(e) => {
             let suggestion = match e.code() {
                 // Over MCP the CLI cannot reach a ledger the server holds.
-                "no_checkpoint" => "checkpoints are signed every minute, when a session is \
-                                    closed (reset) and at shutdown: retry shortly, or run \
-                                    `thinkledger checkpoint` where no server holds the ledger"
+                "no_checkpoint" => "the server signs a checkpoint before every export; if \
+                                    this persists its signing key is unusable: check the \
+                                    server's log and run `thinkledger verify`"
                     .to_owned(),
                 _ => e.suggestion(),
             };

@@ -97,6 +97,14 @@ impl ThinkServer {
             admin: false,
             idempotency_key,
         };
+        if tool == "export_reasoning_audit" {
+            // The export proves events against a signed checkpoint: sign one now if the log
+            // grew, so a session's latest calls are covered. A failure here is reported by the
+            // export itself (no checkpoint covers the events).
+            if let Err(e) = self.ledger.checkpoint().await {
+                tracing::warn!(error = %e, "could not sign a checkpoint before an audit export");
+            }
+        }
         match self.ledger.submit(command).await {
             Ok(committed) => {
                 if tool == "reset"
