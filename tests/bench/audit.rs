@@ -8,9 +8,16 @@
 //! checkpoint. Then each measurement runs RUNS times and the report gives the median with
 //! min–max.
 //!
+//! Exports are built on the writer thread through `LedgerHandle::inspect` (as `thinkledger audit`
+//! does), serialized in RFC 8785 form and checked by `verify_export` from the bytes alone, with
+//! the public key pinned: one session (50 thoughts) of the large ledger, and the seq range of
+//! the whole ledger (every event, with its proof, text and salt, in one document). Peak memory
+//! (VmHWM) is reported after each part.
+//!
 //! `cargo bench --bench audit` (full run: 1,000,000 events); under `cargo test` a smoke run of
 //! 2,000. Overrides: THINKLEDGER_BENCH_EVENTS, THINKLEDGER_BENCH_RUNS,
-//! THINKLEDGER_BENCH_PROOFS (proofs timed per run).
+//! THINKLEDGER_BENCH_PROOFS (proofs timed per run), THINKLEDGER_BENCH_RANGE (events in the
+//! range export, default all; 0 skips it).
 
 mod common;
 
@@ -20,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use common::{across, rate};
 use thinkledger::app::{AppConfig, Command as AppCommand};
+use thinkledger::audit::{Selection, build_export, verify_export};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
 use thinkledger::ledger::{SledStore, keyfile, verify_with_checkpoints};
@@ -85,6 +93,7 @@ fn main() {
     let events = common::env_usize("EVENTS", if full { 1_000_000 } else { 2_000 }) as u64;
     let runs = common::env_usize("RUNS", if full { 5 } else { 1 }).max(1);
     let proofs = common::env_usize("PROOFS", if full { 10_000 } else { 200 }) as u64;
+    let range = common::env_usize("RANGE", events as usize) as u64;
     let dir = common::temp_data_dir();
     println!(
         "audit: {}",
@@ -196,4 +205,100 @@ fn main() {
         across(&inclusion_us, |v| format!("{v:.1}")),
         across(&consistency_us, |v| format!("{v:.1}"))
     );
+
+    println!("  memory:   peak {} so far", peak_rss());
+
+    // Audit exports, built and then verified offline with the key pinned.
+    let ledger = server::open(dir.path(), AppConfig::default()).expect("reopen");
+    let vkey = keyfile::load_or_create(&server::key_path(dir.path()), &ledger.meta().ledger_id)
+        .expect("key")
+        .verifier()
+        .to_vkey();
+    let session = runtime
+        .block_on(ledger.query(Box::new(|state| {
+            serde_json::json!(state.sessions().next().map(|s| s.id.as_str().to_owned()))
+        })))
+        .expect("query")
+        .as_str()
+        .expect("a session")
+        .to_owned();
+    let session = SessionId::parse(&session).expect("session id");
+    let mut selections = vec![(
+        "session",
+        Selection::Session {
+            session_id: session,
+        },
+    )];
+    if range > 0 {
+        selections.push((
+            "range",
+            Selection::Range {
+                from_seq: 1,
+                to_seq: range.min(events),
+            },
+        ));
+    }
+    for (name, selection) in selections {
+        let runs = if name == "range" && full {
+            runs.min(3)
+        } else {
+            runs
+        };
+        let (mut build_s, mut verify_s, mut bytes_len) = (Vec::new(), Vec::new(), 0);
+        for _ in 0..runs {
+            let selection = selection.clone();
+            let started = Instant::now();
+            let bytes = runtime
+                .block_on(ledger.inspect(move |view| {
+                    build_export(view, &selection, None)
+                        .expect("export")
+                        .to_canonical_bytes()
+                        .expect("canonical")
+                }))
+                .expect("inspect");
+            build_s.push(started.elapsed().as_secs_f64());
+            bytes_len = bytes.len();
+            let started = Instant::now();
+            let report = verify_export(&bytes, Some(&vkey), None);
+            verify_s.push(started.elapsed().as_secs_f64());
+            assert!(
+                report.passed,
+                "{:?}",
+                &report.problems[..report.problems.len().min(5)]
+            );
+            drop(bytes);
+        }
+        let exported = if name == "range" {
+            range.min(events)
+        } else {
+            u64::from(CHAIN)
+        };
+        println!(
+            "  export {name:<7} {exported} events, {:.1} MB: build {} s, verify-export {} s ({} events/s); peak memory {}",
+            bytes_len as f64 / 1e6,
+            across(&build_s, |v| format!("{v:.2}")),
+            across(&verify_s, |v| format!("{v:.2}")),
+            across(
+                &verify_s
+                    .iter()
+                    .map(|s| exported as f64 / s)
+                    .collect::<Vec<_>>(),
+                |v| format!("{v:.0}")
+            ),
+            peak_rss()
+        );
+    }
+    runtime.block_on(ledger.shutdown());
+}
+
+/// The process's peak resident memory (VmHWM), from /proc.
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l.trim_start_matches("VmHWM:").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into())
 }
