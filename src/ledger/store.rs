@@ -246,10 +246,12 @@ impl Store for SledStore {
             .any(|e| e.bytes.len() >= BLOB_CANDIDATE_BYTES);
         // Texts first, durable before sled sees anything of the batch: sled may write staged
         // data at any time, and its index entries must never point at text that could vanish.
-        let mut slots = Vec::with_capacity(batch.texts.len());
-        for (commitment, record) in &batch.texts {
-            slots.push((commitment, self.text_file.append(commitment, record)?));
-        }
+        let slots: Vec<_> = batch
+            .texts
+            .iter()
+            .map(|(c, _)| c)
+            .zip(self.text_file.append_all(&batch.texts)?)
+            .collect();
         self.text_file.sync()?;
         (&self.events, &self.sessions, &self.text_index)
             .transaction(|(events, sessions, index)| {

@@ -99,29 +99,37 @@ impl TextFile {
         })
     }
 
-    /// Appends one record (not yet durable: see [`TextFile::sync`]).
-    pub fn append(
+    /// Appends records with one write (not yet durable: see [`TextFile::sync`]); their slots,
+    /// in order.
+    pub fn append_all(
         &mut self,
-        commitment: &[u8; 32],
-        record: &TextRecord,
-    ) -> Result<Slot, LedgerError> {
-        let body = SALT_LEN + record.text.len();
-        let len = u32::try_from(body)
-            .map_err(|_| LedgerError::NotCanonicalizable("text larger than 4 GiB".into()))?;
-        let mut bytes = Vec::with_capacity(HEADER as usize + body);
-        bytes.extend_from_slice(&len.to_le_bytes());
-        bytes.extend_from_slice(commitment);
-        bytes.extend_from_slice(&record.salt);
-        bytes.extend_from_slice(record.text.as_bytes());
-        self.file.seek(SeekFrom::Start(self.end))?;
-        self.file.write_all(&bytes)?;
-        let slot = Slot {
-            offset: self.end,
-            len,
-        };
-        self.end = slot.end();
-        self.dirty = true;
-        Ok(slot)
+        records: &[([u8; 32], TextRecord)],
+    ) -> Result<Vec<Slot>, LedgerError> {
+        let total: usize = records
+            .iter()
+            .map(|(_, r)| HEADER as usize + SALT_LEN + r.text.len())
+            .sum();
+        let mut bytes = Vec::with_capacity(total);
+        let mut slots = Vec::with_capacity(records.len());
+        let mut end = self.end;
+        for (commitment, record) in records {
+            let len = u32::try_from(SALT_LEN + record.text.len())
+                .map_err(|_| LedgerError::NotCanonicalizable("text larger than 4 GiB".into()))?;
+            bytes.extend_from_slice(&len.to_le_bytes());
+            bytes.extend_from_slice(commitment);
+            bytes.extend_from_slice(&record.salt);
+            bytes.extend_from_slice(record.text.as_bytes());
+            let slot = Slot { offset: end, len };
+            end = slot.end();
+            slots.push(slot);
+        }
+        if !bytes.is_empty() {
+            self.file.seek(SeekFrom::Start(self.end))?;
+            self.file.write_all(&bytes)?;
+            self.end = end;
+            self.dirty = true;
+        }
+        Ok(slots)
     }
 
     /// Makes every appended record durable.
@@ -194,8 +202,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("texts");
         let mut file = TextFile::open(&path, None).unwrap();
-        let a = file.append(&[1; 32], &record("first secret")).unwrap();
-        let b = file.append(&[2; 32], &record("second")).unwrap();
+        let a = file
+            .append_all(&[([1; 32], record("first secret"))])
+            .unwrap()[0];
+        let b = file.append_all(&[([2; 32], record("second"))]).unwrap()[0];
         file.sync().unwrap();
         assert_eq!(
             file.read(a, &[1; 32]).unwrap(),
@@ -210,7 +220,7 @@ mod tests {
         file.sync().unwrap();
         assert_eq!(file.read(a, &[1; 32]).unwrap(), None);
         assert_eq!(file.read(b, &[2; 32]).unwrap(), Some(record("second")));
-        let c = file.append(&[3; 32], &record("torn")).unwrap();
+        let c = file.append_all(&[([3; 32], record("torn"))]).unwrap()[0];
         drop(file);
         let bytes = std::fs::read(&path).unwrap();
         assert!(!bytes.windows(12).any(|w| w == b"first secret"));
