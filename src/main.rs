@@ -20,7 +20,7 @@ use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
 use thinkledger::ledger::checkpoint::Checkpoint;
 use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
-use thinkledger::ledger::{SignedCheckpoint, SledStore, Store, keyfile, verify_with_checkpoints};
+use thinkledger::ledger::{SignedCheckpoint, SledStore, Store, keyfile, verify_with_progress};
 use thinkledger::server::{self, HttpConfig};
 use thinkledger::tools::{Catalog, Toolsets};
 use tokio_util::sync::CancellationToken;
@@ -333,8 +333,21 @@ fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow:
         }
         _ => None,
     };
-    let report =
-        verify_with_checkpoints(&store, &checkpoints, &kept_checkpoints, verifier.as_ref())?;
+    let report = {
+        let bar = cli::audit::progress_bar("verifying");
+        let report = verify_with_progress(
+            &store,
+            &checkpoints,
+            &kept_checkpoints,
+            verifier.as_ref(),
+            &|done, all| {
+                bar.set_length(all);
+                bar.set_position(done);
+            },
+        );
+        bar.finish_and_clear();
+        report?
+    };
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;

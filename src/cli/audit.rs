@@ -47,7 +47,7 @@ pub fn selection(
 }
 
 /// A bar on stderr when a person is watching, else nothing.
-fn progress_bar(what: &'static str) -> ProgressBar {
+pub fn progress_bar(what: &'static str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }

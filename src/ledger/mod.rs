@@ -20,7 +20,7 @@ mod writer;
 use std::path::PathBuf;
 
 pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
-pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints};
+pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints, verify_with_progress};
 pub use view::{LogView, SignedCheckpoint, TextState};
 pub use writer::{
     Committed, Decider, Draft, LedgerHandle, NewText, WriterConfig, ensure_meta, open_ledger,

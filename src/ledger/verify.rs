@@ -75,6 +75,18 @@ pub fn verify_with_checkpoints<S: Store + ?Sized>(
     kept: &[SignedCheckpoint],
     verifier: Option<&NoteVerifier>,
 ) -> Result<VerifyReport, LedgerError> {
+    verify_with_progress(store, checkpoints, kept, verifier, &|_, _| {})
+}
+
+/// [`verify_with_checkpoints`], calling `progress(events done, last seq)` as it goes.
+pub fn verify_with_progress<S: Store + ?Sized>(
+    store: &S,
+    checkpoints: &[SignedCheckpoint],
+    kept: &[SignedCheckpoint],
+    verifier: Option<&NoteVerifier>,
+    progress: &dyn Fn(u64, u64),
+) -> Result<VerifyReport, LedgerError> {
+    let last = store.last_seq()?.unwrap_or(0);
     let meta = store.meta()?;
     let ledger_id = meta.as_ref().map(|m| m.ledger_id.clone());
     let mut report = VerifyReport {
@@ -102,6 +114,9 @@ pub fn verify_with_checkpoints<S: Store + ?Sized>(
     for item in store.events_from(1) {
         let (key_seq, bytes) = item?;
         report.events += 1;
+        if report.events % 1024 == 0 {
+            progress(report.events, last);
+        }
         if key_seq != expected_seq {
             report.problems.push(Problem {
                 seq: expected_seq,
