@@ -4,7 +4,7 @@
 //! Reads through the [`Store`] trait only and reports every problem with the seq it concerns,
 //! rather than stopping at the first, so a reviewer sees the whole damage at once.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::LedgerError;
@@ -12,7 +12,7 @@ use super::canonical::canonical_bytes;
 use std::collections::HashMap;
 
 use super::checkpoint::NoteVerifier;
-use super::hash::{GENESIS_PREV_HASH, event_hash, parse_hex32, text_commitment};
+use super::hash::{GENESIS_PREV_HASH, event_value_hash, parse_hex32, text_commitment};
 use super::merkle::{Blake3Hasher, MerkleTree};
 use super::notary::check_checkpoints;
 use super::store::Store;
@@ -153,7 +153,7 @@ pub fn verify_with_progress<S: Store + ?Sized>(
                 .problems
                 .push(problem("not_canonical", e.to_string())),
         }
-        let event: Event = match serde_json::from_value(value.clone()) {
+        let event: Event = match Event::deserialize(&value) {
             Ok(e) => e,
             Err(e) => {
                 report
@@ -187,7 +187,9 @@ pub fn verify_with_progress<S: Store + ?Sized>(
                 "prevHash does not equal the hash of the event before it".into(),
             ));
         }
-        match event_hash(&event) {
+        // Over the stored object itself, every member (known or not) but `hash`: a member
+        // slipped in that `Event` would ignore still changes the hash.
+        match event_value_hash(&value) {
             Ok(h) if h == event.hash => {}
             Ok(h) => report.problems.push(problem(
                 "hash_mismatch",
@@ -390,6 +392,14 @@ mod tests {
     fn each_kind_of_damage_is_named_at_its_seq_only() {
         let mut store = chain(5);
         edit(&mut store, 2, |s| s.replace("search", "seArch"));
+        check(&store, &[(2, "hash_mismatch")]);
+
+        // A member the envelope does not know, slipped in where canonical order puts it: the
+        // bytes stay canonical and `Event` would ignore it, but the hash covers it.
+        let mut store = chain(5);
+        edit(&mut store, 2, |s| {
+            s.replacen("\"facts\":", "\"extra\":\"forged\",\"facts\":", 1)
+        });
         check(&store, &[(2, "hash_mismatch")]);
 
         let mut store = chain(5);

@@ -11,11 +11,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::Utc;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::NoteSigner;
-use super::hash::{GENESIS_PREV_HASH, event_hash, parse_hex32, response_digest};
+use super::hash::{GENESIS_PREV_HASH, event_hash, event_value_hash, parse_hex32, response_digest};
 use super::merkle::{Blake3Hasher, MerkleError, MerkleTree, NodeHash};
 use super::notary::{CHECKPOINT_EVERY_EVENTS, Notary};
 use super::store::{Batch, LedgerMeta, StagedEvent, Store, TextRecord};
@@ -287,7 +288,9 @@ fn replay<S: Store, D: Decider>(
     let mut erased = HashMap::new();
     for item in store.events_from(1) {
         let (seq, bytes) = item?;
-        let event: Event = serde_json::from_slice(&bytes)
+        let value: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
+        let event = Event::deserialize(&value)
             .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
         let expected_seq = head.seq + 1;
         if seq != expected_seq || event.seq != seq {
@@ -302,7 +305,8 @@ fn replay<S: Store, D: Decider>(
                 head.seq
             )));
         }
-        if event_hash(&event)? != event.hash {
+        // Hashed as stored: a member `Event` does not know still counts.
+        if event_value_hash(&value)? != event.hash {
             return Err(LedgerError::Corrupt(format!(
                 "event {seq} does not match its hash"
             )));
