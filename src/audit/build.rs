@@ -163,12 +163,22 @@ pub fn write_export(
         ("ledgerId", canonical_string(&ledger_id)?),
         ("publicKey", canonical_string(&verifier.to_vkey())?),
         ("selection", canonical_value(selection)?),
-        ("texts", canonical_value(&texts)?),
     ] {
         tail.extend_from_slice(format!(",\"{name}\":").as_bytes());
         tail.extend_from_slice(&value);
     }
-    tail.push(b'}');
+    // `texts` entry by entry, never as one value: its names are commitments (64 lowercase hex
+    // digits, checked in `gather`), whose byte order is their RFC 8785 (UTF-16) order.
+    tail.extend_from_slice(b",\"texts\":{");
+    for (i, (commitment, text)) in texts.iter().enumerate() {
+        if i > 0 {
+            tail.push(b',');
+        }
+        tail.extend_from_slice(&canonical_string(commitment)?);
+        tail.push(b':');
+        tail.extend_from_slice(&canonical_value(text)?);
+    }
+    tail.extend_from_slice(b"}}");
     out.hasher.update(&tail);
     let digest = out.hasher.finalize();
     let signature = sign_note(signer, &signed_body(&origin, &digest))?;
