@@ -6,17 +6,17 @@
 //! MCP; takes the `generatedAt` time from its caller (or the clock in [`build_export`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufWriter, Write};
 
 use serde_json::Value;
 
 use super::AuditError;
 use super::document::{
-    AuditExport, ConsistencyProof, ExportedEvent, ExportedText, FORMAT, Selection, document_digest,
-    signed_body,
+    AuditExport, ConsistencyProof, ExportedText, FORMAT, Selection, signed_body,
 };
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::checkpoint::{Checkpoint, open_note, sign_note};
-use crate::ledger::hash::{hex, parse_hex32};
+use crate::ledger::hash::{AuditExportHasher, hex, parse_hex32};
 use crate::ledger::keyfile::key_name;
 use crate::ledger::merkle::{Blake3Hasher, MerkleHasher};
 use crate::ledger::{LedgerError, LogView, TextState, format_timestamp};
@@ -48,20 +48,49 @@ pub fn build_export(
     )
 }
 
-/// Builds and signs an export of `selection` as `options` say.
+/// Builds and signs an export of `selection` as `options` say, held whole in memory: for the
+/// small exports an MCP client receives. Large exports go through [`write_export`].
 pub fn build_export_with(
     view: &dyn LogView,
     selection: &Selection,
     options: &ExportOptions<'_>,
 ) -> Result<AuditExport, AuditError> {
+    let mut bytes = Vec::new();
+    write_export(view, selection, options, &mut bytes)?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        LedgerError::NotCanonicalizable(format!("the export does not read back: {e}")).into()
+    })
+}
+
+/// What [`write_export`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportWritten {
+    /// Events in the export (the selection plus the erasure events its texts rely on).
+    pub events: u64,
+    /// Length of the document in bytes.
+    pub bytes: u64,
+}
+
+/// Builds and signs an export of `selection` as `options` say, writing its RFC 8785 bytes to
+/// `sink` as they are made: memory stays bounded by the selected seqs and the texts, not by
+/// the events. The stored event bytes (checked canonical) are copied verbatim; the signature,
+/// which signs the digest of the document without it, is spliced in before `format` (its
+/// canonical place), the small members after it being held until then. Nothing is written
+/// when the export is refused before its events; a failure while writing leaves `sink` partial.
+pub fn write_export(
+    view: &dyn LogView,
+    selection: &Selection,
+    options: &ExportOptions<'_>,
+    sink: &mut dyn Write,
+) -> Result<ExportWritten, AuditError> {
     let ledger_id = view.meta().ledger_id.clone();
     let origin = key_name(&ledger_id);
     let signer = view.signer().ok_or(AuditError::NoSigningKey)?;
     let verifier = signer.verifier();
 
     let selected = selected_seqs(view, selection)?;
-    let (events, texts) = gather(view, selected)?;
-    let needed = events.keys().next_back().copied().unwrap_or(0);
+    let (seqs, texts) = gather(view, selected)?;
+    let needed = seqs.last().copied().unwrap_or(0);
 
     let signed = view.latest_checkpoint().ok_or(AuditError::NoCheckpoint {
         needed,
@@ -82,40 +111,120 @@ pub fn build_export_with(
         ))
         .into());
     }
-
-    let total = u64::try_from(events.len()).unwrap_or(u64::MAX);
-    let mut exported = Vec::with_capacity(events.len());
-    for (done, (seq, event)) in (1..).zip(events) {
-        let proof = view.inclusion_proof(seq - 1, size)?;
-        exported.push(ExportedEvent {
-            event,
-            inclusion_proof: proof.iter().map(|node| hex(node)).collect(),
-        });
-        if let Some(progress) = options.progress {
-            progress(done, total);
-        }
-    }
-
     let consistency = match options.since_checkpoint {
         Some(note) => Some(consistency_from(view, note, checkpoint, &verifier)?),
         None => None,
     };
 
-    let mut export = AuditExport {
-        format: FORMAT.to_owned(),
-        ledger_id,
-        generated_at: options.generated_at.clone(),
-        selection: selection.clone(),
-        public_key: verifier.to_vkey(),
-        checkpoint: signed.note.clone(),
-        events: exported,
-        texts,
-        consistency,
-        export_signature: String::new(),
+    // Members in canonical (sorted) order: checkpoint, consistency, events, exportSignature,
+    // format, generatedAt, ledgerId, publicKey, selection, texts.
+    let mut out = Digesting {
+        sink: BufWriter::with_capacity(1 << 20, sink),
+        hasher: AuditExportHasher::new(),
+        written: 0,
     };
-    let digest = document_digest(&export.to_value()?)?;
-    export.export_signature = sign_note(signer, &signed_body(&origin, &digest))?;
-    Ok(export)
+    out.put(b"{\"checkpoint\":")?;
+    out.put(&canonical_string(&signed.note)?)?;
+    if let Some(consistency) = &consistency {
+        out.put(b",\"consistency\":")?;
+        out.put(&canonical_value(consistency)?)?;
+    }
+    out.put(b",\"events\":[")?;
+    let total = u64::try_from(seqs.len()).unwrap_or(u64::MAX);
+    let mut element = Vec::new();
+    for (done, seq) in (1..).zip(&seqs) {
+        element.clear();
+        if done > 1 {
+            element.push(b',');
+        }
+        element.extend_from_slice(b"{\"event\":");
+        element.extend_from_slice(&view.event_bytes(*seq)?);
+        element.extend_from_slice(b",\"inclusionProof\":[");
+        for (i, node) in view.inclusion_proof(seq - 1, size)?.iter().enumerate() {
+            if i > 0 {
+                element.push(b',');
+            }
+            element.push(b'"');
+            element.extend_from_slice(hex(node).as_bytes());
+            element.push(b'"');
+        }
+        element.extend_from_slice(b"]}");
+        out.put(&element)?;
+        if let Some(progress) = options.progress {
+            progress(done, total);
+        }
+    }
+    out.put(b"]")?;
+
+    let mut tail = Vec::new();
+    for (name, value) in [
+        ("format", canonical_string(FORMAT)?),
+        ("generatedAt", canonical_string(&options.generated_at)?),
+        ("ledgerId", canonical_string(&ledger_id)?),
+        ("publicKey", canonical_string(&verifier.to_vkey())?),
+        ("selection", canonical_value(selection)?),
+    ] {
+        tail.extend_from_slice(format!(",\"{name}\":").as_bytes());
+        tail.extend_from_slice(&value);
+    }
+    // `texts` entry by entry, never as one value: its names are commitments (64 lowercase hex
+    // digits, checked in `gather`), whose byte order is their RFC 8785 (UTF-16) order.
+    tail.extend_from_slice(b",\"texts\":{");
+    for (i, (commitment, text)) in texts.iter().enumerate() {
+        if i > 0 {
+            tail.push(b',');
+        }
+        tail.extend_from_slice(&canonical_string(commitment)?);
+        tail.push(b':');
+        tail.extend_from_slice(&canonical_value(text)?);
+    }
+    tail.extend_from_slice(b"}}");
+    out.hasher.update(&tail);
+    let digest = out.hasher.finalize();
+    let signature = sign_note(signer, &signed_body(&origin, &digest))?;
+    out.write(b",\"exportSignature\":")?;
+    out.write(&canonical_string(&signature)?)?;
+    out.write(&tail)?;
+    out.sink.flush().map_err(LedgerError::Io)?;
+    Ok(ExportWritten {
+        events: total,
+        bytes: out.written,
+    })
+}
+
+/// The document's bytes on their way to the sink, counted, and (through [`Digesting::put`])
+/// fed to the digest the export signature covers.
+struct Digesting<W: Write> {
+    sink: BufWriter<W>,
+    hasher: AuditExportHasher,
+    written: u64,
+}
+
+impl<W: Write> Digesting<W> {
+    /// Writes bytes that the export signature covers.
+    fn put(&mut self, bytes: &[u8]) -> Result<(), AuditError> {
+        self.hasher.update(bytes);
+        self.write(bytes)
+    }
+
+    /// Writes bytes without digesting them.
+    fn write(&mut self, bytes: &[u8]) -> Result<(), AuditError> {
+        self.sink.write_all(bytes).map_err(LedgerError::Io)?;
+        self.written += u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+        Ok(())
+    }
+}
+
+/// RFC 8785 bytes of a string, escaped exactly as the canonicalizer escapes it.
+fn canonical_string(s: &str) -> Result<Vec<u8>, LedgerError> {
+    canonical_bytes(&Value::String(s.to_owned()))
+}
+
+/// RFC 8785 bytes of a small member.
+fn canonical_value(member: &impl serde::Serialize) -> Result<Vec<u8>, LedgerError> {
+    let value = serde_json::to_value(member)
+        .map_err(|e| LedgerError::NotCanonicalizable(format!("export does not serialize: {e}")))?;
+    canonical_bytes(&value)
 }
 
 /// The seqs `selection` names, ascending; refused when there are none or they are not all in
@@ -145,16 +254,17 @@ fn selected_seqs(view: &dyn LogView, selection: &Selection) -> Result<Vec<u64>, 
     }
 }
 
-/// The events to export (the selection plus the erasure events its texts rely on, which may
-/// rely on more) and the texts they reference.
-type Gathered = (BTreeMap<u64, Value>, BTreeMap<String, ExportedText>);
+/// The seqs to export (the selection plus the erasure events its texts rely on, which may rely
+/// on more), ascending, and the texts they reference. Each event is read and checked here;
+/// only its seq is kept, the bytes are read again when written.
+type Gathered = (Vec<u64>, BTreeMap<String, ExportedText>);
 
 fn gather(view: &dyn LogView, selected: Vec<u64>) -> Result<Gathered, AuditError> {
-    let mut events = BTreeMap::new();
+    let mut seqs = BTreeSet::new();
     let mut texts = BTreeMap::new();
     let mut pending: BTreeSet<u64> = selected.into_iter().collect();
     while let Some(seq) = pending.pop_first() {
-        if events.contains_key(&seq) {
+        if seqs.contains(&seq) {
             continue;
         }
         let event = stored_event(view, seq)?;
@@ -171,7 +281,7 @@ fn gather(view: &dyn LogView, selected: Vec<u64>) -> Result<Gathered, AuditError
                     text: record.text,
                 },
                 TextState::Erased { seq: by } => {
-                    if !events.contains_key(&by) {
+                    if !seqs.contains(&by) {
                         pending.insert(by);
                     }
                     ExportedText::Erased { erased_by_seq: by }
@@ -180,9 +290,9 @@ fn gather(view: &dyn LogView, selected: Vec<u64>) -> Result<Gathered, AuditError
             };
             texts.insert(commitment, text);
         }
-        events.insert(seq, event);
+        seqs.insert(seq);
     }
-    Ok((events, texts))
+    Ok((seqs.into_iter().collect(), texts))
 }
 
 /// The event at `seq` as stored, checked to be in canonical form so that the document embeds

@@ -679,3 +679,89 @@ fn non_canonical_or_foreign_documents_are_named() {
         assert!(!verify_export(&bytes[..cut], Some(&f.log.vkey()), None).passed);
     }
 }
+
+#[test]
+fn the_streamed_document_is_byte_for_byte_the_canonical_serialization() {
+    // `write_export` writes the document piece by piece (stored event bytes verbatim, the
+    // signature spliced in); it must equal RFC 8785 over the whole typed document.
+    let f = fixture();
+    let mut log = f.log;
+    let earlier = log.sign_checkpoint();
+    log.read();
+    log.sign_checkpoint();
+    for (selection, since) in [
+        (session(&f.a), None),
+        (session(&f.b), Some(earlier.as_str())),
+        (range(1, 7), Some(earlier.as_str())),
+        (range(4, 4), None),
+    ] {
+        let options = ExportOptions {
+            since_checkpoint: since,
+            generated_at: "2026-11-21T09:30:00.000000Z".to_owned(),
+            progress: None,
+        };
+        let mut streamed = Vec::new();
+        let written = write_export(&log, &selection, &options, &mut streamed).unwrap();
+        assert_eq!(written.bytes, streamed.len() as u64);
+        let export: AuditExport = serde_json::from_slice(&streamed).unwrap();
+        assert_eq!(written.events, export.events.len() as u64);
+        assert_eq!(bytes_of(&export), streamed, "{selection:?}");
+        let report = verify_export(&streamed, Some(&log.vkey()), since);
+        assert!(report.passed, "{selection:?}: {:#?}", report.problems);
+    }
+}
+
+#[test]
+fn whitespace_or_repeats_anywhere_are_not_canonical_but_the_signature_still_holds() {
+    let f = fixture();
+    let export = build_export(&f.log, &range(1, 6), None).unwrap();
+    let bytes = String::from_utf8(bytes_of(&export)).unwrap();
+    let key = f.log.vkey();
+    // Inside the events array, between elements, inside an element, at the top level, and
+    // after the document: each is reported once, first, and the signature (over the canonical
+    // form) still verifies.
+    for (from, to) in [
+        ("\"events\":[{", "\"events\":[ {"),
+        ("]},{\"event\"", "]}, {\"event\""),
+        ("{\"event\":{", "{\"event\": {"),
+        (",\"format\":", ", \"format\":"),
+    ] {
+        let changed = bytes.replacen(from, to, 1);
+        assert_ne!(changed, bytes, "{from}");
+        check(changed.as_bytes(), &key, None, &[("not_canonical", None)]);
+    }
+    check(
+        format!("{bytes}\n").as_bytes(),
+        &key,
+        None,
+        &[("not_canonical", None)],
+    );
+    // Members out of order: `texts` moved first.
+    let texts_at = bytes.find(",\"texts\":").unwrap();
+    let texts = &bytes[texts_at + 1..bytes.len() - 1];
+    let reordered = format!("{{{texts},{}}}", &bytes[1..texts_at]);
+    check(reordered.as_bytes(), &key, None, &[("not_canonical", None)]);
+    // A repeated member (the last one counts, as for any JSON parser).
+    let repeated = format!("{},\"texts\":{{}}}}", &bytes[..bytes.len() - 1]);
+    let report = verify_export(repeated.as_bytes(), Some(&key), None);
+    assert_eq!(report.problems[0].code, "not_canonical");
+    assert!(!report.passed);
+}
+
+#[test]
+fn the_fuzz_seeds_still_pass() {
+    // The seed exports of tests/fuzz/corpus/verify_export were written by an earlier build:
+    // the format is unchanged, so they still verify (first byte: whether the key is pinned).
+    const PINNED: &str = "thinkledger/02d6a34c-2991-43ba-9edc-257bf334c99b+87ac4dca+AfqmlfojZCSAhNJRb0zS1aKSI2sOfzcxfxJHnzRxkX5m";
+    let corpus =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz/corpus/verify_export");
+    let mut seeds = 0;
+    for entry in std::fs::read_dir(corpus).unwrap() {
+        let data = std::fs::read(entry.unwrap().path()).unwrap();
+        let (flag, document) = data.split_first().unwrap();
+        let report = verify_export(document, (flag & 1 == 1).then_some(PINNED), None);
+        assert!(report.passed, "{:#?}", report.problems);
+        seeds += 1;
+    }
+    assert!(seeds >= 2);
+}

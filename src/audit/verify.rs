@@ -10,13 +10,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::document::{FORMAT, SIGNATURE_MEMBER, Selection, document_digest, signed_body};
+use super::document::{FORMAT, SIGNATURE_MEMBER, Selection, signed_body};
 use crate::events::{ENVELOPE_VERSION, Event, SessionId};
+use crate::ledger::LedgerError;
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::checkpoint::{Checkpoint, NoteVerifier, open_note};
-use crate::ledger::hash::{GENESIS_PREV_HASH, event_value_hash, parse_hex32, text_commitment};
+use crate::ledger::hash::{
+    AuditExportHasher, GENESIS_PREV_HASH, event_value_hash, parse_hex32, text_commitment,
+};
 use crate::ledger::keyfile::key_name;
 use crate::ledger::merkle::{
     Blake3Hasher, MerkleHasher, NodeHash, verify_consistency, verify_inclusion,
@@ -146,11 +150,27 @@ struct EventSeen {
 /// Where each commitment is referenced: (seq, JSON path) of every place.
 type References = BTreeMap<String, Vec<(u64, String)>>;
 
-#[derive(Default)]
 struct Check {
     problems: Vec<ExportProblem>,
     notes: Vec<String>,
     summary: ExportSummary,
+    /// The earliest byte where the file departs from canonical form, with the reason when it
+    /// is more than a difference; not yet reported.
+    not_canonical: Option<(usize, String)>,
+    /// Whether the file is in canonical form (false once `not_canonical` is reported).
+    canonical: bool,
+}
+
+impl Default for Check {
+    fn default() -> Self {
+        Self {
+            problems: Vec::new(),
+            notes: Vec::new(),
+            summary: ExportSummary::default(),
+            not_canonical: None,
+            canonical: true,
+        }
+    }
 }
 
 impl Check {
@@ -190,37 +210,51 @@ impl Check {
     }
 
     fn document(&mut self, bytes: &[u8], options: &VerifyOptions<'_>) {
-        let value: Value = match serde_json::from_slice(bytes) {
-            Ok(value) => value,
+        let members = match top_level(bytes) {
+            Ok(TopLevel::Object(members)) => members,
+            Ok(TopLevel::Other(value)) => {
+                match canonical_bytes(&value) {
+                    Ok(canonical) => self.compare_canonical(&canonical, bytes, 0),
+                    Err(e) => self.not_canonical_at(0, e.to_string()),
+                }
+                self.report_not_canonical();
+                self.fail("malformed", None, "$", "the document is not a JSON object");
+                return;
+            }
             Err(e) => {
                 self.fail("unparseable", None, "$", format!("not JSON: {e}"));
                 return;
             }
         };
-        match canonical_bytes(&value) {
-            Ok(canonical) if canonical == bytes => {}
-            Ok(canonical) => {
-                let at = canonical
-                    .iter()
-                    .zip(bytes)
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(canonical.len().min(bytes.len()));
-                self.fail(
-                    "not_canonical",
-                    None,
-                    "$",
-                    format!(
-                        "the file is not in RFC 8785 canonical form (first difference at byte \
-                         {at}); an export must be kept byte for byte as written"
-                    ),
-                );
+        self.layout(bytes, &members);
+        // Every member but `events` is small: it is read whole. `events` is read one element
+        // at a time; a placeholder keeps its place among the member names.
+        let mut doc = Map::new();
+        let mut events_raw = None;
+        for (name, raw) in &members {
+            if name == "events" {
+                events_raw = Some(*raw);
+                doc.insert(name.clone(), Value::Null);
+                continue;
             }
-            Err(e) => self.fail("not_canonical", None, "$", e.to_string()),
+            match serde_json::from_str::<Value>(raw.get()) {
+                Ok(value) => {
+                    let at = offset_in(bytes, raw.get());
+                    match canonical_bytes(&value) {
+                        Ok(canonical) => {
+                            self.compare_canonical(&canonical, raw.get().as_bytes(), at)
+                        }
+                        Err(e) => self.not_canonical_at(at, e.to_string()),
+                    }
+                    doc.insert(name.clone(), value);
+                }
+                Err(e) => {
+                    self.fail("unparseable", None, "$", format!("not JSON: {e}"));
+                    return;
+                }
+            }
         }
-        let Some(doc) = value.as_object() else {
-            self.fail("malformed", None, "$", "the document is not a JSON object");
-            return;
-        };
+        let doc = &doc;
         for name in doc.keys() {
             if !MEMBERS.contains(&name.as_str()) {
                 self.fail(
@@ -249,6 +283,8 @@ impl Check {
         let checkpoint = self.checkpoint(doc, trusted.as_ref(), origin.as_deref());
         let seen = self.events(
             doc,
+            bytes,
+            events_raw,
             ledger_id,
             checkpoint.as_ref(),
             selection.as_ref(),
@@ -264,7 +300,98 @@ impl Check {
             origin.as_deref(),
             options,
         );
-        self.export_signature(&value, doc, trusted.as_ref(), origin.as_deref());
+        self.report_not_canonical();
+        self.export_signature(bytes, &members, doc, trusted.as_ref(), origin.as_deref());
+    }
+
+    /// Records that the document departs from canonical form at byte `at` (the earliest place
+    /// found is reported, once, by [`Check::report_not_canonical`]).
+    fn not_canonical_at(&mut self, at: usize, detail: String) {
+        if self
+            .not_canonical
+            .as_ref()
+            .is_none_or(|(first, _)| at < *first)
+        {
+            self.not_canonical = Some((at, detail));
+        }
+    }
+
+    /// Compares the canonical bytes of a part of the document with the part, found at byte
+    /// `offset` of the file.
+    fn compare_canonical(&mut self, canonical: &[u8], part: &[u8], offset: usize) {
+        if canonical != part {
+            let at = canonical
+                .iter()
+                .zip(part)
+                .position(|(a, b)| a != b)
+                .unwrap_or(canonical.len().min(part.len()));
+            self.not_canonical_at(offset + at, String::new());
+        }
+    }
+
+    /// The `not_canonical` problem, first in the report as the whole-document check it stands
+    /// for.
+    fn report_not_canonical(&mut self) {
+        let Some((at, detail)) = self.not_canonical.take() else {
+            return;
+        };
+        self.canonical = false;
+        let detail = if detail.is_empty() {
+            format!(
+                "the file is not in RFC 8785 canonical form (first difference at byte {at}); an \
+                 export must be kept byte for byte as written"
+            )
+        } else {
+            detail
+        };
+        self.problems.insert(
+            0,
+            ExportProblem {
+                code: "not_canonical",
+                seq: None,
+                path: "$".to_owned(),
+                detail,
+            },
+        );
+    }
+
+    /// Checks that the top level is laid out canonically: `{`, the members in sorted order
+    /// without repeats, each `"name":value`, separated by single commas, then `}`, with nothing
+    /// around. Whether each value is canonical is checked where it is read.
+    fn layout(&mut self, bytes: &[u8], members: &[(String, &RawValue)]) {
+        let mut pos = 0;
+        let expect = |pos: &mut usize, piece: &[u8]| -> Result<(), usize> {
+            match bytes.get(*pos..*pos + piece.len()) {
+                Some(found) if found == piece => {
+                    *pos += piece.len();
+                    Ok(())
+                }
+                _ => Err(*pos),
+            }
+        };
+        let result = (|| {
+            expect(&mut pos, b"{")?;
+            for (i, (name, raw)) in members.iter().enumerate() {
+                if i > 0 {
+                    if utf16_order(&members[i - 1].0, name) != std::cmp::Ordering::Less {
+                        return Err(pos);
+                    }
+                    expect(&mut pos, b",")?;
+                }
+                let key = canonical_bytes(&Value::String(name.clone())).map_err(|_| pos)?;
+                expect(&mut pos, &key)?;
+                expect(&mut pos, b":")?;
+                if offset_in(bytes, raw.get()) != pos {
+                    return Err(pos);
+                }
+                pos += raw.get().len();
+            }
+            expect(&mut pos, b"}")?;
+            if pos == bytes.len() { Ok(()) } else { Err(pos) }
+        })();
+        if let Err(at) = result {
+            self.not_canonical_at(at, String::new());
+        }
     }
 
     fn selection(&mut self, value: Option<&Value>) -> Option<Selection> {
@@ -447,9 +574,12 @@ impl Check {
         Some(checkpoint)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn events(
         &mut self,
         doc: &Map<String, Value>,
+        bytes: &[u8],
+        raw: Option<&RawValue>,
         ledger_id: Option<&str>,
         checkpoint: Option<&Checkpoint>,
         selection: Option<&Selection>,
@@ -457,25 +587,44 @@ impl Check {
     ) -> BTreeMap<u64, EventSeen> {
         let mut seen: BTreeMap<u64, EventSeen> = BTreeMap::new();
         let mut references = References::new();
-        let items = match doc.get("events") {
-            Some(Value::Array(items)) => items.as_slice(),
-            Some(_) => {
-                self.fail("malformed", None, "$.events", "must be an array");
-                &[]
-            }
+        let items: Vec<&RawValue> = match raw {
+            Some(raw) => match serde_json::from_str::<Vec<&RawValue>>(raw.get()) {
+                Ok(items) => {
+                    self.array_layout(bytes, raw, &items);
+                    items
+                }
+                Err(_) => {
+                    self.fail("malformed", None, "$.events", "must be an array");
+                    Vec::new()
+                }
+            },
             None => {
                 self.fail("malformed", None, "$.events", "missing");
-                &[]
+                Vec::new()
             }
         };
         let total = u64::try_from(items.len()).unwrap_or(u64::MAX);
         self.summary.events = total;
         // The previous event in the array: its seq and stated hash.
         let mut previous: Option<(u64, Option<String>)> = None;
-        for (index, item) in items.iter().enumerate() {
+        for (index, raw_item) in items.iter().enumerate() {
             let at = format!("$.events[{index}]");
+            let item: Value = match serde_json::from_str(raw_item.get()) {
+                Ok(item) => item,
+                Err(e) => {
+                    self.fail("unparseable", None, "$", format!("not JSON at {at}: {e}"));
+                    continue;
+                }
+            };
+            let offset = offset_in(bytes, raw_item.get());
+            match canonical_bytes(&item) {
+                Ok(canonical) => {
+                    self.compare_canonical(&canonical, raw_item.get().as_bytes(), offset);
+                }
+                Err(e) => self.not_canonical_at(offset, e.to_string()),
+            }
             if let Some((seq, hash)) =
-                self.event(item, &at, ledger_id, checkpoint, previous.as_ref())
+                self.event(&item, &at, ledger_id, checkpoint, previous.as_ref())
             {
                 let event = item.get("event").unwrap_or(&Value::Null);
                 let session = event.get("sessionId").and_then(Value::as_str);
@@ -503,6 +652,31 @@ impl Check {
         }
         self.texts(doc, &seen, &references);
         seen
+    }
+
+    /// Checks that the `events` array is laid out canonically: `[`, the elements separated by
+    /// single commas, `]`, with no whitespace. Each element is checked where it is read.
+    fn array_layout(&mut self, bytes: &[u8], raw: &RawValue, items: &[&RawValue]) {
+        let start = offset_in(bytes, raw.get());
+        let end = start + raw.get().len();
+        let mut pos = start + 1;
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                if bytes.get(pos) != Some(&b',') {
+                    self.not_canonical_at(pos, String::new());
+                    return;
+                }
+                pos += 1;
+            }
+            if offset_in(bytes, item.get()) != pos {
+                self.not_canonical_at(pos, String::new());
+                return;
+            }
+            pos += item.get().len();
+        }
+        if pos + 1 != end {
+            self.not_canonical_at(pos, String::new());
+        }
     }
 
     /// Checks one exported event; returns its seq and stated hash when it has a usable seq.
@@ -1037,7 +1211,8 @@ impl Check {
 
     fn export_signature(
         &mut self,
-        value: &Value,
+        bytes: &[u8],
+        members: &[(String, &RawValue)],
         doc: &Map<String, Value>,
         trusted: Option<&NoteVerifier>,
         origin: Option<&str>,
@@ -1067,7 +1242,7 @@ impl Check {
                 return;
             }
         };
-        let digest = match document_digest(value) {
+        let digest = match self.digest(bytes, members) {
             Ok(digest) => digest,
             Err(e) => {
                 self.fail(
@@ -1090,6 +1265,69 @@ impl Check {
                 ),
             );
         }
+    }
+    /// The digest the export signature covers: of the canonical document without its
+    /// signature. A canonical file is hashed as it stands, the signature member cut out; any
+    /// other is canonicalized member by member (the events one at a time), never whole.
+    fn digest(&self, bytes: &[u8], members: &[(String, &RawValue)]) -> Result<String, LedgerError> {
+        let mut hasher = AuditExportHasher::new();
+        if self.canonical {
+            let Some(i) = members
+                .iter()
+                .position(|(name, _)| name == SIGNATURE_MEMBER)
+            else {
+                hasher.update(bytes);
+                return Ok(hasher.finalize());
+            };
+            let raw = members[i].1.get();
+            let value_end = offset_in(bytes, raw) + raw.len();
+            // `,"exportSignature":…`, or `"exportSignature":…,` when it comes first.
+            let key_len = SIGNATURE_MEMBER.len() + 3;
+            let (cut_start, cut_end) = if i > 0 {
+                (offset_in(bytes, raw) - key_len - 1, value_end)
+            } else if members.len() > 1 {
+                (1, value_end + 1)
+            } else {
+                (1, value_end)
+            };
+            hasher.update(&bytes[..cut_start]);
+            hasher.update(&bytes[cut_end..]);
+            return Ok(hasher.finalize());
+        }
+        // Repeated names keep their last value, as a JSON parser does.
+        let mut sorted: Vec<&(String, &RawValue)> = Vec::new();
+        for member in members.iter().rev() {
+            if member.0 != SIGNATURE_MEMBER && !sorted.iter().any(|m| m.0 == member.0) {
+                sorted.push(member);
+            }
+        }
+        sorted.sort_by(|a, b| utf16_order(&a.0, &b.0));
+        hasher.update(b"{");
+        for (i, (name, raw)) in sorted.into_iter().enumerate() {
+            if i > 0 {
+                hasher.update(b",");
+            }
+            hasher.update(&canonical_bytes(&Value::String(name.clone()))?);
+            hasher.update(b":");
+            let items = (name == "events")
+                .then(|| serde_json::from_str::<Vec<&RawValue>>(raw.get()).ok())
+                .flatten();
+            match items {
+                Some(items) => {
+                    hasher.update(b"[");
+                    for (j, item) in items.iter().enumerate() {
+                        if j > 0 {
+                            hasher.update(b",");
+                        }
+                        hasher.update(&canonical_bytes(&parse(item)?)?);
+                    }
+                    hasher.update(b"]");
+                }
+                None => hasher.update(&canonical_bytes(&parse(raw)?)?),
+            }
+        }
+        hasher.update(b"}");
+        Ok(hasher.finalize())
     }
 }
 
@@ -1141,4 +1379,63 @@ fn member(path: &str, name: &str) -> String {
     } else {
         format!("{path}[{}]", Value::String(name.to_owned()))
     }
+}
+
+/// The document's top level: its members in file order (names unescaped, values as they
+/// stand in the file), or any other JSON value.
+enum TopLevel<'a> {
+    Object(Vec<(String, &'a RawValue)>),
+    Other(Value),
+}
+
+fn top_level(bytes: &[u8]) -> Result<TopLevel<'_>, serde_json::Error> {
+    let raw: &RawValue = serde_json::from_slice(bytes)?;
+    if raw.get().starts_with('{') {
+        Ok(TopLevel::Object(
+            serde_json::from_str::<Members<'_>>(raw.get())?.0,
+        ))
+    } else {
+        Ok(TopLevel::Other(serde_json::from_str(raw.get())?))
+    }
+}
+
+/// An object's members in file order, repeats included, values unparsed.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    members.push((name, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// Where `part`, a slice of `bytes`, starts in it.
+fn offset_in(bytes: &[u8], part: &str) -> usize {
+    (part.as_ptr() as usize).saturating_sub(bytes.as_ptr() as usize)
+}
+
+/// RFC 8785 order of member names: by their UTF-16 code units.
+fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+fn parse(raw: &RawValue) -> Result<Value, LedgerError> {
+    serde_json::from_str(raw.get())
+        .map_err(|e| LedgerError::NotCanonicalizable(format!("not JSON: {e}")))
 }

@@ -12,8 +12,7 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use thinkledger::app::AppConfig;
 use thinkledger::audit::{
-    AuditError, ExportOptions, ExportReport, Selection, VerifyOptions, build_export_with,
-    verify_export_with,
+    ExportOptions, ExportReport, Selection, VerifyOptions, verify_export_with, write_export,
 };
 use thinkledger::events::SessionId;
 use thinkledger::ledger::format_timestamp;
@@ -72,6 +71,20 @@ pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
         Some(path) => Some(read_text(path, "checkpoint file")?),
         None => None,
     };
+    // The export is written as it is built: to a file beside the output, renamed into place
+    // once complete (so a refused or failed export leaves nothing half-written), or to stdout.
+    let partial = request.output.as_ref().map(|path| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".partial");
+        PathBuf::from(name)
+    });
+    let sink: Box<dyn Write + Send> = match &partial {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => Box::new(std::io::stdout()),
+    };
     let bar = progress_bar("proving");
     let progress = bar.clone();
     let selection = request.selection.clone();
@@ -85,11 +98,12 @@ pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
             Ok(_) => {
                 ledger
                     .inspect(move |view| {
+                        let mut sink = sink;
                         let report = |done: u64, total: u64| {
                             progress.set_length(total);
                             progress.set_position(done);
                         };
-                        build_export_with(
+                        write_export(
                             view,
                             &selection,
                             &ExportOptions {
@@ -97,6 +111,7 @@ pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
                                 generated_at: format_timestamp(chrono::Utc::now()),
                                 progress: Some(&report),
                             },
+                            &mut sink,
                         )
                     })
                     .await
@@ -105,27 +120,33 @@ pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
         };
         ledger.shutdown().await;
         anyhow::Ok(built?)
-    })?;
+    });
     bar.finish_and_clear();
-    let export = built.map_err(|e: AuditError| {
-        anyhow::anyhow!("cannot export: {e}\nsuggestion: {}", e.suggestion())
-    })?;
-    let bytes = export.to_canonical_bytes()?;
-    let mut err = std::io::stderr().lock();
-    match &request.output {
-        Some(path) => {
-            std::fs::write(path, &bytes)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            writeln!(
-                err,
-                "wrote {} ({} events); check it with \
-                 `thinkledger verify-export {} --pubkey \"$(thinkledger key)\"`",
-                path.display(),
-                export.events.len(),
-                path.display()
-            )?;
+    let failed = match built {
+        Ok(Ok(written)) => Ok(written),
+        Ok(Err(e)) => Err(anyhow::anyhow!(
+            "cannot export: {e}\nsuggestion: {}",
+            e.suggestion()
+        )),
+        Err(e) => Err(e),
+    };
+    let written = failed.inspect_err(|_| {
+        if let Some(partial) = &partial {
+            let _ = std::fs::remove_file(partial);
         }
-        None => std::io::stdout().lock().write_all(&bytes)?,
+    })?;
+    if let (Some(path), Some(partial)) = (&request.output, &partial) {
+        std::fs::rename(partial, path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        writeln!(
+            std::io::stderr().lock(),
+            "wrote {} ({} events, {} bytes); check it with \
+             `thinkledger verify-export {} --pubkey \"$(thinkledger key)\"`",
+            path.display(),
+            written.events,
+            written.bytes,
+            path.display()
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -52,10 +52,34 @@ pub fn event_value_hash(value: &Value) -> Result<String, LedgerError> {
 
 /// Digest of an audit export document: BLAKE3 derive-key over the given (canonical) bytes.
 pub fn audit_export_digest(canonical: &[u8]) -> String {
-    hex(blake3::Hasher::new_derive_key(AUDIT_EXPORT_CONTEXT)
-        .update(canonical)
-        .finalize()
-        .as_bytes())
+    let mut hasher = AuditExportHasher::new();
+    hasher.update(canonical);
+    hasher.finalize()
+}
+
+/// [`audit_export_digest`] fed piece by piece, for documents too large to hold at once: the
+/// digest of the concatenation of every `update` is the digest of those bytes in one piece.
+pub struct AuditExportHasher(blake3::Hasher);
+
+impl AuditExportHasher {
+    pub fn new() -> Self {
+        Self(blake3::Hasher::new_derive_key(AUDIT_EXPORT_CONTEXT))
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The digest, lowercase hex.
+    pub fn finalize(&self) -> String {
+        hex(self.0.finalize().as_bytes())
+    }
+}
+
+impl Default for AuditExportHasher {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Commitment to one piece of free text: BLAKE3 derive-key over `salt ‖ UTF-8 text`.
@@ -196,6 +220,16 @@ mod tests {
             event_hash(&event).unwrap(),
             "e8f0c478f97bfd4162be4fb6c17141abc47493222fdf4c3c85660fd9ebe97dad"
         );
+    }
+
+    #[test]
+    fn the_incremental_export_digest_matches_the_one_shot_digest() {
+        let bytes = b"{\"checkpoint\":\"x\",\"texts\":{}}";
+        let mut hasher = AuditExportHasher::new();
+        for piece in bytes.chunks(5) {
+            hasher.update(piece);
+        }
+        assert_eq!(hasher.finalize(), audit_export_digest(bytes));
     }
 
     #[test]
