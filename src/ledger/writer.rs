@@ -699,6 +699,21 @@ mod tests {
     use crate::ledger::store::{EventIter, MemStore};
     use crate::ledger::verify;
 
+    /// Opens the sled store in `dir`, waiting (up to 10 s) for a just-shut ledger's background
+    /// threads to let go of its lock.
+    fn open_store(dir: &std::path::Path) -> crate::ledger::SledStore {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match crate::ledger::SledStore::open(dir) {
+                Ok(store) => return store,
+                Err(LedgerError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("cannot open the store: {e}"),
+            }
+        }
+    }
+
     /// A log with nothing in it, for deciding outside the writer.
     static NO_META: std::sync::LazyLock<LedgerMeta> = std::sync::LazyLock::new(|| LedgerMeta {
         ledger_id: "none".into(),
@@ -844,7 +859,7 @@ mod tests {
     #[tokio::test]
     async fn concurrent_commands_get_gap_free_seqs_and_a_valid_chain() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::ledger::SledStore::open(dir.path()).unwrap();
+        let store = open_store(dir.path());
         let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
         let tasks: Vec<_> = (0..64)
             .map(|i| {
@@ -863,7 +878,7 @@ mod tests {
             (1..=64).collect::<Vec<u64>>()
         );
         ledger.shutdown().await;
-        let report = verify(&crate::ledger::SledStore::open(dir.path()).unwrap()).unwrap();
+        let report = verify(&open_store(dir.path())).unwrap();
         assert!(report.is_intact(), "{:?}", report.problems);
         assert_eq!(report.events, 64);
     }
@@ -872,14 +887,14 @@ mod tests {
     async fn state_is_rebuilt_from_the_log_on_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let store = crate::ledger::SledStore::open(dir.path()).unwrap();
+            let store = open_store(dir.path());
             let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
             for i in 0..3 {
                 ledger.submit(format!("c{i}")).await.unwrap();
             }
             ledger.shutdown().await;
         }
-        let store = crate::ledger::SledStore::open(dir.path()).unwrap();
+        let store = open_store(dir.path());
         let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
         assert_eq!(ledger.query(()).await.unwrap(), vec![1, 2, 3]);
         let next = ledger.submit("again".into()).await.unwrap();
