@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::thinking::{Decide, ToolSpec};
+use super::thinking::{Decide, ToolSpec, parse};
 use super::{App, Command, Decided, Outcome, Rejection};
 use crate::events::{Fact, SessionId};
 use crate::ledger::hash::parse_hex32;
@@ -30,6 +30,8 @@ pub(super) fn admin_spec(tool: &str) -> Option<&'static ToolSpec> {
     ADMIN_SPECS.iter().find(|s| s.name == tool)
 }
 
+const USAGE: &str = "give --session ID or --commitment HEX (repeatable), and --reason";
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct EraseArgs {
@@ -46,16 +48,7 @@ fn decide_erase(
     args: &Value,
     _recorded: &Value,
 ) -> Outcome {
-    let args: EraseArgs = serde_json::from_value(args.clone()).map_err(|e| {
-        (
-            Rejection::new(
-                "invalid_arguments",
-                format!("erase: {e}"),
-                "give --session ID or --commitment HEX (repeatable), and --reason",
-            ),
-            None,
-        )
-    })?;
+    let args: EraseArgs = parse(args, USAGE).map_err(|r| (r, None))?;
     let reject = |code, message: String, suggestion: &str| {
         Err((Rejection::new(code, message, suggestion), None))
     };

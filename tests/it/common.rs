@@ -497,3 +497,17 @@ pub fn pick(value: &Value, names: &[&str]) -> Value {
             .collect(),
     )
 }
+
+/// Copies the directory tree `from` to `to` (a backup an operator might restore).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}

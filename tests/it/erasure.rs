@@ -179,16 +179,3 @@ async fn a_log_that_does_not_extend_its_own_checkpoints_is_refused_at_start() {
     assert!(!run.status.success(), "{run:?}");
     assert!(run.stderr.contains("rolled back"), "{}", run.stderr);
 }
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}

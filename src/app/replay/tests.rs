@@ -29,8 +29,10 @@ impl StoreView {
         let store = SledStore::open(dir).unwrap();
         let meta = store.meta().unwrap().unwrap();
         let mut tree = MerkleTree::new(Blake3Hasher);
+        // As the writer builds it: leaf data is each event's hash.
         for item in store.events_from(1) {
-            tree.push_leaf(&item.unwrap().1);
+            let event: Event = serde_json::from_slice(&item.unwrap().1).unwrap();
+            tree.push_leaf(&crate::ledger::hash::parse_hex32(&event.hash).unwrap());
         }
         Self {
             store,
