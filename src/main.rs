@@ -179,6 +179,10 @@ struct ServeArgs {
     /// Largest accepted free-text field (a thought, a query), in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     max_text_bytes: usize,
+    /// Longest a deliberation tool may spend deciding one call, in milliseconds; a slower
+    /// decision is refused (time_limit_exceeded) and changes nothing.
+    #[arg(long, default_value_t = 5_000)]
+    tool_time_limit_ms: u64,
 }
 
 fn main() -> ExitCode {
@@ -216,6 +220,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command.unwrap_or(Command::Serve(ServeArgs {
         toolsets: "all".into(),
         max_text_bytes: 64 * 1024,
+        tool_time_limit_ms: 5_000,
         ..Default::default()
     })) {
         Command::Serve(args) => serve(&dir, args),
@@ -239,7 +244,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             &session,
             reexecute,
             json,
-            AppConfig { max_text_bytes },
+            AppConfig {
+                max_text_bytes,
+                ..AppConfig::default()
+            },
         ),
         Command::Diff {
             session_a,
@@ -278,7 +286,11 @@ fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let toolsets = Toolsets::parse(&args.toolsets)?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
-        let ledger = server::open(dir, AppConfig { max_text_bytes: args.max_text_bytes })?;
+        let config = AppConfig {
+            max_text_bytes: args.max_text_bytes,
+            tool_time_limit: std::time::Duration::from_millis(args.tool_time_limit_ms),
+        };
+        let ledger = server::open(dir, config)?;
         tracing::info!(data_dir = %dir.display(), ledger_id = ledger.meta().ledger_id, "ledger open");
         let catalog = Arc::new(Catalog::new(toolsets));
         let shutdown = CancellationToken::new();
@@ -487,7 +499,10 @@ fn print_key(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
 }
 
 fn list_sessions(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
-    let doc = query(dir, Box::new(thinkledger::tools::sessions_document))?;
+    let doc = query(
+        dir,
+        Box::new(|app: &thinkledger::app::App| thinkledger::tools::sessions_document(app.state())),
+    )?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -522,10 +537,13 @@ fn export_session(dir: &std::path::Path, raw: &str, format: Format) -> anyhow::R
     let rendered = query(
         dir,
         Box::new(move |state| {
-            state.session(&id).map_or(Value::Null, |s| match format {
-                Format::Markdown => Value::String(markdown::render(s, &options)),
-                Format::Json => export_json::render(s, &options),
-            })
+            state
+                .state()
+                .session(&id)
+                .map_or(Value::Null, |s| match format {
+                    Format::Markdown => Value::String(markdown::render(s, &options)),
+                    Format::Json => export_json::render(s, &options),
+                })
         }),
     )?;
     let mut out = std::io::stdout().lock();
@@ -578,7 +596,7 @@ fn diff_sessions(dir: &std::path::Path, a: &str, b: &str, json: bool) -> anyhow:
     let doc = query(
         dir,
         Box::new(
-            move |state| match (state.session(&id_a), state.session(&id_b)) {
+            move |state| match (state.state().session(&id_a), state.state().session(&id_b)) {
                 (Some(x), Some(y)) => {
                     let d = diff::diff(x, y);
                     serde_json::json!({ "diff": d, "text": diff::render_text(&d) })

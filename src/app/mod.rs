@@ -7,6 +7,7 @@
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
 mod audit_export;
+pub mod deliberation;
 mod erase;
 mod idempotency;
 mod lenient;
@@ -26,7 +27,7 @@ use crate::events::{
 };
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
-use crate::projections::ThinkingState;
+use crate::projections::{DeliberationState, Telemetry, ThinkingState};
 
 pub use audit_export::AuditExportArgs;
 pub use maxential::{
@@ -40,12 +41,16 @@ pub use texts::TextPolicy;
 pub struct AppConfig {
     /// Largest accepted free-text field (a thought, a query), in bytes of UTF-8.
     pub max_text_bytes: usize,
+    /// Longest a deliberation tool may spend deciding one call; a slower decision is refused
+    /// (`time_limit_exceeded`) and changes nothing.
+    pub tool_time_limit: std::time::Duration,
 }
 
 impl Default for AppConfig {
     fn default() -> Self {
         Self {
             max_text_bytes: 64 * 1024,
+            tool_time_limit: std::time::Duration::from_secs(5),
         }
     }
 }
@@ -99,12 +104,14 @@ impl Command {
 }
 
 /// A read of durable state that records nothing (resources, CLI listings).
-pub type Query = Box<dyn FnOnce(&ThinkingState) -> Value + Send>;
+pub type Query = Box<dyn FnOnce(&App) -> Value + Send>;
 
 /// The application state machine driven by the ledger writer.
 #[derive(Debug, Default)]
 pub struct App {
     state: ThinkingState,
+    deliberation: DeliberationState,
+    telemetry: Telemetry,
     idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
 }
@@ -113,6 +120,8 @@ impl App {
     pub fn new(config: AppConfig) -> Self {
         Self {
             state: ThinkingState::default(),
+            deliberation: DeliberationState::default(),
+            telemetry: Telemetry::default(),
             idempotency: idempotency::IdempotencyIndex::default(),
             config,
         }
@@ -120,6 +129,18 @@ impl App {
 
     pub fn state(&self) -> &ThinkingState {
         &self.state
+    }
+
+    pub fn deliberations(&self) -> &DeliberationState {
+        &self.deliberation
+    }
+
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    pub fn config(&self) -> &AppConfig {
+        &self.config
     }
 }
 
@@ -138,6 +159,7 @@ pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
             "export_reasoning_audit",
         ],
     ),
+    ("deliberation", deliberation::TOOLS),
 ];
 
 /// Why a call was refused: shown to the client and recorded in the event.
@@ -146,6 +168,8 @@ pub struct Rejection {
     pub code: &'static str,
     pub message: String,
     pub suggestion: String,
+    /// More members of the refusal body, e.g. the `blockers` a policy gate names.
+    pub details: Option<Map<String, Value>>,
 }
 
 impl Rejection {
@@ -158,7 +182,14 @@ impl Rejection {
             code,
             message: message.into(),
             suggestion: suggestion.into(),
+            details: None,
         }
+    }
+
+    /// The refusal with more members in its body (they cannot replace the standard ones).
+    pub fn with_details(mut self, details: Map<String, Value>) -> Self {
+        self.details = Some(details);
+        self
     }
 }
 
@@ -168,6 +199,9 @@ pub struct Decided {
     pub session_id: Option<SessionId>,
     pub facts: Vec<Fact>,
     pub body: Value,
+    /// Texts the decision derived itself (a redacted node content, a generated question), to
+    /// be stored beside the event like the arguments' texts.
+    pub texts: Vec<NewText>,
 }
 
 impl Decided {
@@ -178,18 +212,30 @@ impl Decided {
             session_id,
             facts,
             body,
+            texts: Vec::new(),
         }
+    }
+
+    fn with_texts(mut self, texts: Vec<NewText>) -> Self {
+        self.texts = texts;
+        self
     }
 }
 
 /// The body of every refused call.
 pub fn rejection_body(rejection: &Rejection) -> Value {
-    json!({
+    let mut body = json!({
         "status": "rejected",
         "code": rejection.code,
         "error": rejection.message,
         "suggestion": rejection.suggestion,
-    })
+    });
+    if let (Some(details), Value::Object(map)) = (&rejection.details, &mut body) {
+        for (key, value) in details {
+            map.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+    }
+    body
 }
 
 impl Decider for App {
@@ -220,13 +266,16 @@ impl Decider for App {
             }
         }
         let (status, error, body, session_id, facts) = match outcome {
-            Ok(decided) => (
-                OutcomeStatus::Ok,
-                None,
-                decided.body,
-                decided.session_id,
-                decided.facts,
-            ),
+            Ok(decided) => {
+                texts.extend(decided.texts);
+                (
+                    OutcomeStatus::Ok,
+                    None,
+                    decided.body,
+                    decided.session_id,
+                    decided.facts,
+                )
+            }
             Err((rejection, session_id)) => (
                 OutcomeStatus::Rejected,
                 Some(ErrorRecord {
@@ -307,15 +356,17 @@ impl Decider for App {
 
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.state.apply(event, texts);
+        self.deliberation.apply(event, texts);
+        self.telemetry.apply(event);
         self.idempotency.apply(event);
     }
 
     fn answer(&self, query: Query) -> Value {
-        query(&self.state)
+        query(self)
     }
 }
 
-type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
+pub(crate) type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
 
 impl App {
     fn policy(&self) -> TextPolicy {
@@ -411,6 +462,38 @@ impl App {
         let outcome = match spec.decide {
             thinking::Decide::Pure(decide) => decide(self, command, &sent, &recorded),
             thinking::Decide::WithLog(decide) => decide(self, command, log, &sent, &recorded),
+            thinking::Decide::Deliberation(decide) => {
+                let fallback;
+                let at = match log.decided_at() {
+                    Some(at) => at,
+                    None => {
+                        fallback = crate::ledger::format_timestamp(chrono::Utc::now());
+                        &fallback
+                    }
+                };
+                let started = std::time::Instant::now();
+                let mut call = deliberation::common::Call::new(self, command, at, &sent, &recorded);
+                let outcome = decide(&mut call);
+                let limit = self.config.tool_time_limit;
+                if started.elapsed() > limit {
+                    Err((
+                        Rejection::new(
+                            "time_limit_exceeded",
+                            format!(
+                                "{} took longer than its time limit of {} ms; nothing was \
+                                 recorded",
+                                command.tool,
+                                limit.as_millis()
+                            ),
+                            "ask for less in one call (fewer nodes, claims or expansions), or \
+                             restart thinkledger with a larger --tool-time-limit-ms",
+                        ),
+                        outcome.as_ref().ok().and_then(|d| d.session_id.clone()),
+                    ))
+                } else {
+                    outcome
+                }
+            }
         };
         match outcome {
             Ok(decided) => (recorded, Ok(decided)),

@@ -16,7 +16,10 @@ struct Given {
 fn given(max_text_bytes: usize) -> Given {
     let ledger = open_ledger(
         MemStore::default(),
-        App::new(AppConfig { max_text_bytes }),
+        App::new(AppConfig {
+            max_text_bytes,
+            ..AppConfig::default()
+        }),
         WriterConfig::default(),
     )
     .unwrap();
@@ -59,7 +62,7 @@ impl Given {
         let id = self.connection.clone();
         self.ledger
             .query(Box::new(move |s| {
-                json!(s.session(&id).map_or(0, |s| s.thoughts.len()))
+                json!(s.state().session(&id).map_or(0, |s| s.thoughts.len()))
             }))
             .await
             .unwrap()
@@ -328,7 +331,7 @@ async fn reads_on_a_fresh_connection_start_no_session() {
     }
     let sessions = g
         .ledger
-        .query(Box::new(|s| json!(s.sessions().count())))
+        .query(Box::new(|s| json!(s.state().sessions().count())))
         .await
         .unwrap();
     assert_eq!(sessions, 0);

@@ -62,13 +62,8 @@ impl TextPolicy {
         texts: &mut Vec<NewText>,
     ) -> Result<Value, Oversized> {
         for field in text_fields {
-            if let Some(Value::String(s)) = args.get(*field)
-                && s.len() > self.max_text_bytes
-            {
-                return Err(Oversized {
-                    field: (*field).to_owned(),
-                    bytes: s.len(),
-                });
+            if let Some(oversized) = self.oversized(args, field) {
+                return Err(oversized);
             }
         }
         let mut local = Vec::new();
@@ -98,6 +93,23 @@ impl TextPolicy {
         recorded
     }
 
+    /// The first text at `path` over the limit, with its concrete path (`claims[2].text`).
+    fn oversized(&self, args: &Map<String, Value>, path: &str) -> Option<Oversized> {
+        let (key, rest) = split_path(path);
+        let mut found = None;
+        if let Some(value) = args.get(key) {
+            visit(value, rest, key.to_owned(), &mut |at, s| {
+                if found.is_none() && s.len() > self.max_text_bytes {
+                    found = Some(Oversized {
+                        field: at,
+                        bytes: s.len(),
+                    });
+                }
+            });
+        }
+        found
+    }
+
     fn build(
         &self,
         args: &Map<String, Value>,
@@ -111,21 +123,76 @@ impl TextPolicy {
             if !known.contains(&key.as_str()) {
                 continue;
             }
-            let recorded = match value {
-                Value::String(s) if text_fields.contains(&key.as_str()) => {
-                    if omit_oversized && s.len() > self.max_text_bytes {
-                        json!({ "omitted": { "reason": "too_large", "bytes": s.len() } })
-                    } else {
-                        let (text_ref, new) = self.commit(s);
-                        texts.push(new);
-                        serde_json::to_value(text_ref).unwrap_or(Value::Null)
-                    }
+            let mut recorded = value.clone();
+            for path in text_fields {
+                let (field, rest) = split_path(path);
+                if field == key {
+                    self.commit_at(&mut recorded, rest, texts, omit_oversized);
                 }
-                other => other.clone(),
-            };
+            }
             out.insert(key.clone(), recorded);
         }
         Value::Object(out)
+    }
+
+    /// Replaces the strings at `rest` (relative to `value`) by their commitments.
+    fn commit_at(
+        &self,
+        value: &mut Value,
+        rest: &str,
+        texts: &mut Vec<NewText>,
+        omit_oversized: bool,
+    ) {
+        if rest.is_empty() {
+            if let Value::String(s) = value {
+                *value = if omit_oversized && s.len() > self.max_text_bytes {
+                    json!({ "omitted": { "reason": "too_large", "bytes": s.len() } })
+                } else {
+                    let (text_ref, new) = self.commit(s);
+                    texts.push(new);
+                    serde_json::to_value(text_ref).unwrap_or(Value::Null)
+                };
+            }
+        } else if let Some(inner) = rest.strip_prefix("[]") {
+            if let Value::Array(items) = value {
+                for item in items {
+                    self.commit_at(item, inner, texts, omit_oversized);
+                }
+            }
+        } else if let Some(inner) = rest.strip_prefix('.') {
+            let (field, after) = split_path(inner);
+            if let Value::Object(map) = value
+                && let Some(child) = map.get_mut(field)
+            {
+                self.commit_at(child, after, texts, omit_oversized);
+            }
+        }
+    }
+}
+
+/// `claims[].text` → (`claims`, `[].text`); `goal` → (`goal`, ``).
+fn split_path(path: &str) -> (&str, &str) {
+    let end = path.find(['[', '.']).unwrap_or(path.len());
+    path.split_at(end)
+}
+
+/// Calls `found` with every string at `rest` under `value`, and its concrete path.
+fn visit(value: &Value, rest: &str, at: String, found: &mut dyn FnMut(String, &str)) {
+    if rest.is_empty() {
+        if let Value::String(s) = value {
+            found(at, s);
+        }
+    } else if let Some(inner) = rest.strip_prefix("[]") {
+        if let Value::Array(items) = value {
+            for (i, item) in items.iter().enumerate() {
+                visit(item, inner, format!("{at}[{i}]"), found);
+            }
+        }
+    } else if let Some(inner) = rest.strip_prefix('.') {
+        let (field, after) = split_path(inner);
+        if let Some(child) = value.get(field) {
+            visit(child, after, format!("{at}.{field}"), found);
+        }
     }
 }
 
@@ -158,6 +225,32 @@ mod tests {
         assert_eq!(recorded["n"], 1);
         assert!(recorded.get("junk").is_none());
         assert!(!recorded.to_string().contains("secret"));
+    }
+
+    #[test]
+    fn nested_text_paths_are_committed() {
+        let policy = TextPolicy { max_text_bytes: 8 };
+        let mut texts = Vec::new();
+        let a = args(json!({
+            "claims": [{"text": "one", "criticality": "high"}, {"text": "two"}],
+            "constraints": ["c1", 5],
+            "goal": "g"
+        }));
+        let paths = ["claims[].text", "constraints[]", "goal"];
+        let recorded = policy
+            .record(&a, &["claims", "constraints", "goal"], &paths, &mut texts)
+            .unwrap();
+        assert_eq!(texts.len(), 4);
+        assert!(recorded["claims"][0]["text"]["textCommitment"].is_string());
+        assert_eq!(recorded["claims"][0]["criticality"], "high");
+        assert!(recorded["constraints"][0]["textCommitment"].is_string());
+        assert_eq!(recorded["constraints"][1], 5);
+        assert!(!recorded.to_string().contains("one"));
+        let long = args(json!({"claims": [{"text": "ok"}, {"text": "far too long"}]}));
+        let err = policy
+            .record(&long, &["claims"], &["claims[].text"], &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(err.field, "claims[1].text");
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct ToolSpec {
 pub enum Decide {
     Pure(fn(&App, &Command, &Value, &Value) -> Outcome),
     WithLog(fn(&App, &Command, &dyn LogView, &Value, &Value) -> Outcome),
+    /// A deliberation tool: decided from state at the ledger's decision time (which the call
+    /// context carries), never reading the log.
+    Deliberation(fn(&mut super::deliberation::common::Call<'_>) -> Outcome),
 }
 
 const SPECS: &[ToolSpec] = &[
@@ -104,7 +107,10 @@ const SPECS: &[ToolSpec] = &[
 
 /// The spec of `tool`, if this layer knows it.
 pub fn spec(tool: &str) -> Option<&'static ToolSpec> {
-    SPECS.iter().find(|s| s.name == tool)
+    SPECS
+        .iter()
+        .chain(super::deliberation::SPECS)
+        .find(|s| s.name == tool)
 }
 
 /// Arguments of `sequentialthinking`: exactly the reference server's, plus `sessionId` and
@@ -206,7 +212,7 @@ pub struct Cleared {
 }
 
 /// Parses typed arguments; a failure names the problem and the expected shape.
-pub(super) fn parse<T: DeserializeOwned>(args: &Value, usage: &str) -> Result<T, Rejection> {
+pub(crate) fn parse<T: DeserializeOwned>(args: &Value, usage: &str) -> Result<T, Rejection> {
     serde_json::from_value(args.clone()).map_err(|e| {
         Rejection::new(
             "invalid_arguments",
@@ -217,7 +223,7 @@ pub(super) fn parse<T: DeserializeOwned>(args: &Value, usage: &str) -> Result<T,
 }
 
 /// The session a call acts on.
-pub(super) enum Target<'a> {
+pub(crate) enum Target<'a> {
     Existing(&'a Session),
     /// The connection's session, not started yet: the call starts it.
     New(SessionId),
@@ -271,7 +277,7 @@ impl Target<'_> {
 }
 
 /// Resolves the session of a call: the named one, else the connection's (new if not started).
-pub(super) fn target<'a>(
+pub(crate) fn target<'a>(
     app: &'a App,
     command: &Command,
     requested: Option<&str>,

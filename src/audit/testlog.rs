@@ -207,6 +207,7 @@ impl TestLog {
                 response_digest: "00".repeat(32),
                 error: None,
                 response_ref: None,
+                decide_micros: None,
             },
             provenance: Provenance::rules("thinkledger.test"),
             prev_hash: self

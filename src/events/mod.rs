@@ -6,6 +6,8 @@
 //! a rename. Names are past tense (`ThoughtRecorded`, `SessionClosed`) because an event states
 //! what happened, not what was asked.
 
+pub mod deliberation;
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -136,6 +138,11 @@ pub struct Outcome {
     /// a retry can be answered with it). Absent from the canonical form otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_ref: Option<TextRef>,
+    /// Microseconds the writer spent deciding the call (parsing, rules, building the facts);
+    /// excludes queueing and the durable write. A measurement, not part of the decision:
+    /// re-execution does not compare it. Absent in events written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decide_micros: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,6 +228,21 @@ pub enum Fact {
         #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
         session_id: Option<SessionId>,
     },
+    DeliberationStarted(deliberation::DeliberationStarted),
+    NodeAdded(deliberation::NodeAdded),
+    EdgeAdded(deliberation::EdgeAdded),
+    RubricSet(deliberation::RubricSet),
+    NodesScored(deliberation::NodesScored),
+    NodesPruned(deliberation::NodesPruned),
+    AssumptionRecorded(deliberation::AssumptionRecorded),
+    AssumptionStatusSet(deliberation::AssumptionStatusSet),
+    VerificationRecorded(deliberation::VerificationRecorded),
+    RouteDecided(deliberation::RouteDecided),
+    CheckpointRecorded(deliberation::CheckpointRecorded),
+    DeliberationStatusChanged(deliberation::DeliberationStatusChanged),
+    ConsensusReached(deliberation::ConsensusReached),
+    SkeletonPhaseStarted(deliberation::SkeletonPhaseStarted),
+    SkeletonElaborated(deliberation::SkeletonElaborated),
 }
 
 /// The body of [`Fact::ThoughtRecorded`]: the reference server's thought fields plus tags.

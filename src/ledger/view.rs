@@ -64,4 +64,10 @@ pub trait LogView {
     }
     /// The ledger's signing key, for signing what a decision hands out (an audit export).
     fn signer(&self) -> Option<&NoteSigner>;
+    /// The `recordedAt` of the event being decided (RFC 3339 UTC, microseconds), during a
+    /// decision: the writer fixes it before deciding, a re-execution passes the recorded one.
+    /// Decisions take "now" from here, never from the clock, so they replay exactly.
+    fn decided_at(&self) -> Option<&str> {
+        None
+    }
 }

@@ -356,11 +356,17 @@ struct WriterView<'a, S: Store> {
     tree: &'a MerkleTree<Blake3Hasher>,
     erased: &'a HashMap<[u8; 32], u64>,
     notary: Option<&'a Notary>,
+    /// The time the event being decided will carry, when a decision is being taken.
+    decided_at: Option<&'a str>,
 }
 
 impl<S: Store> LogView for WriterView<'_, S> {
     fn meta(&self) -> &LedgerMeta {
         self.meta
+    }
+
+    fn decided_at(&self) -> Option<&str> {
+        self.decided_at
     }
 
     fn len(&self) -> u64 {
@@ -579,6 +585,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             tree: &self.tree,
             erased: &self.erased,
             notary: self.notary.as_ref(),
+            decided_at: None,
         }
     }
 
@@ -596,9 +603,18 @@ impl<S: Store, D: Decider> Writer<S, D> {
     /// happens before state changes, so a command that fails here leaves no trace. The event is
     /// staged in `batch`, not yet durable.
     fn record(&mut self, command: D::Command, batch: &mut Batch) -> Result<Committed, LedgerError> {
+        // The event's time is fixed before the decision, so that what the decision derives from
+        // "now" (analysis timestamps) is the event's own `recordedAt` and replays exactly.
+        let recorded_at = format_timestamp(Utc::now());
+        let started = std::time::Instant::now();
         let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.decider.decide(&command, &self.view())
+            let view = WriterView {
+                decided_at: Some(&recorded_at),
+                ..self.view()
+            };
+            self.decider.decide(&command, &view)
         }));
+        let decide_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let draft = decided.unwrap_or_else(|panic| {
             let reason = panic
                 .downcast_ref::<&str>()
@@ -621,7 +637,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             seq,
             ledger_id: self.meta.ledger_id.clone(),
             session_id: draft.session_id.clone(),
-            recorded_at: format_timestamp(Utc::now()),
+            recorded_at,
             actor: draft.actor,
             call: draft.call,
             facts: draft.facts,
@@ -630,6 +646,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 response_digest: response_digest(&draft.body)?,
                 error: draft.error.clone(),
                 response_ref: draft.response_ref,
+                decide_micros: Some(decide_micros),
             },
             provenance: draft.provenance,
             prev_hash: self.head.hash.clone(),
@@ -1033,6 +1050,7 @@ mod tests {
                     response_digest: "00".into(),
                     error: None,
                     response_ref: None,
+                    decide_micros: None,
                 },
                 provenance: Provenance::rules("test"),
                 prev_hash: prev.clone(),

@@ -5,6 +5,10 @@
 //! storage, hashing or MCP; the writer feeds them events, at start-up from the whole log and then
 //! one committed event at a time.
 
+pub mod deliberation;
+pub mod telemetry;
 pub mod thinking;
 
+pub use deliberation::{Deliberation, DeliberationState};
+pub use telemetry::Telemetry;
 pub use thinking::{Branch, Session, SessionStatus, ThinkingState, Thought};

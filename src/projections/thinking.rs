@@ -176,6 +176,22 @@ impl ThinkingState {
                         };
                     }
                 }
+                // Deliberation facts are folded by the deliberation projection.
+                Fact::DeliberationStarted(_)
+                | Fact::NodeAdded(_)
+                | Fact::EdgeAdded(_)
+                | Fact::RubricSet(_)
+                | Fact::NodesScored(_)
+                | Fact::NodesPruned(_)
+                | Fact::AssumptionRecorded(_)
+                | Fact::AssumptionStatusSet(_)
+                | Fact::VerificationRecorded(_)
+                | Fact::RouteDecided(_)
+                | Fact::CheckpointRecorded(_)
+                | Fact::DeliberationStatusChanged(_)
+                | Fact::ConsensusReached(_)
+                | Fact::SkeletonPhaseStarted(_)
+                | Fact::SkeletonElaborated(_) => {}
                 Fact::TextsErased { commitments, .. } => {
                     // A commitment is random per text, so it names at most one thought.
                     for session in self.sessions.values_mut() {

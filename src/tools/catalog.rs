@@ -10,7 +10,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{audit, maxential, replay, thinking};
+use super::{audit, deliberation, maxential, replay, thinking};
 
 /// One tool as listed to clients.
 pub struct ToolEntry {
@@ -33,7 +33,7 @@ pub struct UnknownToolset {
 }
 
 /// Families implemented, in listing order.
-pub const FAMILIES: &[&str] = &["thinking", "maxential", "audit"];
+pub const FAMILIES: &[&str] = &["thinking", "maxential", "audit", "deliberation"];
 
 impl Toolsets {
     pub fn all() -> Self {
@@ -76,6 +76,7 @@ impl Catalog {
         entries.extend(maxential::entries());
         entries.extend(replay::entries());
         entries.extend(audit::entries());
+        entries.extend(deliberation::entries());
         Self { entries, toolsets }
     }
 

@@ -8,6 +8,7 @@
 
 mod audit;
 mod catalog;
+mod deliberation;
 mod maxential;
 mod replay;
 mod resources;
@@ -30,6 +31,13 @@ pub use resources::{session_document, sessions_document, summary};
 use crate::app::{App, Command};
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{Committed, LedgerHandle};
+
+/// Tools that may start a deliberation in a new session, which becomes the connection's.
+const STARTS_DELIBERATION: &[&str] = &[
+    "start_deliberation",
+    "run_thinking_mode",
+    "reasoning_autopilot",
+];
 
 /// The `_meta` key of a `tools/call` that carries its idempotency key.
 pub const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
@@ -67,6 +75,15 @@ impl ThinkServer {
             Ok(guard) => guard.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// Makes `id` the session later calls use when they name none.
+    fn use_session(&self, id: SessionId) {
+        let mut guard = match self.connection_session.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = id;
     }
 
     /// After a reset of this connection's session, later calls start a new one.
@@ -112,6 +129,17 @@ impl ThinkServer {
                     && let Some(closed) = committed.body.get("sessionId").and_then(Value::as_str)
                 {
                     self.rotate_session_if(closed);
+                }
+                if STARTS_DELIBERATION.contains(&tool)
+                    && committed.status == OutcomeStatus::Ok
+                    && let Some(id) = committed
+                        .body
+                        .get("session_id")
+                        .and_then(Value::as_str)
+                        .and_then(SessionId::parse)
+                {
+                    // Later calls that name no session continue the new deliberation.
+                    self.use_session(id);
                 }
                 self.result(tool, committed)
             }

@@ -83,7 +83,7 @@ pub(super) async fn read(
         |e: crate::ledger::LedgerError| ErrorData::internal_error(e.to_string(), None);
     let document = if uri == SESSIONS_URI {
         ledger
-            .query(Box::new(sessions_document))
+            .query(Box::new(|app: &App| sessions_document(app.state())))
             .await
             .map_err(unavailable)?
     } else if let Some(raw) = uri.strip_prefix(SESSION_PREFIX) {
@@ -94,8 +94,8 @@ pub(super) async fn read(
             ));
         };
         let found = ledger
-            .query(Box::new(move |state| {
-                state
+            .query(Box::new(move |app: &App| {
+                app.state()
                     .session(&id)
                     .map(session_document)
                     .unwrap_or(Value::Null)

@@ -215,8 +215,13 @@ fn main() {
         .verifier()
         .to_vkey();
     let session = runtime
-        .block_on(ledger.query(Box::new(|state| {
-            serde_json::json!(state.sessions().next().map(|s| s.id.as_str().to_owned()))
+        .block_on(ledger.query(Box::new(|app: &thinkledger::app::App| {
+            serde_json::json!(
+                app.state()
+                    .sessions()
+                    .next()
+                    .map(|s| s.id.as_str().to_owned())
+            )
         })))
         .expect("query")
         .as_str()

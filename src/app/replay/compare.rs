@@ -27,11 +27,13 @@ pub struct FieldDifference {
 }
 
 /// `None` when the re-decided `draft` reproduces `event`, else how it differs.
-/// `recorded_body` is the response body itself when the event kept it.
+/// `recorded_body` is the response body itself when the event kept it; `recorded_text` reads a
+/// recorded commitment's text back (None when erased or missing).
 pub(super) fn compare(
     event: &Event,
     draft: Draft,
     recorded_body: Option<Value>,
+    recorded_text: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Divergence>, ReplayError> {
     let mut fresh_to_recorded = HashMap::new();
     pair_commitments(
@@ -39,6 +41,29 @@ pub(super) fn compare(
         &event.call.arguments,
         &mut fresh_to_recorded,
     );
+    // Texts the decision derived itself (a node's redacted content, a generated question) are
+    // paired by position in the facts, but only when the re-derived text is the recorded one
+    // (or the recorded one is no longer there to compare): a changed derivation diverges.
+    let fresh_texts: HashMap<&str, &str> = draft
+        .texts
+        .iter()
+        .map(|t| (t.text_ref.commitment.as_str(), t.record.text.as_str()))
+        .collect();
+    let draft_facts = substitute(
+        serde_json::to_value(&draft.facts).unwrap_or(Value::Null),
+        &fresh_to_recorded,
+    );
+    let recorded_facts = serde_json::to_value(&event.facts).unwrap_or(Value::Null);
+    let mut derived = HashMap::new();
+    pair_commitments(&draft_facts, &recorded_facts, &mut derived);
+    for (fresh, recorded) in derived {
+        let Some(text) = fresh_texts.get(fresh.as_str()) else {
+            continue;
+        };
+        if recorded_text(&recorded).is_none_or(|r| r == *text) {
+            fresh_to_recorded.entry(fresh).or_insert(recorded);
+        }
+    }
     let swap = |value: Value| substitute(value, &fresh_to_recorded);
     let body = swap(draft.body);
     let arguments = swap(draft.call.arguments);

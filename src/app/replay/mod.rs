@@ -79,6 +79,9 @@ pub enum SkipReason {
     /// The call diverged while a session it may read had a text then that is erased or missing
     /// now, so the divergence may be the erasure's.
     TextUnavailable,
+    /// The call was refused for running over its time limit: a measurement of that moment,
+    /// not a rule a re-decision can reproduce.
+    TimeLimited,
 }
 
 /// The result of re-executing one call.
@@ -254,6 +257,60 @@ where
     Ok(checks)
 }
 
+/// The log as it is, with the decision time of the recorded event: a re-decision sees the
+/// "now" the original decision saw.
+struct AtTime<'a> {
+    log: &'a dyn LogView,
+    at: &'a str,
+}
+
+impl LogView for AtTime<'_> {
+    fn meta(&self) -> &crate::ledger::LedgerMeta {
+        self.log.meta()
+    }
+    fn len(&self) -> u64 {
+        self.log.len()
+    }
+    fn event_bytes(&self, seq: u64) -> Result<Vec<u8>, LedgerError> {
+        self.log.event_bytes(seq)
+    }
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+        self.log.session_seqs(session)
+    }
+    fn text(&self, commitment: &[u8; 32]) -> Result<TextState, LedgerError> {
+        self.log.text(commitment)
+    }
+    fn root_at(
+        &self,
+        size: u64,
+    ) -> Result<crate::ledger::merkle::NodeHash, crate::ledger::merkle::MerkleError> {
+        self.log.root_at(size)
+    }
+    fn inclusion_proof(
+        &self,
+        index: u64,
+        size: u64,
+    ) -> Result<Vec<crate::ledger::merkle::NodeHash>, crate::ledger::merkle::MerkleError> {
+        self.log.inclusion_proof(index, size)
+    }
+    fn consistency_proof(
+        &self,
+        old_size: u64,
+        new_size: u64,
+    ) -> Result<Vec<crate::ledger::merkle::NodeHash>, crate::ledger::merkle::MerkleError> {
+        self.log.consistency_proof(old_size, new_size)
+    }
+    fn latest_checkpoint(&self) -> Option<&crate::ledger::SignedCheckpoint> {
+        self.log.latest_checkpoint()
+    }
+    fn signer(&self) -> Option<&crate::ledger::checkpoint::NoteSigner> {
+        self.log.signer()
+    }
+    fn decided_at(&self) -> Option<&str> {
+        Some(self.at)
+    }
+}
+
 fn text_state(log: &dyn LogView, commitment: &str) -> Result<TextState, LedgerError> {
     match parse_hex32(commitment) {
         Some(key) => log.text(&key),
@@ -293,11 +350,19 @@ where
             detail: skip.detail,
         },
         Ok(command) => {
+            let at = AtTime {
+                log,
+                at: &event.recorded_at,
+            };
             let draft = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                decider.decide(&command, log)
+                decider.decide(&command, &at)
             }))
             .unwrap_or_else(|_| decider.failed(&command, "re-deciding the call panicked"));
-            match compare::compare(event, draft, recorded_body(log, event)?)? {
+            let recorded_text = |commitment: &str| match text_state(log, commitment) {
+                Ok(TextState::Present(record)) => Some(record.text),
+                _ => None,
+            };
+            match compare::compare(event, draft, recorded_body(log, event)?, &recorded_text)? {
                 None => Verdict::Matched,
                 Some(divergence) => {
                     let may_read = sessions_named(event, &command.arguments);
@@ -366,6 +431,43 @@ fn thought_number(event: &Event) -> Option<u32> {
 }
 
 /// The text behind a text reference, when the reference is one: `Some(commitment)`.
+/// A recorded argument value as it was sent: every text commitment in it (at any depth: texts
+/// inside arrays and objects, such as `claims[].text`) read back from the text store.
+fn restore(log: &dyn LogView, at: &str, value: &Value) -> Result<Result<Value, Skip>, ReplayError> {
+    if let Some(detail) = omitted(value) {
+        return Ok(Err(Skip::new(
+            SkipReason::ArgumentsOmitted,
+            format!("`{at}` was not recorded ({detail})"),
+        )));
+    }
+    if let Some(commitment) = text_ref(value) {
+        return Ok(resolve(log, commitment)?.map(Value::String));
+    }
+    Ok(Ok(match value {
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match restore(log, &format!("{at}[{i}]"), item)? {
+                    Ok(v) => out.push(v),
+                    Err(skip) => return Ok(Err(skip)),
+                }
+            }
+            Value::Array(out)
+        }
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (name, item) in map {
+                match restore(log, &format!("{at}.{name}"), item)? {
+                    Ok(v) => out.insert(name.clone(), v),
+                    Err(skip) => return Ok(Err(skip)),
+                };
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }))
+}
+
 fn text_ref(value: &Value) -> Option<&str> {
     match value {
         Value::Object(map) if map.len() == 1 => map.get("textCommitment")?.as_str(),
@@ -420,6 +522,17 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
             "the recorded decision failed; there is no answer to reproduce",
         )));
     }
+    if event
+        .outcome
+        .error
+        .as_ref()
+        .is_some_and(|e| e.code == "time_limit_exceeded")
+    {
+        return Ok(Err(Skip::new(
+            SkipReason::TimeLimited,
+            "the call was refused for running over its time limit",
+        )));
+    }
     if reads_log(&event.call.tool) {
         return Ok(Err(Skip::new(
             SkipReason::ReadsLog,
@@ -456,20 +569,10 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         Value::Object(map) => {
             let mut out = Map::new();
             for (name, value) in map {
-                if let Some(detail) = omitted(value) {
-                    return Ok(Err(Skip::new(
-                        SkipReason::ArgumentsOmitted,
-                        format!("`{name}` was not recorded ({detail})"),
-                    )));
-                }
-                let value = match text_ref(value) {
-                    Some(commitment) => match resolve(log, commitment)? {
-                        Ok(text) => Value::String(text),
-                        Err(skip) => return Ok(Err(skip)),
-                    },
-                    None => value.clone(),
+                match restore(log, name, value)? {
+                    Ok(value) => out.insert(name.clone(), value),
+                    Err(skip) => return Ok(Err(skip)),
                 };
-                out.insert(name.clone(), value);
             }
             Value::Object(out)
         }

@@ -20,6 +20,10 @@ pub struct Change {
     pub fact: String,
     /// The thought it concerns, if any.
     pub thought_number: Option<u32>,
+    /// The deliberation entity it concerns (node, claim, assumption, checkpoint, phase id),
+    /// if any. Omitted when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
     /// What it did, in one line.
     pub summary: String,
 }
@@ -148,11 +152,200 @@ fn change(seq: u64, fact: &Fact, numbers: &mut HashMap<u64, u32>) -> Change {
             None,
             format!("{} text(s) erased: {reason}", commitments.len()),
         ),
+        other => {
+            let (name, subject, summary) = deliberation_change(other);
+            return Change {
+                fact: name.to_owned(),
+                thought_number: None,
+                subject,
+                summary,
+            };
+        }
     };
     Change {
         fact: name.to_owned(),
         thought_number,
+        subject: None,
         summary,
+    }
+}
+
+/// A deliberation fact's name, subject and one-line summary (ids and rule wording only: caller
+/// text stays out of timelines, which may be shown where erased text must not reappear).
+fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
+    let redacted = |n: usize| {
+        if n == 0 {
+            String::new()
+        } else {
+            format!(" ({n} span(s) redacted)")
+        }
+    };
+    match fact {
+        Fact::DeliberationStarted(d) => (
+            "DeliberationStarted",
+            Some(d.deliberation_id.clone()),
+            format!(
+                "deliberation {} started: mode {} ({}), profile {}, budgets {} nodes / depth {}",
+                d.deliberation_id,
+                d.user_mode,
+                d.internal_method,
+                d.profile,
+                d.budgets.max_nodes,
+                d.budgets.max_depth
+            ),
+        ),
+        Fact::NodeAdded(n) => (
+            "NodeAdded",
+            Some(n.node_id.clone()),
+            format!(
+                "{} node {} on branch {} at depth {}{}{}",
+                n.kind,
+                n.node_id,
+                n.branch_id,
+                n.depth,
+                if n.parent_ids.is_empty() {
+                    String::new()
+                } else {
+                    format!(" under {}", n.parent_ids.join(", "))
+                },
+                redacted(n.content.redactions.len())
+            ),
+        ),
+        Fact::EdgeAdded(e) => (
+            "EdgeAdded",
+            Some(e.from.clone()),
+            format!("edge {} {} {}", e.from, e.edge_type, e.to),
+        ),
+        Fact::RubricSet(r) => (
+            "RubricSet",
+            None,
+            format!(
+                "rubric set: {}",
+                r.weights
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Fact::NodesScored(s) => (
+            "NodesScored",
+            Some(s.score_run_id.clone()),
+            format!("{} scored {} node(s)", s.score_run_id, s.scores.len()),
+        ),
+        Fact::NodesPruned(p) => (
+            "NodesPruned",
+            None,
+            format!(
+                "pruned {} node(s) with beam width {}, kept {}",
+                p.node_ids.len(),
+                p.beam_width,
+                p.kept.len()
+            ),
+        ),
+        Fact::AssumptionRecorded(a) => (
+            "AssumptionRecorded",
+            Some(a.assumption_id.clone()),
+            format!(
+                "assumption {} recorded ({}, {}){}",
+                a.assumption_id,
+                a.criticality,
+                if a.verifiable {
+                    "verifiable"
+                } else {
+                    "not verifiable"
+                },
+                redacted(a.text.redactions.len())
+            ),
+        ),
+        Fact::AssumptionStatusSet(a) => (
+            "AssumptionStatusSet",
+            Some(a.assumption_id.clone()),
+            format!("assumption {} is now {}", a.assumption_id, a.status),
+        ),
+        Fact::VerificationRecorded(v) => (
+            "VerificationRecorded",
+            Some(v.verification_id.clone()),
+            format!(
+                "{}: {} new claim(s), {} evidence item(s), {} resolution(s); {}",
+                v.verification_id,
+                v.claims.len(),
+                v.evidence.len(),
+                v.resolutions.len(),
+                v.statuses
+                    .iter()
+                    .map(|(k, s)| format!("{k} {s}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Fact::RouteDecided(r) => (
+            "RouteDecided",
+            Some(r.route_id.clone()),
+            format!(
+                "route {} by {}: {} ({} / {})",
+                r.route_id, r.source, r.decision.decision, r.user_mode, r.internal_method
+            ),
+        ),
+        Fact::CheckpointRecorded(c) => (
+            "CheckpointRecorded",
+            Some(c.checkpoint_id.clone()),
+            format!(
+                "checkpoint {}: quality {:.2} ({}), route {}, {} blocking gap(s)",
+                c.checkpoint_id,
+                c.quality_score,
+                c.quality_tier,
+                c.route_decision.decision,
+                c.blocking_gaps.len()
+            ),
+        ),
+        Fact::DeliberationStatusChanged(s) => (
+            "DeliberationStatusChanged",
+            s.node_id.clone(),
+            format!("deliberation {}", s.status),
+        ),
+        Fact::ConsensusReached(c) => (
+            "ConsensusReached",
+            None,
+            format!(
+                "consensus answer given (heuristic confidence {:.2}){}",
+                c.confidence,
+                redacted(c.answer.redactions.len())
+            ),
+        ),
+        Fact::SkeletonPhaseStarted(p) => (
+            "SkeletonPhaseStarted",
+            Some(p.phase_id.clone()),
+            format!(
+                "skeleton phase {} started with {} point(s) ({})",
+                p.phase_id,
+                p.skeleton_node_ids.len(),
+                if p.suitability.suitable {
+                    "suitable"
+                } else {
+                    "not suitable"
+                }
+            ),
+        ),
+        Fact::SkeletonElaborated(p) => (
+            "SkeletonElaborated",
+            Some(p.phase_id.clone()),
+            format!(
+                "skeleton phase {}: {} elaboration(s), state {}",
+                p.phase_id,
+                p.elaboration_node_ids_by_skeleton
+                    .values()
+                    .map(Vec::len)
+                    .sum::<usize>(),
+                p.state
+            ),
+        ),
+        // The thinking facts are summarized by `change`.
+        Fact::SessionStarted { .. }
+        | Fact::ThoughtRecorded(_)
+        | Fact::ThoughtTagged { .. }
+        | Fact::SessionClosed { .. }
+        | Fact::TextsErased { .. } => ("Other", None, String::new()),
     }
 }
 

@@ -1,0 +1,236 @@
+//! The deliberation workspace (ReasonKit Think v2): thinking modes and routing, the thought DAG
+//! with typed edges, scoring and beam pruning, the assumption ledger, verification with an
+//! evidence matrix, quality checkpoints, convergence and the consensus policy guard,
+//! skeleton-of-thought, patterns and templates.
+//!
+//! Every tool is decided here from the deliberation projection and its arguments, at the
+//! decision time the ledger fixes (so a replay re-derives the same output). Analysis is the
+//! deterministic heuristic provider: templates, rule checks, weighted structural scores and
+//! evaluation of caller-supplied evidence. Model-backed and retrieval providers are boundaries
+//! that fail closed (see `providers`). Owns: the rules. Must not know: MCP, storage.
+
+pub mod common;
+pub mod governance;
+pub mod graph;
+pub mod modes;
+pub mod providers;
+pub mod skeleton;
+
+use super::thinking::{Decide, ToolSpec};
+
+/// The deliberation family's tools, in catalog order.
+pub const TOOLS: &[&str] = &[
+    "run_thinking_mode",
+    "reasoning_intent_router",
+    "reasoning_autopilot",
+    "start_deliberation",
+    "add_thought_node",
+    "expand_thoughts",
+    "apply_algorithm_template",
+    "set_scoring_rubric",
+    "score_thoughts",
+    "prune_thoughts",
+    "refine_thoughts",
+    "record_assumption",
+    "set_assumption_status",
+    "apply_reasoning_pattern",
+    "verify_thoughts",
+    "evaluate_reasoning_quality",
+    "run_reasoning_checkpoint",
+    "converge_reasoning",
+    "run_reasonkit_pipeline",
+    "consensus_answer",
+    "start_skeleton_of_thought",
+    "run_skeleton_elaboration",
+];
+
+pub(crate) const SPECS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "run_thinking_mode",
+        known_fields: &[
+            "mode",
+            "goal",
+            "profile",
+            "constraints",
+            "budgets",
+            "session_id",
+        ],
+        text_fields: &["goal", "constraints[]"],
+        decide: Decide::Deliberation(modes::decide_run_thinking_mode),
+    },
+    ToolSpec {
+        name: "reasoning_intent_router",
+        known_fields: &["query", "profile", "session_id"],
+        text_fields: &["query"],
+        decide: Decide::Deliberation(modes::decide_intent_router),
+    },
+    ToolSpec {
+        name: "reasoning_autopilot",
+        known_fields: &["goal", "profile", "constraints", "budgets", "session_id"],
+        text_fields: &["goal", "constraints[]"],
+        decide: Decide::Deliberation(modes::decide_autopilot),
+    },
+    ToolSpec {
+        name: "start_deliberation",
+        known_fields: &[
+            "goal",
+            "constraints",
+            "mode",
+            "profile",
+            "budgets",
+            "session_id",
+        ],
+        text_fields: &["goal", "constraints[]"],
+        decide: Decide::Deliberation(graph::decide_start),
+    },
+    ToolSpec {
+        name: "add_thought_node",
+        known_fields: &[
+            "content",
+            "parent_ids",
+            "branch_id",
+            "tags",
+            "edges",
+            "session_id",
+        ],
+        text_fields: &["content"],
+        decide: Decide::Deliberation(graph::decide_add_node),
+    },
+    ToolSpec {
+        name: "expand_thoughts",
+        known_fields: &["node_id", "count", "candidates", "session_id"],
+        text_fields: &["candidates[]"],
+        decide: Decide::Deliberation(graph::decide_expand),
+    },
+    ToolSpec {
+        name: "apply_algorithm_template",
+        known_fields: &["template", "node_id", "session_id"],
+        text_fields: &[],
+        decide: Decide::Deliberation(graph::decide_template),
+    },
+    ToolSpec {
+        name: "set_scoring_rubric",
+        known_fields: &["weights", "session_id"],
+        text_fields: &[],
+        decide: Decide::Deliberation(graph::decide_rubric),
+    },
+    ToolSpec {
+        name: "score_thoughts",
+        known_fields: &["node_ids", "agent_scores", "session_id"],
+        text_fields: &[],
+        decide: Decide::Deliberation(graph::decide_score),
+    },
+    ToolSpec {
+        name: "prune_thoughts",
+        known_fields: &["beam_width", "min_score", "session_id"],
+        text_fields: &[],
+        decide: Decide::Deliberation(graph::decide_prune),
+    },
+    ToolSpec {
+        name: "refine_thoughts",
+        known_fields: &["node_id", "feedback", "refined_content", "session_id"],
+        text_fields: &["feedback", "refined_content"],
+        decide: Decide::Deliberation(graph::decide_refine),
+    },
+    ToolSpec {
+        name: "record_assumption",
+        known_fields: &[
+            "text",
+            "criticality",
+            "verifiable",
+            "source_node_ids",
+            "session_id",
+        ],
+        text_fields: &["text"],
+        decide: Decide::Deliberation(governance::decide_record_assumption),
+    },
+    ToolSpec {
+        name: "set_assumption_status",
+        known_fields: &[
+            "assumption_id",
+            "status",
+            "evidence",
+            "rationale",
+            "session_id",
+        ],
+        text_fields: &["evidence[]", "rationale"],
+        decide: Decide::Deliberation(governance::decide_assumption_status),
+    },
+    ToolSpec {
+        name: "apply_reasoning_pattern",
+        known_fields: &["pattern", "node_id", "session_id"],
+        text_fields: &[],
+        decide: Decide::Deliberation(graph::decide_pattern),
+    },
+    ToolSpec {
+        name: "verify_thoughts",
+        known_fields: &[
+            "claims",
+            "evidence",
+            "resolutions",
+            "generate_questions",
+            "session_id",
+        ],
+        text_fields: &[
+            "claims[].text",
+            "evidence[].source",
+            "evidence[].excerpt",
+            "resolutions[].rationale",
+        ],
+        decide: Decide::Deliberation(governance::decide_verify),
+    },
+    ToolSpec {
+        name: "evaluate_reasoning_quality",
+        known_fields: &["session_id"],
+        text_fields: &[],
+        decide: Decide::Deliberation(governance::decide_evaluate),
+    },
+    ToolSpec {
+        name: "run_reasoning_checkpoint",
+        known_fields: &["quality_threshold", "phase_id", "session_id"],
+        text_fields: &[],
+        decide: Decide::Deliberation(governance::decide_checkpoint),
+    },
+    ToolSpec {
+        name: "converge_reasoning",
+        known_fields: &["quality_threshold", "summary", "session_id"],
+        text_fields: &["summary"],
+        decide: Decide::Deliberation(governance::decide_converge),
+    },
+    ToolSpec {
+        name: "run_reasonkit_pipeline",
+        known_fields: &["profile", "stages", "session_id"],
+        text_fields: &[],
+        decide: Decide::Deliberation(modes::decide_pipeline),
+    },
+    ToolSpec {
+        name: "consensus_answer",
+        known_fields: &["answer", "session_id"],
+        text_fields: &["answer"],
+        decide: Decide::Deliberation(governance::decide_consensus),
+    },
+    ToolSpec {
+        name: "start_skeleton_of_thought",
+        known_fields: &[
+            "source_node_id",
+            "points",
+            "style",
+            "max_points",
+            "session_id",
+        ],
+        text_fields: &["points[]"],
+        decide: Decide::Deliberation(skeleton::decide_start_skeleton),
+    },
+    ToolSpec {
+        name: "run_skeleton_elaboration",
+        known_fields: &[
+            "phase_id",
+            "elaborations",
+            "merge",
+            "merge_summary",
+            "session_id",
+        ],
+        text_fields: &["elaborations[].content", "merge_summary"],
+        decide: Decide::Deliberation(skeleton::decide_elaboration),
+    },
+];

@@ -1,0 +1,7 @@
+//! TODO(helper): catalog entries.
+
+use super::super::catalog::ToolEntry;
+
+pub(super) fn entries() -> Vec<ToolEntry> {
+    Vec::new()
+}
