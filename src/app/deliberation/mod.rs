@@ -15,6 +15,8 @@ pub mod graph;
 pub mod modes;
 pub mod providers;
 pub mod skeleton;
+#[cfg(test)]
+pub mod testing;
 
 use super::thinking::{Decide, ToolSpec};
 
