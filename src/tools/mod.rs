@@ -10,6 +10,7 @@ mod audit;
 mod catalog;
 mod deliberation;
 mod maxential;
+mod reasoning;
 mod replay;
 mod resources;
 mod thinking;
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -245,7 +246,9 @@ impl ServerHandler for ThinkServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(resources::list()))
+        let mut list = resources::list();
+        list.extend(reasoning::list());
+        Ok(ListResourcesResult::with_all_items(list))
     }
 
     async fn list_resource_templates(
@@ -253,9 +256,9 @@ impl ServerHandler for ThinkServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(
-            resources::templates(),
-        ))
+        let mut templates = resources::templates();
+        templates.extend(reasoning::templates());
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 
     async fn read_resource(
@@ -263,6 +266,15 @@ impl ServerHandler for ThinkServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri.starts_with(reasoning::PREFIX) {
+            let document =
+                reasoning::read(&self.ledger, &self.catalog, self.transport, &request.uri).await?;
+            return Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(pretty(&document), request.uri.clone())
+                    .with_mime_type("application/json"),
+            ])
+            .into());
+        }
         resources::read(&self.ledger, &request.uri)
             .await
             .map(Into::into)

@@ -181,6 +181,11 @@ fn event_schema() -> Value {
                     "responseRef": {
                         "description": "The response body as erasable text, for calls with an idempotency key; omitted otherwise.",
                         "$ref": "#/$defs/textRef"
+                    },
+                    "decideMicros": {
+                        "description": "Microseconds the writer spent deciding the call (excludes queueing and the durable write); omitted in events written before it was recorded.",
+                        "type": "integer",
+                        "minimum": 0
                     }
                 }
             },
@@ -221,7 +226,22 @@ fn event_schema() -> Value {
                     { "$ref": "#/$defs/ThoughtRecorded" },
                     { "$ref": "#/$defs/ThoughtTagged" },
                     { "$ref": "#/$defs/SessionClosed" },
-                    { "$ref": "#/$defs/TextsErased" }
+                    { "$ref": "#/$defs/TextsErased" },
+                    { "$ref": "#/$defs/DeliberationStarted" },
+                    { "$ref": "#/$defs/NodeAdded" },
+                    { "$ref": "#/$defs/EdgeAdded" },
+                    { "$ref": "#/$defs/RubricSet" },
+                    { "$ref": "#/$defs/NodesScored" },
+                    { "$ref": "#/$defs/NodesPruned" },
+                    { "$ref": "#/$defs/AssumptionRecorded" },
+                    { "$ref": "#/$defs/AssumptionStatusSet" },
+                    { "$ref": "#/$defs/VerificationRecorded" },
+                    { "$ref": "#/$defs/RouteDecided" },
+                    { "$ref": "#/$defs/CheckpointRecorded" },
+                    { "$ref": "#/$defs/DeliberationStatusChanged" },
+                    { "$ref": "#/$defs/ConsensusReached" },
+                    { "$ref": "#/$defs/SkeletonPhaseStarted" },
+                    { "$ref": "#/$defs/SkeletonElaborated" }
                 ]
             },
             "TextsErased": {
@@ -285,6 +305,1082 @@ fn event_schema() -> Value {
                     },
                     "added": { "$ref": "#/$defs/tags" },
                     "removed": { "$ref": "#/$defs/tags" }
+                }
+            },
+            "scannedText": {
+                "description": "A caller text after the injection scan (docs/ledger-format.md \u00a75.1).",
+                "type": "object",
+                "required": [
+                    "text"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "text": {
+                        "$ref": "#/$defs/textRef"
+                    },
+                    "original": {
+                        "$ref": "#/$defs/textRef"
+                    },
+                    "redactions": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "required": [
+                                "field",
+                                "rule",
+                                "start",
+                                "end"
+                            ],
+                            "additionalProperties": false,
+                            "properties": {
+                                "field": {
+                                    "type": "string"
+                                },
+                                "rule": {
+                                    "type": "string"
+                                },
+                                "start": {
+                                    "type": "integer",
+                                    "minimum": 0
+                                },
+                                "end": {
+                                    "type": "integer",
+                                    "minimum": 0
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+            "analysis": {
+                "type": "object",
+                "required": [
+                    "mode",
+                    "method",
+                    "provider",
+                    "model",
+                    "generatedAt",
+                    "sourceNodeIds",
+                    "limitations"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "mode": {
+                        "type": "string"
+                    },
+                    "method": {
+                        "type": "string"
+                    },
+                    "provider": {
+                        "type": "string",
+                        "enum": [
+                            "heuristic",
+                            "sot_heuristic_scaffold",
+                            "caller"
+                        ]
+                    },
+                    "model": {
+                        "type": "null"
+                    },
+                    "generatedAt": {
+                        "type": "string"
+                    },
+                    "sourceNodeIds": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    },
+                    "limitations": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    }
+                }
+            },
+            "routeDecision": {
+                "type": "object",
+                "required": [
+                    "decision",
+                    "confidence",
+                    "rationale",
+                    "blockingGaps"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "decision": {
+                        "type": "string"
+                    },
+                    "confidence": {
+                        "type": "number",
+                        "minimum": 0
+                    },
+                    "rationale": {
+                        "type": "string"
+                    },
+                    "blockingGaps": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    }
+                }
+            },
+            "blockingGap": {
+                "type": "object",
+                "required": [
+                    "check",
+                    "subject",
+                    "detail"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "check": {
+                        "type": "string"
+                    },
+                    "subject": {
+                        "type": [
+                            "string",
+                            "null"
+                        ]
+                    },
+                    "detail": {
+                        "type": "string"
+                    }
+                }
+            },
+            "criticality": {
+                "type": "string",
+                "enum": [
+                    "low",
+                    "medium",
+                    "high",
+                    "critical"
+                ]
+            },
+            "DeliberationStarted": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "deliberationId",
+                    "goal",
+                    "constraints",
+                    "userMode",
+                    "internalMethod",
+                    "profile",
+                    "budgets",
+                    "rootNodeId"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "DeliberationStarted"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "deliberationId": {
+                        "type": "string"
+                    },
+                    "goal": {
+                        "$ref": "#/$defs/scannedText"
+                    },
+                    "constraints": {
+                        "type": "array",
+                        "items": {
+                            "$ref": "#/$defs/scannedText"
+                        }
+                    },
+                    "userMode": {
+                        "type": "string",
+                        "enum": [
+                            "Auto",
+                            "Quick",
+                            "Explore",
+                            "Map",
+                            "Sketch",
+                            "Test"
+                        ]
+                    },
+                    "internalMethod": {
+                        "type": "string",
+                        "enum": [
+                            "auto",
+                            "cot",
+                            "tot",
+                            "got",
+                            "reasonkit"
+                        ]
+                    },
+                    "profile": {
+                        "type": "string",
+                        "enum": [
+                            "quick",
+                            "balanced",
+                            "deep",
+                            "paranoid"
+                        ]
+                    },
+                    "budgets": {
+                        "type": "object",
+                        "required": [
+                            "maxNodes",
+                            "maxDepth",
+                            "maxExpansionsPerCall",
+                            "maxVerificationQuestions"
+                        ],
+                        "additionalProperties": false,
+                        "properties": {
+                            "maxNodes": {
+                                "type": "integer",
+                                "minimum": 1
+                            },
+                            "maxDepth": {
+                                "type": "integer",
+                                "minimum": 1
+                            },
+                            "maxExpansionsPerCall": {
+                                "type": "integer",
+                                "minimum": 1
+                            },
+                            "maxVerificationQuestions": {
+                                "type": "integer",
+                                "minimum": 1
+                            }
+                        }
+                    },
+                    "rootNodeId": {
+                        "type": "string"
+                    }
+                }
+            },
+            "NodeAdded": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "nodeId",
+                    "parentIds",
+                    "content",
+                    "branchId",
+                    "depth",
+                    "kind",
+                    "tags",
+                    "analysis"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "NodeAdded"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "nodeId": {
+                        "type": "string"
+                    },
+                    "parentIds": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    },
+                    "content": {
+                        "$ref": "#/$defs/scannedText"
+                    },
+                    "branchId": {
+                        "type": "string"
+                    },
+                    "depth": {
+                        "type": "integer",
+                        "minimum": 0
+                    },
+                    "kind": {
+                        "type": "string",
+                        "enum": [
+                            "goal",
+                            "thought",
+                            "expansion",
+                            "template",
+                            "pattern",
+                            "refinement",
+                            "skeleton",
+                            "elaboration",
+                            "merge",
+                            "stage",
+                            "convergence"
+                        ]
+                    },
+                    "tags": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    },
+                    "analysis": {
+                        "$ref": "#/$defs/analysis"
+                    }
+                }
+            },
+            "EdgeAdded": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "from",
+                    "to",
+                    "edgeType"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "EdgeAdded"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "from": {
+                        "type": "string"
+                    },
+                    "to": {
+                        "type": "string"
+                    },
+                    "edgeType": {
+                        "type": "string",
+                        "enum": [
+                            "supports",
+                            "conflicts",
+                            "depends_on",
+                            "refines",
+                            "subsumes",
+                            "analogous_to",
+                            "contradicts_fatally",
+                            "temporally_precedes",
+                            "requires_grounding",
+                            "contextualizes",
+                            "exemplifies"
+                        ]
+                    }
+                }
+            },
+            "RubricSet": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "weights"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "RubricSet"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "weights": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "number",
+                            "minimum": 0
+                        }
+                    }
+                }
+            },
+            "NodesScored": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "scoreRunId",
+                    "scores",
+                    "weights",
+                    "analysis"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "NodesScored"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "scoreRunId": {
+                        "type": "string"
+                    },
+                    "scores": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": [
+                                "nodeId",
+                                "score",
+                                "dimensions"
+                            ],
+                            "additionalProperties": false,
+                            "properties": {
+                                "nodeId": {
+                                    "type": "string"
+                                },
+                                "score": {
+                                    "type": "number",
+                                    "minimum": 0
+                                },
+                                "dimensions": {
+                                    "type": "object",
+                                    "additionalProperties": {
+                                        "type": "number",
+                                        "minimum": 0
+                                    }
+                                }
+                            }
+                        }
+                    },
+                    "weights": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "number",
+                            "minimum": 0
+                        }
+                    },
+                    "analysis": {
+                        "$ref": "#/$defs/analysis"
+                    }
+                }
+            },
+            "NodesPruned": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "nodeIds",
+                    "kept",
+                    "beamWidth",
+                    "minScore"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "NodesPruned"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "nodeIds": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    },
+                    "kept": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    },
+                    "beamWidth": {
+                        "type": "integer",
+                        "minimum": 1
+                    },
+                    "minScore": {
+                        "type": [
+                            "number",
+                            "null"
+                        ]
+                    }
+                }
+            },
+            "AssumptionRecorded": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "assumptionId",
+                    "text",
+                    "criticality",
+                    "verifiable",
+                    "sourceNodeIds",
+                    "status",
+                    "analysis"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "AssumptionRecorded"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "assumptionId": {
+                        "type": "string"
+                    },
+                    "text": {
+                        "$ref": "#/$defs/scannedText"
+                    },
+                    "criticality": {
+                        "$ref": "#/$defs/criticality"
+                    },
+                    "verifiable": {
+                        "type": "boolean"
+                    },
+                    "sourceNodeIds": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    },
+                    "status": {
+                        "type": "string",
+                        "const": "unverified"
+                    },
+                    "analysis": {
+                        "$ref": "#/$defs/analysis"
+                    }
+                }
+            },
+            "AssumptionStatusSet": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "assumptionId",
+                    "status",
+                    "evidence",
+                    "rationale"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "AssumptionStatusSet"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "assumptionId": {
+                        "type": "string"
+                    },
+                    "status": {
+                        "type": "string",
+                        "enum": [
+                            "unverified",
+                            "validated",
+                            "falsified",
+                            "retracted"
+                        ]
+                    },
+                    "evidence": {
+                        "type": "array",
+                        "items": {
+                            "$ref": "#/$defs/scannedText"
+                        }
+                    },
+                    "rationale": {
+                        "anyOf": [
+                            {
+                                "type": "null"
+                            },
+                            {
+                                "$ref": "#/$defs/scannedText"
+                            }
+                        ]
+                    }
+                }
+            },
+            "VerificationRecorded": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "verificationId",
+                    "claims",
+                    "evidence",
+                    "resolutions",
+                    "questions",
+                    "statuses",
+                    "analysis"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "VerificationRecorded"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "verificationId": {
+                        "type": "string"
+                    },
+                    "claims": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": [
+                                "claimId",
+                                "text",
+                                "criticality",
+                                "nodeIds"
+                            ],
+                            "additionalProperties": false,
+                            "properties": {
+                                "claimId": {
+                                    "type": "string"
+                                },
+                                "text": {
+                                    "$ref": "#/$defs/scannedText"
+                                },
+                                "criticality": {
+                                    "$ref": "#/$defs/criticality"
+                                },
+                                "nodeIds": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "string"
+                                    }
+                                }
+                            }
+                        }
+                    },
+                    "evidence": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": [
+                                "evidenceId",
+                                "source",
+                                "excerpt",
+                                "tier",
+                                "independenceGroup",
+                                "supportsClaims",
+                                "refutesClaims"
+                            ],
+                            "additionalProperties": false,
+                            "properties": {
+                                "evidenceId": {
+                                    "type": "string"
+                                },
+                                "source": {
+                                    "$ref": "#/$defs/scannedText"
+                                },
+                                "excerpt": {
+                                    "anyOf": [
+                                        {
+                                            "type": "null"
+                                        },
+                                        {
+                                            "$ref": "#/$defs/scannedText"
+                                        }
+                                    ]
+                                },
+                                "tier": {
+                                    "type": "string",
+                                    "enum": [
+                                        "primary",
+                                        "secondary",
+                                        "tertiary"
+                                    ]
+                                },
+                                "independenceGroup": {
+                                    "type": "string"
+                                },
+                                "supportsClaims": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "string"
+                                    }
+                                },
+                                "refutesClaims": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "string"
+                                    }
+                                }
+                            }
+                        }
+                    },
+                    "resolutions": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": [
+                                "claimId",
+                                "outcome",
+                                "rationale"
+                            ],
+                            "additionalProperties": false,
+                            "properties": {
+                                "claimId": {
+                                    "type": "string"
+                                },
+                                "outcome": {
+                                    "type": "string",
+                                    "enum": [
+                                        "verified",
+                                        "refuted"
+                                    ]
+                                },
+                                "rationale": {
+                                    "$ref": "#/$defs/scannedText"
+                                }
+                            }
+                        }
+                    },
+                    "questions": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": [
+                                "claimId",
+                                "question"
+                            ],
+                            "additionalProperties": false,
+                            "properties": {
+                                "claimId": {
+                                    "type": "string"
+                                },
+                                "question": {
+                                    "$ref": "#/$defs/textRef"
+                                }
+                            }
+                        }
+                    },
+                    "statuses": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "string",
+                            "enum": [
+                                "unverified",
+                                "insufficient_evidence",
+                                "supported",
+                                "verified",
+                                "refuted",
+                                "contested"
+                            ]
+                        }
+                    },
+                    "analysis": {
+                        "$ref": "#/$defs/analysis"
+                    }
+                }
+            },
+            "RouteDecided": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "routeId",
+                    "source",
+                    "userMode",
+                    "internalMethod",
+                    "decision"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "RouteDecided"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "routeId": {
+                        "type": "string"
+                    },
+                    "source": {
+                        "type": "string"
+                    },
+                    "userMode": {
+                        "type": "string"
+                    },
+                    "internalMethod": {
+                        "type": "string"
+                    },
+                    "decision": {
+                        "$ref": "#/$defs/routeDecision"
+                    }
+                }
+            },
+            "CheckpointRecorded": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "checkpointId",
+                    "qualityScore",
+                    "qualityTier",
+                    "routeDecision",
+                    "blockingGaps",
+                    "recommendedTools",
+                    "phaseId",
+                    "analysis"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "CheckpointRecorded"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "checkpointId": {
+                        "type": "string"
+                    },
+                    "qualityScore": {
+                        "type": "number",
+                        "minimum": 0
+                    },
+                    "qualityTier": {
+                        "type": "string"
+                    },
+                    "routeDecision": {
+                        "$ref": "#/$defs/routeDecision"
+                    },
+                    "blockingGaps": {
+                        "type": "array",
+                        "items": {
+                            "$ref": "#/$defs/blockingGap"
+                        }
+                    },
+                    "recommendedTools": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    },
+                    "phaseId": {
+                        "type": [
+                            "string",
+                            "null"
+                        ]
+                    },
+                    "analysis": {
+                        "$ref": "#/$defs/analysis"
+                    }
+                }
+            },
+            "DeliberationStatusChanged": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "status",
+                    "nodeId",
+                    "qualityScore"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "DeliberationStatusChanged"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "status": {
+                        "type": "string",
+                        "enum": [
+                            "converged",
+                            "concluded"
+                        ]
+                    },
+                    "nodeId": {
+                        "type": [
+                            "string",
+                            "null"
+                        ]
+                    },
+                    "qualityScore": {
+                        "type": [
+                            "number",
+                            "null"
+                        ]
+                    }
+                }
+            },
+            "ConsensusReached": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "answer",
+                    "confidence",
+                    "routeDecision",
+                    "checks",
+                    "analysis"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "ConsensusReached"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "answer": {
+                        "$ref": "#/$defs/scannedText"
+                    },
+                    "confidence": {
+                        "type": "number",
+                        "minimum": 0
+                    },
+                    "routeDecision": {
+                        "$ref": "#/$defs/routeDecision"
+                    },
+                    "checks": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": [
+                                "check",
+                                "passed",
+                                "detail"
+                            ],
+                            "additionalProperties": false,
+                            "properties": {
+                                "check": {
+                                    "type": "string"
+                                },
+                                "passed": {
+                                    "type": "boolean"
+                                },
+                                "detail": {
+                                    "type": "string"
+                                }
+                            }
+                        }
+                    },
+                    "analysis": {
+                        "$ref": "#/$defs/analysis"
+                    }
+                }
+            },
+            "SkeletonPhaseStarted": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "phaseId",
+                    "sourceNodeId",
+                    "style",
+                    "suitability",
+                    "skeletonNodeIds",
+                    "promptPack",
+                    "analysis"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "SkeletonPhaseStarted"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "phaseId": {
+                        "type": "string"
+                    },
+                    "sourceNodeId": {
+                        "type": "string"
+                    },
+                    "style": {
+                        "type": "string"
+                    },
+                    "suitability": {
+                        "type": "object",
+                        "required": [
+                            "suitable",
+                            "score",
+                            "reasons"
+                        ],
+                        "additionalProperties": false,
+                        "properties": {
+                            "suitable": {
+                                "type": "boolean"
+                            },
+                            "score": {
+                                "type": "number",
+                                "minimum": 0
+                            },
+                            "reasons": {
+                                "type": "array",
+                                "items": {
+                                    "type": "string"
+                                }
+                            }
+                        }
+                    },
+                    "skeletonNodeIds": {
+                        "type": "array",
+                        "items": {
+                            "type": "string"
+                        }
+                    },
+                    "promptPack": {
+                        "type": "string"
+                    },
+                    "analysis": {
+                        "$ref": "#/$defs/analysis"
+                    }
+                }
+            },
+            "SkeletonElaborated": {
+                "type": "object",
+                "required": [
+                    "type",
+                    "sessionId",
+                    "phaseId",
+                    "elaborationNodeIdsBySkeleton",
+                    "mergeNodeId",
+                    "state"
+                ],
+                "additionalProperties": false,
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "const": "SkeletonElaborated"
+                    },
+                    "sessionId": {
+                        "$ref": "#/$defs/uuid"
+                    },
+                    "phaseId": {
+                        "type": "string"
+                    },
+                    "elaborationNodeIdsBySkeleton": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "array",
+                            "items": {
+                                "type": "string"
+                            }
+                        }
+                    },
+                    "mergeNodeId": {
+                        "type": [
+                            "string",
+                            "null"
+                        ]
+                    },
+                    "state": {
+                        "type": "string",
+                        "enum": [
+                            "skeleton",
+                            "elaborating",
+                            "merged"
+                        ]
+                    }
                 }
             },
             "SessionClosed": {

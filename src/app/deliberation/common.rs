@@ -987,3 +987,11 @@ impl From<&crate::events::deliberation::BlockingGap> for BlockingGapOut {
 pub fn shown(text: &str, field: &str) -> String {
     scan(field, text).map_or_else(|| text.to_owned(), |(redacted, _)| redacted)
 }
+
+/// Whether an assumption blocks consensus (guard check 3): high or critical, verifiable, and
+/// unverified or falsified.
+pub fn assumption_blocks(a: &crate::projections::deliberation::Assumption) -> bool {
+    matches!(a.criticality.as_str(), "high" | "critical")
+        && a.verifiable
+        && matches!(a.status.as_str(), "unverified" | "falsified")
+}
