@@ -217,12 +217,12 @@ impl<'a> Call<'a> {
 
     /// The successful outcome, carrying the derived texts.
     pub fn done(
-        self,
+        &mut self,
         session_id: Option<SessionId>,
         facts: Vec<Fact>,
         body: impl serde::Serialize,
     ) -> Result<Decided, Refusal> {
-        Ok(Decided::new(session_id, facts, body).with_texts(self.texts))
+        Ok(Decided::new(session_id, facts, body).with_texts(std::mem::take(&mut self.texts)))
     }
 }
 
