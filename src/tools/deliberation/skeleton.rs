@@ -1,7 +1,36 @@
-//! TODO(helper): catalog entries.
+//! Catalog entries of the skeleton-of-thought tools: `start_skeleton_of_thought`,
+//! `run_skeleton_elaboration` (decided in `app::deliberation::skeleton`).
 
-use super::super::catalog::ToolEntry;
+use super::super::catalog::{Effect, ToolEntry, entry, render_json};
+use super::FAMILY;
+use crate::app::deliberation::skeleton::{
+    ElaborationArgs, ElaborationOutput, StartSkeletonArgs, StartSkeletonOutput,
+};
 
 pub(super) fn entries() -> Vec<ToolEntry> {
-    Vec::new()
+    vec![
+        entry::<StartSkeletonArgs, StartSkeletonOutput>(
+            FAMILY,
+            "start_skeleton_of_thought",
+            "Start Skeleton of Thought",
+            "Outline a node's answer (default: the goal) as ordered skeleton points — yours \
+             (points, preferred) or an outline template when you send none (a scaffold, not \
+             content). Reports suitability from keyword cues: lists, plans, sections and \
+             comparisons suit a skeleton; proofs, derivations and debugging do not (allowed, \
+             but flagged). Returns the phase_id for run_skeleton_elaboration.",
+            Effect::Appends,
+            render_json,
+        ),
+        entry::<ElaborationArgs, ElaborationOutput>(
+            FAMILY,
+            "run_skeleton_elaboration",
+            "Elaborate Skeleton",
+            "Add your elaborations under a phase's skeleton points, then merge: a merge node \
+             (your merge_summary, or a merge prompt) that subsumes every elaboration. Merges by \
+             default once every point has an elaboration. Sent without elaborations, it adds \
+             one elaboration prompt under each point still lacking one.",
+            Effect::Appends,
+            render_json,
+        ),
+    ]
 }
