@@ -10,6 +10,7 @@ mod audit;
 mod catalog;
 mod deliberation;
 mod maxential;
+mod prompts;
 mod reasoning;
 mod replay;
 mod resources;
@@ -18,7 +19,7 @@ mod thinking;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse, ListPromptsResult, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
@@ -201,6 +202,7 @@ impl ServerHandler for ThinkServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_prompts()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -239,6 +241,22 @@ impl ServerHandler for ThinkServer {
             .entry(name)
             .filter(|e| self.catalog.is_enabled(e.tool.name.as_ref()))
             .map(|e| e.tool.clone())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(prompts::list()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
     }
 
     async fn list_resources(

@@ -146,7 +146,7 @@ pub(super) async fn read(
     match rest {
         "thinking-modes" => return Ok(thinking_modes()),
         "config/providers" => {
-            return Ok(providers::providers_report(&|name| std::env::var_os(name).is_some()));
+            return Ok(providers::providers_report());
         }
         "config/transports" => return Ok(transports(transport)),
         "patterns" => return Ok(patterns()),
@@ -553,7 +553,7 @@ fn phase_document(
         "skeleton_nodes": p.skeleton_node_ids.iter().filter_map(node).collect::<Vec<_>>(),
         "elaboration_node_ids_by_skeleton": p.elaboration_node_ids_by_skeleton,
         "prompt_pack": p.prompt_pack,
-        "prompts": modes::prompt_pack_messages(&p.prompt_pack),
+        "prompts": modes::prompt_packs().into_iter().find(|k| k.name == p.prompt_pack),
         "score_run_ids": p.score_run_ids,
         "checkpoint_ids": p.checkpoint_ids,
         "merge_node_id": p.merge_node_id,

@@ -1,3 +1,4 @@
+#![recursion_limit = "1024"]
 //! Integration tests: the built `thinkledger` binary driven by real MCP clients (rmcp's client
 //! over stdio and Streamable HTTP on 127.0.0.1), real sled on disk in temp dirs.
 //! One test binary; one module per concern.

@@ -308,7 +308,7 @@ fn event_schema() -> Value {
                 }
             },
             "scannedText": {
-                "description": "A caller text after the injection scan (docs/ledger-format.md \u00a75.1).",
+                "description": "A caller text after the injection scan (docs/ledger-format.md §5.1).",
                 "type": "object",
                 "required": [
                     "text"
