@@ -22,19 +22,26 @@ pub(super) fn list() -> Vec<Prompt> {
                         .with_required(a.required)
                 })
                 .collect();
-            let mut prompt = Prompt::new(pack.name.clone(), Some(pack.description), Some(arguments));
+            let mut prompt =
+                Prompt::new(pack.name.clone(), Some(pack.description), Some(arguments));
             prompt.title = Some(pack.title);
             prompt
         })
         .collect()
 }
 
-pub(super) fn get(name: &str, arguments: Option<&Map<String, Value>>) -> Result<GetPromptResult, ErrorData> {
+pub(super) fn get(
+    name: &str,
+    arguments: Option<&Map<String, Value>>,
+) -> Result<GetPromptResult, ErrorData> {
     let packs = modes::prompt_packs();
     let Some(pack) = packs.iter().find(|p| p.name == name) else {
         let names: Vec<&str> = packs.iter().map(|p| p.name.as_str()).collect();
         return Err(ErrorData::invalid_params(
-            format!("no prompt named \"{name}\"; this server offers {}", names.join(", ")),
+            format!(
+                "no prompt named \"{name}\"; this server offers {}",
+                names.join(", ")
+            ),
             None,
         ));
     };

@@ -162,9 +162,7 @@ pub(super) async fn read(
     if let Some(name) = rest.strip_prefix("schemas/") {
         return schemas(catalog, name).ok_or_else(|| {
             ErrorData::resource_not_found(
-                format!(
-                    "no tool named \"{name}\"; read reasoning://schemas/index for the names"
-                ),
+                format!("no tool named \"{name}\"; read reasoning://schemas/index for the names"),
                 None,
             )
         });
@@ -242,7 +240,10 @@ fn not_found(uri: &str) -> ErrorData {
         .chain(TEMPLATES.iter().map(|t| t.0))
         .collect();
     ErrorData::resource_not_found(
-        format!("unknown resource {uri}; reasoning:// offers {}", known.join(", ")),
+        format!(
+            "unknown resource {uri}; reasoning:// offers {}",
+            known.join(", ")
+        ),
         None,
     )
 }
@@ -261,7 +262,13 @@ fn thinking_modes() -> Value {
 }
 
 fn transports(active: &str) -> Value {
-    let state = |name: &str| if name == active { "active" } else { "available" };
+    let state = |name: &str| {
+        if name == active {
+            "active"
+        } else {
+            "available"
+        }
+    };
     json!({
         "active": active,
         "transports": [
@@ -328,7 +335,8 @@ pub fn telemetry_summary(app: &App) -> Value {
     let mut calls = 0;
     for (name, s) in &t.tools {
         calls += s.calls;
-        let mean = (s.timed_calls > 0).then(|| s.decide_micros_total as f64 / s.timed_calls as f64 / 1000.0);
+        let mean = (s.timed_calls > 0)
+            .then(|| s.decide_micros_total as f64 / s.timed_calls as f64 / 1000.0);
         tools.insert(
             name.clone(),
             json!({
@@ -365,7 +373,9 @@ pub fn telemetry_summary(app: &App) -> Value {
 }
 
 fn text(state: &DeliberationState, t: &Text) -> Value {
-    state.text(t).map_or(Value::Null, |s| Value::String(s.to_owned()))
+    state
+        .text(t)
+        .map_or(Value::Null, |s| Value::String(s.to_owned()))
 }
 
 fn redactions(t: &Text) -> Vec<RedactionOut> {
@@ -630,8 +640,10 @@ fn convert(value: &Value, defs: &Value, depth: usize) -> Value {
                 }
                 match (key.as_str(), v) {
                     ("type", Value::Array(types)) => {
-                        let non_null: Vec<&Value> =
-                            types.iter().filter(|t| t.as_str() != Some("null")).collect();
+                        let non_null: Vec<&Value> = types
+                            .iter()
+                            .filter(|t| t.as_str() != Some("null"))
+                            .collect();
                         if non_null.len() < types.len() {
                             out.insert("nullable".into(), Value::Bool(true));
                         }
@@ -655,7 +667,10 @@ fn convert(value: &Value, defs: &Value, depth: usize) -> Value {
                             out.insert(
                                 "anyOf".into(),
                                 Value::Array(
-                                    non_null.iter().map(|o| convert(o, defs, depth + 1)).collect(),
+                                    non_null
+                                        .iter()
+                                        .map(|o| convert(o, defs, depth + 1))
+                                        .collect(),
                                 ),
                             );
                         }
@@ -667,7 +682,9 @@ fn convert(value: &Value, defs: &Value, depth: usize) -> Value {
             }
             Value::Object(out)
         }
-        Value::Array(items) => Value::Array(items.iter().map(|i| convert(i, defs, depth)).collect()),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| convert(i, defs, depth)).collect())
+        }
         other => other.clone(),
     }
 }
@@ -692,10 +709,20 @@ mod tests {
         });
         let out = gemini_compatible(&schema);
         let text = out.to_string();
-        for banned in ["$schema", "$defs", "$ref", "additionalProperties", "format", "default"] {
+        for banned in [
+            "$schema",
+            "$defs",
+            "$ref",
+            "additionalProperties",
+            "format",
+            "default",
+        ] {
             assert!(!text.contains(banned), "{banned} in {text}");
         }
-        assert_eq!(out["properties"]["a"], json!({"type": "string", "nullable": true}));
+        assert_eq!(
+            out["properties"]["a"],
+            json!({"type": "string", "nullable": true})
+        );
         assert_eq!(out["properties"]["b"]["properties"]["x"]["type"], "number");
         assert_eq!(out["properties"]["c"]["nullable"], true);
         assert_eq!(out["properties"]["c"]["type"], "object");

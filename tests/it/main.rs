@@ -5,6 +5,7 @@
 
 mod audit;
 mod common;
+mod deliberation;
 mod durability;
 mod erasure;
 mod idempotency;
