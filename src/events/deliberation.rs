@@ -251,8 +251,8 @@ pub struct VerificationRecorded {
     pub evidence: Vec<EvidenceRecorded>,
     pub resolutions: Vec<ConflictResolved>,
     pub questions: Vec<VerificationQuestion>,
-    /// Status by claim id after this round: `unverified`, `insufficient_evidence`, `supported`,
-    /// `verified`, `refuted` or `contested`.
+    /// Status by claim id after this round: `unverified`, `insufficient_evidence`, `verified`,
+    /// `refuted` or `contested`.
     pub statuses: BTreeMap<String, String>,
     pub analysis: AnalysisMetadata,
 }
@@ -285,9 +285,9 @@ pub struct RouteDecided {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockingGap {
-    /// Which gate: `critical_claim_unresolved`, `critical_claim_conflict`,
-    /// `assumption_blocking`, `diversity_floor`, `route_decision_missing`,
-    /// `quality_threshold`, …
+    /// Which gate: one of the guard's checks (`no_unresolved_critical_claim`,
+    /// `no_unhandled_source_conflict`, `no_blocking_assumption`, `diversity_floor`,
+    /// `route_decision_emitted`) or `quality_threshold`.
     pub check: String,
     /// What blocks, by id (claim, assumption, node), when it is one thing.
     pub subject: Option<String>,

@@ -1062,7 +1062,6 @@ fn event_schema() -> Value {
                             "enum": [
                                 "unverified",
                                 "insufficient_evidence",
-                                "supported",
                                 "verified",
                                 "refuted",
                                 "contested"

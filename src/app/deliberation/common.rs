@@ -991,7 +991,5 @@ pub fn shown(text: &str, field: &str) -> String {
 /// Whether an assumption blocks consensus (guard check 3): high or critical, verifiable, and
 /// unverified or falsified.
 pub fn assumption_blocks(a: &crate::projections::deliberation::Assumption) -> bool {
-    matches!(a.criticality.as_str(), "high" | "critical")
-        && a.verifiable
-        && matches!(a.status.as_str(), "unverified" | "falsified")
+    super::governance::assumption_blocks(&a.criticality, a.verifiable, &a.status)
 }
