@@ -24,6 +24,28 @@ const ALL_TOOLS: &[&str] = &[
     "replay_reasoning_session",
     "diff_sessions",
     "export_reasoning_audit",
+    "run_thinking_mode",
+    "reasoning_intent_router",
+    "reasoning_autopilot",
+    "start_deliberation",
+    "add_thought_node",
+    "expand_thoughts",
+    "apply_algorithm_template",
+    "set_scoring_rubric",
+    "score_thoughts",
+    "prune_thoughts",
+    "refine_thoughts",
+    "record_assumption",
+    "set_assumption_status",
+    "apply_reasoning_pattern",
+    "verify_thoughts",
+    "evaluate_reasoning_quality",
+    "run_reasoning_checkpoint",
+    "converge_reasoning",
+    "run_reasonkit_pipeline",
+    "consensus_answer",
+    "start_skeleton_of_thought",
+    "run_skeleton_elaboration",
 ];
 const MAXENTIAL_TOOLS: [&str; 5] = ["reset", "search", "tag", "export", "visualize"];
 
@@ -361,7 +383,15 @@ async fn resources_list_sessions_and_return_one_session_with_its_chain() {
     let resources = s.list_all_resources().await.expect("resources/list");
     assert_eq!(
         resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(),
-        ["ledger://sessions"]
+        [
+            "ledger://sessions",
+            "reasoning://thinking-modes",
+            "reasoning://config/providers",
+            "reasoning://config/transports",
+            "reasoning://patterns",
+            "reasoning://memory/sinks",
+            "reasoning://telemetry/summary",
+        ]
     );
     let templates = s
         .list_all_resource_templates()
@@ -372,7 +402,15 @@ async fn resources_list_sessions_and_return_one_session_with_its_chain() {
             .iter()
             .map(|t| t.uri_template.as_str())
             .collect::<Vec<_>>(),
-        ["ledger://session/{id}"]
+        [
+            "ledger://session/{id}",
+            "reasoning://session/{id}/deliberation",
+            "reasoning://session/{id}/assumptions",
+            "reasoning://session/{id}/checkpoints",
+            "reasoning://session/{id}/skeleton-phases",
+            "reasoning://session/{id}/skeleton-phase/{phase_id}",
+            "reasoning://schemas/{name}",
+        ]
     );
     assert_eq!(
         read_json(s, "ledger://sessions").await,
