@@ -433,3 +433,97 @@ async fn every_reasoning_resource_and_prompt_is_served_and_toolsets_offer_the_fa
     }
     server.stop().await;
 }
+
+/// `value` with what differs from run to run replaced: session ids, times and event hashes.
+fn stable(value: Value) -> Value {
+    let uuid = regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        .expect("regex");
+    let time = regex::Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z").expect("regex");
+    match value {
+        Value::String(s) => {
+            let s = uuid.replace_all(&s, "<session>");
+            Value::String(time.replace_all(&s, "<time>").into_owned())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(stable).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if k == "eventHash" {
+                        json!("<hash>")
+                    } else {
+                        stable(v)
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// The outputs of a fixed deliberation, tool by tool, as a client receives them: a change to any
+/// rule, template, score or response field shows up as a snapshot diff.
+#[tokio::test]
+async fn tool_outputs_of_a_fixed_deliberation_match_their_snapshots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let steps: Vec<(&str, Value)> = vec![
+        (
+            "reasoning_intent_router",
+            json!({ "query": "Verify the claim that our backups restore within an hour" }),
+        ),
+        (
+            "start_deliberation",
+            json!({ "goal": "Can we restore the main database within one hour?", "mode": "Test", "profile": "balanced" }),
+        ),
+        ("expand_thoughts", json!({ "count": 2 })),
+        (
+            "add_thought_node",
+            json!({ "content": "Restore from the nightly snapshot, then replay WAL.", "tags": ["plan"] }),
+        ),
+        ("score_thoughts", json!({})),
+        ("prune_thoughts", json!({ "beam_width": 2 })),
+        (
+            "record_assumption",
+            json!({ "text": "The nightly snapshot completes before 03:00.", "criticality": "high", "source_node_ids": ["node-4"] }),
+        ),
+        (
+            "verify_thoughts",
+            json!({
+                "claims": [{ "text": "A full restore took 42 minutes in the last drill.", "criticality": "critical", "node_ids": ["node-4"] }],
+                "evidence": [
+                    { "source": "Drill report Q3", "tier": "primary", "independence_group": "drills", "supports_claims": ["claim-1"] },
+                    { "source": "On-call notes", "tier": "tertiary", "independence_group": "oncall", "refutes_claims": ["claim-1"] }
+                ]
+            }),
+        ),
+        ("consensus_answer", json!({ "answer": "Yes." })),
+        (
+            "verify_thoughts",
+            json!({ "resolutions": [{ "claim_id": "claim-1", "outcome": "verified", "rationale": "The notes describe an older, slower disk." }] }),
+        ),
+        (
+            "set_assumption_status",
+            json!({ "assumption_id": "asm-1", "status": "validated", "evidence": ["Backup logs of the last 30 days"] }),
+        ),
+        ("evaluate_reasoning_quality", json!({})),
+        ("run_reasoning_checkpoint", json!({})),
+        ("converge_reasoning", json!({ "quality_threshold": 0.4 })),
+        ("run_reasoning_checkpoint", json!({})),
+        ("consensus_answer", json!({})),
+    ];
+    let mut outputs = Vec::new();
+    for (tool, args) in steps {
+        let result = call(&server, tool, args).await;
+        let body = if result.is_error == Some(true) {
+            rejected(&result)
+        } else {
+            ok(&result)
+        };
+        outputs.push(json!({ "tool": tool, "body": stable(body) }));
+    }
+    server.stop().await;
+    insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+        insta::assert_json_snapshot!("deliberation__governed_flow_outputs", outputs);
+    });
+}
