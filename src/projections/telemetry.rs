@@ -56,6 +56,8 @@ pub struct Telemetry {
     pub consensus_reached: u64,
     pub skeleton: SkeletonStats,
     pub events: u64,
+    /// The decision time of the latest event, when it records one.
+    pub last_decide_micros: Option<u64>,
     /// Depth per session's graph, for the latest/max figures.
     depth_by_session: HashMap<SessionId, u32>,
 }
@@ -73,6 +75,7 @@ impl Telemetry {
         if let Some(error) = &event.outcome.error {
             *stats.rejection_codes.entry(error.code.clone()).or_default() += 1;
         }
+        self.last_decide_micros = event.outcome.decide_micros;
         if let Some(micros) = event.outcome.decide_micros {
             stats.timed_calls += 1;
             stats.decide_micros_total = stats.decide_micros_total.saturating_add(micros);
