@@ -1,0 +1,268 @@
+//! expand_thoughts and its lenses: a node branches into children, each on its own branch,
+//! either the caller's candidates or fixed lens prompts quoting the node. Must not know:
+//! templates, patterns, scores.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::super::common::{AnalysisOut, Call, NodeOut, PathStep, refuse, shown};
+use super::{
+    BudgetRemaining, derived, edit_at_live_node, finish, fresh_branch, invalid, node_text,
+};
+use crate::app::{Outcome, lenient};
+
+/// An expansion lens: a fixed way of opening a new line of thought from a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Lens {
+    pub name: &'static str,
+    /// The prompt the child node carries (followed by the parent's content, quoted).
+    pub prompt: &'static str,
+}
+
+/// The lenses, in the order expand_thoughts applies them. A node's next expansion uses the
+/// first lenses it has not had yet.
+pub const LENSES: &[Lens] = &[
+    Lens {
+        name: "decomposition",
+        prompt: "Decomposition: split this into independent sub-questions, each answerable on \
+                 its own, and say which one decides the rest.",
+    },
+    Lens {
+        name: "constraint_first",
+        prompt: "Constraint-first: name the hardest constraint on this and reason forward from \
+                 what that constraint rules out.",
+    },
+    Lens {
+        name: "counter_position",
+        prompt: "Counter-position: state the strongest case against this and what would have \
+                 to be true for that case to win.",
+    },
+    Lens {
+        name: "analogy",
+        prompt: "Analogy: find an already-solved problem with the same structure and map its \
+                 solution onto this one; note where the mapping breaks.",
+    },
+    Lens {
+        name: "failure_mode",
+        prompt: "Failure mode: assume the approach taken here failed; list the most likely \
+                 causes, most likely first.",
+    },
+    Lens {
+        name: "first_principles",
+        prompt: "First principles: strip this down to what is known to be true and rebuild \
+                 the reasoning from those facts alone.",
+    },
+    Lens {
+        name: "stakeholders",
+        prompt: "Stakeholders: list whose interests this affects and how each of them would \
+                 judge it.",
+    },
+    Lens {
+        name: "scale_extremes",
+        prompt: "Extremes: test this at ten times and at one tenth of the expected scale, time \
+                 or cost; say what changes.",
+    },
+];
+
+/// The lens registry (for resources that list it).
+pub(crate) fn lenses() -> &'static [Lens] {
+    LENSES
+}
+
+/// Arguments of `expand_thoughts`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ExpandArgs {
+    /// The node to expand (default: the root).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub node_id: Option<String>,
+    /// How many children to create: default the number of candidates, else min(3,
+    /// max_expansions_per_call). More than max_expansions_per_call is refused.
+    #[serde(default, deserialize_with = "lenient::u32_optional")]
+    #[schemars(with = "u32", range(min = 1))]
+    pub count: Option<u32>,
+    /// Child thoughts the caller wrote (preferred): each becomes a child on its own branch.
+    /// Without them, each child is a lens prompt quoting the node (heuristic, not semantic).
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub candidates: Option<Vec<String>>,
+    /// Session of the deliberation; defaults to this connection's session.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub session_id: Option<String>,
+}
+
+/// Response of `expand_thoughts`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ExpandOutput {
+    pub session_id: String,
+    pub deliberation_id: String,
+    /// The node expanded.
+    pub node_id: String,
+    /// The children, each on a new branch.
+    pub nodes: Vec<NodeOut>,
+    /// Lenses applied (empty when the caller sent candidates).
+    pub lenses_used: Vec<String>,
+    /// Lenses this node has not had yet.
+    pub lenses_remaining: Vec<String>,
+    pub node_count: usize,
+    pub budget_remaining: BudgetRemaining,
+    pub analysis: AnalysisOut,
+}
+
+const EXPAND_USAGE: &str = "send {\"node_id\": \"node-1\", \"candidates\": [\"...\", \"...\"]} \
+    or {\"node_id\": \"node-1\", \"count\": 3}";
+
+const LENS_LIMITATIONS: &[&str] = &[
+    "each child is a fixed lens prompt quoting the parent; no semantic generation took place \
+     (no model is configured)",
+    "the lens order is fixed; it does not adapt to the content",
+    "answer a lens by adding a thought under it (add_thought_node) or pass your own \
+     candidates",
+];
+
+pub(crate) fn decide_expand(call: &mut Call<'_>) -> Outcome {
+    let args: ExpandArgs = call.parse(EXPAND_USAGE)?;
+    let d = call.open_deliberation(args.session_id.as_deref())?;
+    let anchor = args.node_id.unwrap_or_else(|| d.root_node_id.clone());
+    let mut edit = edit_at_live_node(d, &anchor)?;
+    let max = d.budgets.max_expansions_per_call;
+    let candidates = args.candidates.unwrap_or_default();
+    let count = match args.count {
+        Some(0) => {
+            return Err(invalid(d, "count is 0", "ask for at least one child"));
+        }
+        Some(n) => n,
+        None if !candidates.is_empty() => u32::try_from(candidates.len()).unwrap_or(u32::MAX),
+        None => max.min(3),
+    };
+    if count > max {
+        return Err(refuse(
+            d,
+            "budget_exceeded",
+            format!("{count} children asked for; this deliberation allows {max} per call"),
+            format!(
+                "ask for at most {max} (call again for more), or start a deliberation with a \
+                 larger budgets.max_expansions_per_call"
+            ),
+        ));
+    }
+    let used: HashSet<&str> = d
+        .children(&anchor)
+        .iter()
+        .filter_map(|c| d.node(c))
+        .flat_map(|n| n.tags.iter())
+        .filter_map(|t| t.strip_prefix("lens:"))
+        .collect();
+    let fresh: Vec<&Lens> = lenses().iter().filter(|l| !used.contains(l.name)).collect();
+    let mut taken = BTreeSet::new();
+    let mut shown_text = HashMap::new();
+    let mut lenses_used = Vec::new();
+    let analysis;
+    if candidates.is_empty() {
+        let wanted = usize::try_from(count).unwrap_or(usize::MAX);
+        if fresh.len() < wanted {
+            return Err(refuse(
+                d,
+                "lenses_exhausted",
+                format!(
+                    "{count} lens expansions asked for; {anchor} has {} lens(es) left of {}",
+                    fresh.len(),
+                    LENSES.len()
+                ),
+                "pass your own candidates, ask for fewer, or apply a reasoning pattern or \
+                 algorithm template instead",
+            ));
+        }
+        analysis = call.analysis(
+            &d.user_mode,
+            "expand.lens_templates",
+            "heuristic",
+            vec![anchor.clone()],
+            LENS_LIMITATIONS,
+        );
+        let parent = node_text(call, d, &anchor);
+        for lens in fresh.iter().take(wanted) {
+            let text = format!("{}\n\nParent ({anchor}): \"{parent}\"", lens.prompt);
+            let content = derived(call, &text);
+            let branch = fresh_branch(d, &anchor, &mut taken);
+            let tags = vec!["expansion".to_owned(), format!("lens:{}", lens.name)];
+            let id = edit.add_node(
+                vec![anchor.clone()],
+                content,
+                branch,
+                "expansion",
+                tags,
+                analysis.clone(),
+            )?;
+            shown_text.insert(id, text);
+            lenses_used.push(lens.name.to_owned());
+        }
+    } else {
+        if usize::try_from(count).ok() != Some(candidates.len()) {
+            return Err(invalid(
+                d,
+                format!(
+                    "count is {count} but {} candidates were sent",
+                    candidates.len()
+                ),
+                "omit count when sending candidates (each candidate becomes one child)",
+            ));
+        }
+        if let Some(i) = candidates.iter().position(|c| c.trim().is_empty()) {
+            return Err(invalid(
+                d,
+                format!("candidates[{i}] is empty"),
+                "drop empty candidates",
+            ));
+        }
+        analysis = call.analysis(
+            &d.user_mode,
+            "expand.caller_candidates",
+            "caller",
+            vec![anchor.clone()],
+            &[
+                "the children are the caller's texts; the server only scanned them for prompt \
+               injection and gave each its own branch",
+            ],
+        );
+        for (i, text) in candidates.iter().enumerate() {
+            let field = format!("candidates[{i}]");
+            let content = call.scanned(
+                &field,
+                &[PathStep::Key("candidates"), PathStep::Index(i)],
+                text,
+            );
+            let branch = fresh_branch(d, &anchor, &mut taken);
+            let id = edit.add_node(
+                vec![anchor.clone()],
+                content,
+                branch,
+                "expansion",
+                vec!["expansion".to_owned(), "candidate".to_owned()],
+                analysis.clone(),
+            )?;
+            shown_text.insert(id, shown(text, &field));
+        }
+    }
+    let lenses_remaining = fresh
+        .iter()
+        .map(|l| l.name.to_owned())
+        .filter(|n| !lenses_used.contains(n))
+        .collect();
+    let applied = finish(edit, &shown_text, call.at);
+    let body = ExpandOutput {
+        session_id: d.session_id.to_string(),
+        deliberation_id: d.deliberation_id.clone(),
+        node_id: anchor,
+        nodes: applied.nodes,
+        lenses_used,
+        lenses_remaining,
+        node_count: applied.node_count,
+        budget_remaining: applied.remaining,
+        analysis: AnalysisOut::from(&analysis),
+    };
+    call.done(Some(d.session_id.clone()), applied.facts, body)
+}

@@ -1,0 +1,672 @@
+//! The scoring rubric, score_thoughts and prune_thoughts: structural and lexical scores
+//! weighted by the rubric, and the beam kept level by level from them. Must not know: how
+//! nodes were made (lenses, templates, patterns).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, json};
+
+use super::super::common::{AnalysisOut, Call, GraphEdit, Refusal, refuse};
+use super::invalid;
+use crate::app::{Outcome, lenient};
+use crate::events::Fact;
+use crate::events::deliberation::{
+    AnalysisMetadata, NodeScore, NodesPruned, NodesScored, RubricSet,
+};
+use crate::projections::Deliberation;
+
+// ---------------------------------------------------------------------------------------------
+// set_scoring_rubric / score_thoughts
+// ---------------------------------------------------------------------------------------------
+
+/// The scoring dimensions, each in [0, 1], higher is better.
+///
+/// - `grounding`: support from the graph and from verification. p = live `supports` edges into
+///   the node + verified claims made in it; q = refuted or contested claims made in it;
+///   grounding = (p + 0.5) / (p + q + 1) (0.5 with neither).
+/// - `coherence`: 1 / (1 + incident `conflicts` edges with live nodes, either direction); 0 when
+///   a live node and this one are joined by `contradicts_fatally`.
+/// - `novelty`: 1 − the largest Jaccard similarity between the node's word set and that of any
+///   other live node (words: lowercase alphanumeric runs of 3+ characters); 0 for an empty or
+///   erased text.
+/// - `specificity`: lexical only: the share of tokens that contain a digit or have at least 7
+///   characters, doubled and capped at 1.
+/// - `assumption_risk`: 1 − the share of the node's (not retracted) assumptions that are
+///   high or critical and unverified or falsified; 1 with none.
+/// - `agent`: the caller's own judgement, only for nodes it was given for.
+pub const DIMENSIONS: &[&str] = &[
+    "grounding",
+    "coherence",
+    "novelty",
+    "specificity",
+    "assumption_risk",
+    "agent",
+];
+
+/// Weights used when no rubric was set. `agent` counts only for nodes with an agent score;
+/// a node's score is the weighted mean over the dimensions it has.
+pub const DEFAULT_WEIGHTS: &[(&str, f64)] = &[
+    ("grounding", 0.25),
+    ("coherence", 0.20),
+    ("novelty", 0.20),
+    ("specificity", 0.15),
+    ("assumption_risk", 0.20),
+    ("agent", 0.40),
+];
+
+fn default_weights() -> BTreeMap<String, f64> {
+    DEFAULT_WEIGHTS
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), *v))
+        .collect()
+}
+
+/// Arguments of `set_scoring_rubric`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct RubricArgs {
+    /// Weight by dimension, each in [0, 1]: grounding, coherence, novelty, specificity,
+    /// assumption_risk, agent. Dimensions not named weigh 0; at least one must weigh more.
+    pub weights: BTreeMap<String, f64>,
+    /// Session of the deliberation; defaults to this connection's session.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub session_id: Option<String>,
+}
+
+/// Response of `set_scoring_rubric`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RubricOutput {
+    pub session_id: String,
+    pub deliberation_id: String,
+    /// Every dimension's weight now in force (0 for those not named).
+    pub weights: BTreeMap<String, f64>,
+    /// The weights in force before (the defaults when no rubric was set).
+    pub previous_weights: BTreeMap<String, f64>,
+    pub dimensions: Vec<String>,
+}
+
+const RUBRIC_USAGE: &str =
+    "send {\"weights\": {\"grounding\": 0.4, \"novelty\": 0.3, \"specificity\": 0.3}}";
+
+fn invalid_rubric(d: &Deliberation, message: String) -> Refusal {
+    refuse(
+        d,
+        "invalid_rubric",
+        message,
+        format!(
+            "weigh these dimensions, each from 0 to 1, at least one above 0: {}",
+            DIMENSIONS.join(", ")
+        ),
+    )
+}
+
+pub(crate) fn decide_rubric(call: &mut Call<'_>) -> Outcome {
+    let args: RubricArgs = call.parse(RUBRIC_USAGE)?;
+    let d = call.open_deliberation(args.session_id.as_deref())?;
+    let mut weights: BTreeMap<String, f64> =
+        DIMENSIONS.iter().map(|k| ((*k).to_owned(), 0.0)).collect();
+    for (name, w) in &args.weights {
+        let Some(slot) = weights.get_mut(name.as_str()) else {
+            return Err(invalid_rubric(
+                d,
+                format!("\"{name}\" is not a scoring dimension"),
+            ));
+        };
+        if !w.is_finite() || !(0.0..=1.0).contains(w) {
+            return Err(invalid_rubric(
+                d,
+                format!("the weight of {name} is {w}; weights lie in [0, 1]"),
+            ));
+        }
+        *slot = *w;
+    }
+    if weights.values().all(|w| *w == 0.0) {
+        return Err(invalid_rubric(
+            d,
+            "every weight is 0: nothing would be scored".to_owned(),
+        ));
+    }
+    let previous_weights = d.rubric.clone().unwrap_or_else(default_weights);
+    let fact = Fact::RubricSet(RubricSet {
+        session_id: d.session_id.clone(),
+        weights: weights.clone(),
+    });
+    let body = RubricOutput {
+        session_id: d.session_id.to_string(),
+        deliberation_id: d.deliberation_id.clone(),
+        weights,
+        previous_weights,
+        dimensions: DIMENSIONS.iter().map(|s| (*s).to_owned()).collect(),
+    };
+    call.done(Some(d.session_id.clone()), vec![fact], body)
+}
+
+/// Arguments of `score_thoughts`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct ScoreArgs {
+    /// Nodes to score (default: every live node but the root).
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub node_ids: Option<Vec<String>>,
+    /// The caller's own judgement by node id, each in [0, 1]: the `agent` dimension.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, f64>")]
+    pub agent_scores: Option<BTreeMap<String, f64>>,
+    /// Session of the deliberation; defaults to this connection's session.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub session_id: Option<String>,
+}
+
+/// One node's score.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ScoredNode {
+    /// 1 for the best.
+    pub rank: usize,
+    pub node_id: String,
+    /// Weighted mean of the node's dimensions, in [0, 1].
+    pub score: f64,
+    /// Each dimension's value in [0, 1].
+    pub dimensions: BTreeMap<String, f64>,
+    pub branch_id: String,
+    pub depth: u32,
+}
+
+/// Response of `score_thoughts`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ScoreOutput {
+    pub session_id: String,
+    pub deliberation_id: String,
+    pub score_run_id: String,
+    /// Best first; ties in node order.
+    pub scores: Vec<ScoredNode>,
+    /// The weights used.
+    pub weights: BTreeMap<String, f64>,
+    /// `rubric` (set_scoring_rubric) or `default`.
+    pub weights_source: String,
+    /// Null: a semantic judgement would need a model; none is configured.
+    pub semantic_confidence: Option<f64>,
+    pub analysis: AnalysisOut,
+}
+
+const SCORE_USAGE: &str =
+    "send {\"node_ids\": [\"node-2\", \"node-3\"], \"agent_scores\": {\"node-2\": 0.8}} or {}";
+
+/// Lowercase alphanumeric runs of at least 3 characters (short function words say little
+/// about overlap).
+fn word_set(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
+    let union = a.union(b).count();
+    if union == 0 {
+        return 0.0;
+    }
+    ratio(a.intersection(b).count(), union)
+}
+
+/// A count as a float (counts here stay far below 2^32, where the conversion is exact).
+fn count(n: usize) -> f64 {
+    u32::try_from(n).map_or(f64::from(u32::MAX), f64::from)
+}
+
+fn ratio(num: usize, den: usize) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        count(num) / count(den)
+    }
+}
+
+fn specificity(text: &str) -> f64 {
+    let tokens: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let specific = tokens
+        .iter()
+        .filter(|t| t.chars().any(|c| c.is_ascii_digit()) || t.chars().count() >= 7)
+        .count();
+    (2.0 * ratio(specific, tokens.len())).min(1.0)
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// The structural dimensions of one node (every dimension but `agent`).
+fn structural_dimensions(
+    d: &Deliberation,
+    id: &str,
+    words: &HashMap<&str, HashSet<String>>,
+    text: &str,
+) -> BTreeMap<String, f64> {
+    let live = |n: &str| d.node(n).is_some_and(|x| x.pruned.is_none());
+    let supports = d
+        .edges
+        .iter()
+        .filter(|e| e.to == id && e.edge_type == "supports" && live(&e.from))
+        .count();
+    let mut verified = 0;
+    let mut against = 0;
+    for c in d
+        .claims
+        .iter()
+        .filter(|c| c.node_ids.iter().any(|n| n == id))
+    {
+        match c.status.as_str() {
+            "verified" => verified += 1,
+            "refuted" | "contested" => against += 1,
+            _ => {}
+        }
+    }
+    let p = supports + verified;
+    let grounding = (count(p) + 0.5) / (count(p + against) + 1.0);
+
+    let incident = |t: &str| {
+        d.edges
+            .iter()
+            .filter(|e| e.edge_type == t)
+            .filter(|e| (e.from == id && live(&e.to)) || (e.to == id && live(&e.from)))
+            .count()
+    };
+    let coherence = if incident("contradicts_fatally") > 0 {
+        0.0
+    } else {
+        1.0 / (count(incident("conflicts")) + 1.0)
+    };
+
+    let own = word_set(text);
+    let novelty = if own.is_empty() {
+        0.0
+    } else {
+        let closest = words
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .map(|(_, o)| jaccard(&own, o))
+            .fold(0.0, f64::max);
+        1.0 - closest
+    };
+
+    let mut linked = 0;
+    let mut risky = 0;
+    for a in d
+        .assumptions
+        .iter()
+        .filter(|a| a.status != "retracted" && a.source_node_ids.iter().any(|n| n == id))
+    {
+        linked += 1;
+        let severe = matches!(a.criticality.as_str(), "high" | "critical");
+        let open = matches!(a.status.as_str(), "unverified" | "falsified");
+        if severe && open {
+            risky += 1;
+        }
+    }
+    let assumption_risk = 1.0 - ratio(risky, linked);
+
+    BTreeMap::from([
+        ("grounding".to_owned(), round4(grounding)),
+        ("coherence".to_owned(), round4(coherence)),
+        ("novelty".to_owned(), round4(novelty)),
+        ("specificity".to_owned(), round4(specificity(text))),
+        ("assumption_risk".to_owned(), round4(assumption_risk)),
+    ])
+}
+
+/// The weighted mean over the dimensions present; None when they all weigh 0.
+fn weighted(dimensions: &BTreeMap<String, f64>, weights: &BTreeMap<String, f64>) -> Option<f64> {
+    let mut sum = 0.0;
+    let mut total = 0.0;
+    for (name, value) in dimensions {
+        let w = weights.get(name).copied().unwrap_or(0.0);
+        sum += w * value;
+        total += w;
+    }
+    (total > 0.0).then(|| round4(sum / total))
+}
+
+const SCORE_LIMITATIONS: &[&str] = &[
+    "scores are structural and lexical: edges, verification results, assumption statuses and \
+     word overlap; they do not judge whether a thought is true or sound",
+    "specificity counts numbers and long words; it is lexical, not semantic",
+    "novelty is word-set overlap (Jaccard); paraphrases look novel and templates quoting the \
+     same parent look alike",
+    "the agent dimension is the caller's own judgement, taken as given",
+];
+
+pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
+    let args: ScoreArgs = call.parse(SCORE_USAGE)?;
+    let d = call.open_deliberation(args.session_id.as_deref())?;
+    let targets: Vec<&str> = match &args.node_ids {
+        Some(ids) => {
+            let edit = GraphEdit::new(d);
+            for id in ids {
+                edit.require_node(id, "node_ids entry")?;
+            }
+            // Creation order, so ties rank the same whatever order the caller listed.
+            d.nodes
+                .iter()
+                .map(|n| n.node_id.as_str())
+                .filter(|n| ids.iter().any(|i| i == n))
+                .collect()
+        }
+        None => d
+            .live_nodes()
+            .filter(|n| n.node_id != d.root_node_id)
+            .map(|n| n.node_id.as_str())
+            .collect(),
+    };
+    if targets.is_empty() {
+        return Err(refuse(
+            d,
+            "nothing_to_score",
+            "there is no node to score: the deliberation holds only its root (or every other \
+             node was pruned)",
+            "add thoughts first (add_thought_node, expand_thoughts, apply_algorithm_template)",
+        ));
+    }
+    let agent = args.agent_scores.unwrap_or_default();
+    for (id, v) in &agent {
+        if !targets.contains(&id.as_str()) {
+            return Err(invalid(
+                d,
+                format!("agent_scores names {id}, which is not being scored"),
+                "give agent scores only for nodes in node_ids (or live non-root nodes when \
+                 node_ids is omitted)",
+            ));
+        }
+        if !v.is_finite() || !(0.0..=1.0).contains(v) {
+            return Err(invalid(
+                d,
+                format!("the agent score of {id} is {v}; scores lie in [0, 1]"),
+                "send each agent score as a number from 0 to 1",
+            ));
+        }
+    }
+    let (weights, weights_source) = match &d.rubric {
+        Some(r) => (r.clone(), "rubric"),
+        None => (default_weights(), "default"),
+    };
+    let app = call.app;
+    let text_of = |id: &str| {
+        d.node(id)
+            .and_then(|n| app.deliberations().text(&n.content))
+            .unwrap_or("")
+    };
+    // Novelty compares against live nodes only: pruned ones left the search.
+    let live_words: HashMap<&str, HashSet<String>> = d
+        .live_nodes()
+        .map(|n| (n.node_id.as_str(), word_set(text_of(&n.node_id))))
+        .collect();
+    let mut scores = Vec::with_capacity(targets.len());
+    let mut unweighted = Vec::new();
+    for id in &targets {
+        let text = text_of(id);
+        let mut dimensions = structural_dimensions(d, id, &live_words, text);
+        if let Some(v) = agent.get(*id) {
+            dimensions.insert("agent".to_owned(), round4(*v));
+        }
+        match weighted(&dimensions, &weights) {
+            Some(score) => scores.push(NodeScore {
+                node_id: (*id).to_owned(),
+                score,
+                dimensions,
+            }),
+            None => unweighted.push((*id).to_owned()),
+        }
+    }
+    if !unweighted.is_empty() {
+        return Err(refuse(
+            d,
+            "missing_agent_scores",
+            format!(
+                "the rubric weighs only dimensions these nodes lack (the agent score): {}",
+                unweighted.join(", ")
+            ),
+            "send agent_scores for these nodes, or set a rubric that also weighs a structural \
+             dimension",
+        ));
+    }
+    // Stable: equal scores keep node (creation) order.
+    scores.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let score_run_id = format!("score-{}", d.score_runs.len() + 1);
+    let provider = "heuristic";
+    let analysis: AnalysisMetadata = call.analysis(
+        &d.user_mode,
+        "score.weighted_structural",
+        provider,
+        targets.iter().map(|s| (*s).to_owned()).collect(),
+        SCORE_LIMITATIONS,
+    );
+    let out: Vec<ScoredNode> = scores
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let node = d.node(&s.node_id);
+            ScoredNode {
+                rank: i + 1,
+                node_id: s.node_id.clone(),
+                score: s.score,
+                dimensions: s.dimensions.clone(),
+                branch_id: node.map(|n| n.branch_id.clone()).unwrap_or_default(),
+                depth: node.map_or(0, |n| n.depth),
+            }
+        })
+        .collect();
+    let body = ScoreOutput {
+        session_id: d.session_id.to_string(),
+        deliberation_id: d.deliberation_id.clone(),
+        score_run_id: score_run_id.clone(),
+        scores: out,
+        weights: weights.clone(),
+        weights_source: weights_source.to_owned(),
+        semantic_confidence: None,
+        analysis: AnalysisOut::from(&analysis),
+    };
+    let fact = Fact::NodesScored(NodesScored {
+        session_id: d.session_id.clone(),
+        score_run_id,
+        scores,
+        weights,
+        analysis,
+    });
+    call.done(Some(d.session_id.clone()), vec![fact], body)
+}
+
+// ---------------------------------------------------------------------------------------------
+// prune_thoughts
+// ---------------------------------------------------------------------------------------------
+
+/// Arguments of `prune_thoughts`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct PruneArgs {
+    /// How many candidates to keep at each depth level (at least 1).
+    #[serde(deserialize_with = "lenient::u32_required")]
+    #[schemars(with = "u32", range(min = 1))]
+    pub beam_width: u32,
+    /// Candidates scoring below this are pruned whatever their rank (in [0, 1]).
+    #[serde(default)]
+    #[schemars(with = "f64", range(min = 0.0, max = 1.0))]
+    pub min_score: Option<f64>,
+    /// Session of the deliberation; defaults to this connection's session.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub session_id: Option<String>,
+}
+
+/// A node a prune took out of the beam.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PrunedNode {
+    pub node_id: String,
+    /// `beam` (outside the top beam_width of its level), `min_score`, or `ancestor_pruned`
+    /// (every parent was pruned).
+    pub reason: String,
+    /// Its latest score (null for a node pruned with its ancestors that was never scored).
+    pub score: Option<f64>,
+    pub depth: u32,
+}
+
+/// Response of `prune_thoughts`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PruneOutput {
+    pub session_id: String,
+    pub deliberation_id: String,
+    pub beam_width: u32,
+    pub min_score: Option<f64>,
+    pub pruned: Vec<PrunedNode>,
+    /// Candidates kept in the beam, in node order.
+    pub kept: Vec<String>,
+    /// Live nodes after the prune.
+    pub live_node_count: usize,
+    pub analysis: AnalysisOut,
+}
+
+const PRUNE_USAGE: &str = "send {\"beam_width\": 2, \"min_score\": 0.4}";
+
+/// Whether a node competes in the beam: live, not the goal, not a convergence summary.
+fn is_candidate(d: &Deliberation, n: &crate::projections::deliberation::Node) -> bool {
+    n.pruned.is_none()
+        && n.node_id != d.root_node_id
+        && !matches!(n.kind.as_str(), "goal" | "convergence")
+}
+
+pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
+    let args: PruneArgs = call.parse(PRUNE_USAGE)?;
+    let d = call.open_deliberation(args.session_id.as_deref())?;
+    if args.beam_width == 0 {
+        return Err(invalid(
+            d,
+            "beam_width is 0",
+            "keep at least 1 node per level",
+        ));
+    }
+    if let Some(m) = args.min_score
+        && (!m.is_finite() || !(0.0..=1.0).contains(&m))
+    {
+        return Err(invalid(
+            d,
+            format!("min_score is {m}; scores lie in [0, 1]"),
+            "send min_score from 0 to 1, or omit it",
+        ));
+    }
+    let candidates: Vec<_> = d.nodes.iter().filter(|n| is_candidate(d, n)).collect();
+    if candidates.is_empty() {
+        return Err(refuse(
+            d,
+            "nothing_to_prune",
+            "there is no live node to prune besides the root",
+            "add and score thoughts first",
+        ));
+    }
+    let unscored: Vec<&str> = candidates
+        .iter()
+        .filter(|n| n.score.is_none())
+        .map(|n| n.node_id.as_str())
+        .collect();
+    if !unscored.is_empty() {
+        let mut details = Map::new();
+        details.insert("node_ids".to_owned(), json!(unscored));
+        let (rejection, session) = refuse(
+            d,
+            "unscored_nodes",
+            format!(
+                "these candidates have no score yet: {}",
+                unscored.join(", ")
+            ),
+            "run score_thoughts (with no node_ids it scores every live node), then prune",
+        );
+        return Err((rejection.with_details(details), session));
+    }
+    let width = usize::try_from(args.beam_width).unwrap_or(usize::MAX);
+    let mut pruned: Vec<PrunedNode> = Vec::new();
+    let mut gone: HashSet<&str> = HashSet::new();
+    let mut kept: Vec<&str> = Vec::new();
+    // Level by level from the top, so a level's beam is chosen among the children of what
+    // survived above it.
+    let mut by_depth: BTreeMap<u32, Vec<&crate::projections::deliberation::Node>> = BTreeMap::new();
+    for n in d.live_nodes().filter(|n| n.node_id != d.root_node_id) {
+        by_depth.entry(n.depth).or_default().push(n);
+    }
+    for level in by_depth.values() {
+        let mut contenders = Vec::new();
+        for n in level {
+            let orphaned =
+                !n.parent_ids.is_empty() && n.parent_ids.iter().all(|p| gone.contains(p.as_str()));
+            if orphaned {
+                gone.insert(&n.node_id);
+                pruned.push(PrunedNode {
+                    node_id: n.node_id.clone(),
+                    reason: "ancestor_pruned".to_owned(),
+                    score: n.score,
+                    depth: n.depth,
+                });
+            } else if is_candidate(d, n) {
+                contenders.push(*n);
+            }
+        }
+        // Stable: equal scores keep node order.
+        contenders.sort_by(|a, b| b.score.unwrap_or(0.0).total_cmp(&a.score.unwrap_or(0.0)));
+        for (rank, n) in contenders.into_iter().enumerate() {
+            let score = n.score.unwrap_or(0.0);
+            let reason = if args.min_score.is_some_and(|m| score < m) {
+                Some("min_score")
+            } else if rank >= width {
+                Some("beam")
+            } else {
+                None
+            };
+            match reason {
+                Some(reason) => {
+                    gone.insert(&n.node_id);
+                    pruned.push(PrunedNode {
+                        node_id: n.node_id.clone(),
+                        reason: reason.to_owned(),
+                        score: n.score,
+                        depth: n.depth,
+                    });
+                }
+                None => kept.push(&n.node_id),
+            }
+        }
+    }
+    let order = |id: &str| d.nodes.iter().position(|n| n.node_id == id);
+    pruned.sort_by_key(|p| order(&p.node_id));
+    kept.sort_by_key(|id| order(id));
+    let analysis = call.analysis(
+        &d.user_mode,
+        "prune.beam_by_level",
+        "heuristic",
+        candidates.iter().map(|n| n.node_id.clone()).collect(),
+        &[
+            "the beam ranks by the latest structural scores; a node changed since it was \
+             scored keeps its old score until score_thoughts runs again",
+            "a node is pruned with its ancestors only when every parent was pruned",
+            "pruned nodes stay in the graph and the ledger, marked pruned",
+        ],
+    );
+    let kept: Vec<String> = kept.into_iter().map(str::to_owned).collect();
+    let fact = Fact::NodesPruned(NodesPruned {
+        session_id: d.session_id.clone(),
+        node_ids: pruned.iter().map(|p| p.node_id.clone()).collect(),
+        kept: kept.clone(),
+        beam_width: args.beam_width,
+        min_score: args.min_score,
+    });
+    let body = PruneOutput {
+        session_id: d.session_id.to_string(),
+        deliberation_id: d.deliberation_id.clone(),
+        beam_width: args.beam_width,
+        min_score: args.min_score,
+        live_node_count: d.live_nodes().count().saturating_sub(pruned.len()),
+        pruned,
+        kept,
+        analysis: AnalysisOut::from(&analysis),
+    };
+    call.done(Some(d.session_id.clone()), vec![fact], body)
+}
