@@ -14,6 +14,7 @@ pub mod governance;
 pub mod graph;
 pub mod modes;
 pub mod providers;
+pub mod scaffold;
 pub mod skeleton;
 #[cfg(test)]
 pub mod testing;

@@ -78,7 +78,7 @@ pub fn require(capability: Capability) -> Result<(), Rejection> {
 
 /// The `reasoning://config/providers` document, reading the process environment for whether
 /// each reserved provider's variables are set.
-pub fn providers_report() -> Value {
+pub(crate) fn providers_report() -> Value {
     providers_report_with(|name| std::env::var(name).ok())
 }
 
