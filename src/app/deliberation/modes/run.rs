@@ -403,6 +403,9 @@ fn run(call: &mut Call<'_>, req: RunRequest<'_>) -> Result<RunResult, Refusal> {
         .map(|p| profile_or_refuse(Some(p)))
         .transpose()?;
     let existing = match existing_deliberation(call, req.session_id)? {
+        // A concluded deliberation no longer changes: a run that names no session starts a new
+        // deliberation (in a new session) rather than being refused.
+        Some(d) if d.status == "concluded" && req.session_id.is_none() => None,
         Some(_) => Some(call.open_deliberation(req.session_id)?),
         None => None,
     };
