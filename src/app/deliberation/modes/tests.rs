@@ -1,3 +1,6 @@
+//! Tests of the mode tools through the real writer: routing table, mode runs and scaffolds,
+//! autopilot plans, the pipeline, the catalog and prompt packs, and their refusals.
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;

@@ -1,3 +1,6 @@
+//! Tests of skeleton-of-thought through the real writer: suitability, skeleton points,
+//! elaboration, merging, and their refusals.
+
 use serde_json::{Value, json};
 
 use super::super::testing::{Given, given};
