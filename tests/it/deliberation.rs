@@ -527,3 +527,59 @@ async fn tool_outputs_of_a_fixed_deliberation_match_their_snapshots() {
         insta::assert_json_snapshot!("deliberation__governed_flow_outputs", outputs);
     });
 }
+
+#[tokio::test]
+async fn time_limits_and_oversized_payloads_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A zero time limit: every deliberation decision runs over it.
+    let server = StdioServer::start(dir.path(), &["--tool-time-limit-ms", "0"]).await;
+    let refused = expect_rejected(
+        &server,
+        "start_deliberation",
+        json!({ "goal": GOAL }),
+        "time_limit_exceeded",
+    )
+    .await;
+    assert!(
+        refused["suggestion"]
+            .as_str()
+            .is_some_and(|s| s.contains("--tool-time-limit-ms")),
+        "{refused}"
+    );
+    assert_eq!(
+        read_json(&server, "ledger://sessions").await,
+        json!({ "sessions": [] }),
+        "nothing started"
+    );
+    server.stop().await;
+
+    let server = StdioServer::start(dir.path(), &["--max-text-bytes", "64"]).await;
+    let sid = ok(&call(
+        &server,
+        "start_deliberation",
+        json!({ "goal": "Managed Postgres?" }),
+    )
+    .await)["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    let long = "x".repeat(65);
+    let refused = expect_rejected(&server, "verify_thoughts", json!({ "session_id": sid,
+        "claims": [{ "text": "short", "criticality": "low" }, { "text": long, "criticality": "low" }] }), "text_too_large").await;
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("claims[1].text")),
+        "{refused}"
+    );
+    let doc = read_json(&server, &format!("reasoning://session/{sid}/deliberation")).await;
+    assert_eq!(doc["claims"], json!([]), "the refused call changed nothing");
+    server.stop().await;
+    // The oversized text was never stored: the event records only its size.
+    let events = stored_events(dir.path());
+    let last = events.last().expect("events");
+    assert_eq!(
+        last["call"]["arguments"]["claims"][1]["text"]["omitted"]["bytes"], 65,
+        "{last}"
+    );
+}
