@@ -473,7 +473,14 @@ impl App {
                 };
                 let started = std::time::Instant::now();
                 let mut call = deliberation::common::Call::new(self, command, at, &sent, &recorded);
-                let outcome = decide(&mut call);
+                // A tool that takes a `provider` refuses a reserved one before anything else.
+                let outcome = if spec.known_fields.contains(&"provider") {
+                    deliberation::providers::requested(&sent)
+                        .map_err(|r| (r, None))
+                        .and_then(|()| decide(&mut call))
+                } else {
+                    decide(&mut call)
+                };
                 let limit = self.config.tool_time_limit;
                 if started.elapsed() > limit {
                     Err((

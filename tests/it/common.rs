@@ -107,6 +107,16 @@ impl StdioServer {
         Self::spawn(cmd).await
     }
 
+    /// Like [`StdioServer::start`], with extra environment variables for the server.
+    pub async fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut cmd = command(data_dir);
+        cmd.arg("serve").args(args);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        Self::spawn(cmd).await
+    }
+
     /// Like [`StdioServer::start`], with the data directory given only through
     /// `THINKLEDGER_DATA_DIR`.
     pub async fn start_with_env_data_dir(data_dir: &Path) -> Self {

@@ -583,3 +583,60 @@ async fn time_limits_and_oversized_payloads_are_refused_and_change_nothing() {
         "{last}"
     );
 }
+
+#[tokio::test]
+async fn model_and_retrieval_providers_fail_closed_and_their_configuration_never_leaks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "https://models.internal.example/v1?key=sk-very-secret";
+    let server = StdioServer::start_with_env(
+        dir.path(),
+        &[],
+        &[
+            ("THINKLEDGER_MODEL_PROVIDER_URL", secret),
+            ("THINKLEDGER_MODEL_API_KEY", "sk-very-secret"),
+        ],
+    )
+    .await;
+    let providers = read_json(&server, "reasoning://config/providers").await;
+    let text = providers.to_string();
+    assert!(
+        !text.contains("models.internal.example") && !text.contains("sk-very-secret"),
+        "{text}"
+    );
+    assert!(
+        text.contains("THINKLEDGER_MODEL_PROVIDER_URL"),
+        "names the variable: {text}"
+    );
+    let sid = start(&server, json!({})).await;
+    let refused = expect_rejected(
+        &server,
+        "expand_thoughts",
+        json!({ "session_id": sid, "provider": "model_backed" }),
+        "provider_unavailable",
+    )
+    .await;
+    assert!(!refused.to_string().contains("sk-very-secret"), "{refused}");
+    expect_rejected(
+        &server,
+        "verify_thoughts",
+        json!({ "session_id": sid, "provider": "retrieval",
+        "claims": [{ "text": "x", "criticality": "low" }] }),
+        "provider_unavailable",
+    )
+    .await;
+    expect_rejected(
+        &server,
+        "score_thoughts",
+        json!({ "session_id": sid, "provider": "oracle" }),
+        "invalid_provider",
+    )
+    .await;
+    // The heuristic provider is the default, and may be named.
+    ok(&call(
+        &server,
+        "expand_thoughts",
+        json!({ "session_id": sid, "provider": "heuristic", "count": 1 }),
+    )
+    .await);
+    server.stop().await;
+}

@@ -101,7 +101,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "expand_thoughts",
-        known_fields: &["node_id", "count", "candidates", "session_id"],
+        known_fields: &["node_id", "count", "candidates", "provider", "session_id"],
         text_fields: &["candidates[]"],
         decide: Decide::Deliberation(graph::decide_expand),
     },
@@ -119,7 +119,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "score_thoughts",
-        known_fields: &["node_ids", "agent_scores", "session_id"],
+        known_fields: &["node_ids", "agent_scores", "provider", "session_id"],
         text_fields: &[],
         decide: Decide::Deliberation(graph::decide_score),
     },
@@ -172,6 +172,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "evidence",
             "resolutions",
             "generate_questions",
+            "provider",
             "session_id",
         ],
         text_fields: &[

@@ -76,6 +76,23 @@ pub fn require(capability: Capability) -> Result<(), Rejection> {
     ))
 }
 
+/// Checks the provider a call asks for (its `provider` argument): none or `heuristic` goes on;
+/// a reserved provider is refused (fail-closed); anything else is not a provider.
+pub fn requested(args: &Value) -> Result<(), Rejection> {
+    match args.get("provider") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(p)) if p == HEURISTIC => Ok(()),
+        Some(Value::String(p)) if p == "model_backed" => require(Capability::ModelBacked),
+        Some(Value::String(p)) if p == "retrieval" => require(Capability::Retrieval),
+        Some(other) => Err(Rejection::new(
+            "invalid_provider",
+            format!("{other} is not an analysis provider"),
+            "use heuristic (the default); model_backed and retrieval are reserved and fail \
+             closed",
+        )),
+    }
+}
+
 /// The `reasoning://config/providers` document, reading the process environment for whether
 /// each reserved provider's variables are set.
 pub(crate) fn providers_report() -> Value {

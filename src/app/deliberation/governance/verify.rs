@@ -79,6 +79,12 @@ pub struct ResolutionArg {
 /// Arguments of `verify_thoughts`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct VerifyArgs {
+    /// The analysis provider to use: `heuristic` (the default and the only one active).
+    /// `model_backed` and `retrieval` are reserved boundaries that fail closed: asking for one
+    /// is refused with `provider_unavailable` (see reasoning://config/providers).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub provider: Option<String>,
     /// New claims; they get ids `claim-N` in order.
     #[serde(default)]
     #[schemars(with = "Vec<ClaimArg>")]

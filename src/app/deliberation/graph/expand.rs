@@ -74,6 +74,12 @@ pub(crate) fn lenses() -> &'static [Lens] {
 /// Arguments of `expand_thoughts`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ExpandArgs {
+    /// The analysis provider to use: `heuristic` (the default and the only one active).
+    /// `model_backed` and `retrieval` are reserved boundaries that fail closed: asking for one
+    /// is refused with `provider_unavailable` (see reasoning://config/providers).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub provider: Option<String>,
     /// The node to expand (default: the root).
     #[serde(default)]
     #[schemars(with = "String")]

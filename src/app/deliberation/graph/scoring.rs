@@ -146,6 +146,12 @@ pub(crate) fn decide_rubric(call: &mut Call<'_>) -> Outcome {
 /// Arguments of `score_thoughts`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ScoreArgs {
+    /// The analysis provider to use: `heuristic` (the default and the only one active).
+    /// `model_backed` and `retrieval` are reserved boundaries that fail closed: asking for one
+    /// is refused with `provider_unavailable` (see reasoning://config/providers).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub provider: Option<String>,
     /// Nodes to score (default: every live node but the root).
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
