@@ -209,12 +209,44 @@ fn word_set(text: &str) -> HashSet<String> {
         .collect()
 }
 
-fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
-    let union = a.union(b).count();
-    if union == 0 {
-        return 0.0;
+/// The word sets of the live nodes with an inverted index (word → nodes), so a node's closest
+/// neighbour is found through the words it shares instead of by comparing it with every node:
+/// scoring stays near-linear in the graph's size rather than quadratic.
+struct WordIndex<'a> {
+    sets: HashMap<&'a str, HashSet<String>>,
+    postings: HashMap<String, Vec<&'a str>>,
+}
+
+impl<'a> WordIndex<'a> {
+    fn new(sets: HashMap<&'a str, HashSet<String>>) -> Self {
+        let mut postings: HashMap<String, Vec<&'a str>> = HashMap::new();
+        for (id, words) in &sets {
+            for w in words {
+                postings.entry(w.clone()).or_default().push(id);
+            }
+        }
+        Self { sets, postings }
     }
-    ratio(a.intersection(b).count(), union)
+
+    /// The largest Jaccard similarity between `own` and the word set of any other live node
+    /// (0 when it shares no word with any): |A ∩ B| / (|A| + |B| − |A ∩ B|).
+    fn closest(&self, id: &str, own: &HashSet<String>) -> f64 {
+        let mut shared: HashMap<&str, usize> = HashMap::new();
+        for w in own {
+            for other in self.postings.get(w).into_iter().flatten() {
+                if *other != id {
+                    *shared.entry(other).or_default() += 1;
+                }
+            }
+        }
+        shared
+            .into_iter()
+            .map(|(other, inter)| {
+                let theirs = self.sets.get(other).map_or(0, HashSet::len);
+                ratio(inter, own.len() + theirs - inter)
+            })
+            .fold(0.0, f64::max)
+    }
 }
 
 /// A count as a float (counts here stay far below 2^32, where the conversion is exact).
@@ -250,7 +282,7 @@ fn round4(x: f64) -> f64 {
 fn structural_dimensions(
     d: &Deliberation,
     id: &str,
-    words: &HashMap<&str, HashSet<String>>,
+    words: &WordIndex<'_>,
     text: &str,
 ) -> BTreeMap<String, f64> {
     let live = |n: &str| d.node(n).is_some_and(|x| x.pruned.is_none());
@@ -292,12 +324,7 @@ fn structural_dimensions(
     let novelty = if own.is_empty() {
         0.0
     } else {
-        let closest = words
-            .iter()
-            .filter(|(other, _)| **other != id)
-            .map(|(_, o)| jaccard(&own, o))
-            .fold(0.0, f64::max);
-        1.0 - closest
+        1.0 - words.closest(id, &own)
     };
 
     let mut linked = 0;
@@ -406,10 +433,11 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
             .unwrap_or("")
     };
     // Novelty compares against live nodes only: pruned ones left the search.
-    let live_words: HashMap<&str, HashSet<String>> = d
-        .live_nodes()
-        .map(|n| (n.node_id.as_str(), word_set(text_of(&n.node_id))))
-        .collect();
+    let live_words = WordIndex::new(
+        d.live_nodes()
+            .map(|n| (n.node_id.as_str(), word_set(text_of(&n.node_id))))
+            .collect(),
+    );
     let mut scores = Vec::with_capacity(targets.len());
     let mut unweighted = Vec::new();
     for id in &targets {
@@ -641,7 +669,14 @@ pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
             }
         }
     }
-    let order = |id: &str| d.nodes.iter().position(|n| n.node_id == id);
+    // Creation order, looked up once per node (not by scanning the graph per comparison).
+    let position: HashMap<&str, usize> = d
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.node_id.as_str(), i))
+        .collect();
+    let order = |id: &str| position.get(id).copied();
     pruned.sort_by_key(|p| order(&p.node_id));
     kept.sort_by_key(|id| order(id));
     let analysis = call.analysis(
