@@ -521,3 +521,21 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Every byte of every file under `dir`.
+pub fn all_bytes(dir: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(all_bytes(&path));
+        } else {
+            out.extend(std::fs::read(&path).expect("read file"));
+        }
+    }
+    out
+}
+
+pub fn holds(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}

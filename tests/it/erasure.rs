@@ -2,29 +2,9 @@
 //! plaintext on disk and a verifiable trace in its place; `thinkledger checkpoint` signs what
 //! `thinkledger key` verifies; a ledger rolled back behind a checkpoint someone kept is caught.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
 use crate::common::*;
-
-/// Every byte of every file under `dir`.
-fn all_bytes(dir: &Path) -> Vec<u8> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("read dir") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            out.extend(all_bytes(&path));
-        } else {
-            out.extend(std::fs::read(&path).expect("read file"));
-        }
-    }
-    out
-}
-
-fn holds(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
-}
 
 #[tokio::test]
 async fn an_erased_session_leaves_no_plaintext_on_disk_and_a_verifiable_trace() {

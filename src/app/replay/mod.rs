@@ -242,16 +242,20 @@ where
             }
         };
         decider.apply(&event, &lookup);
-        for fact in &event.facts {
-            if let Fact::ThoughtRecorded(t) = fact {
-                let until = match text_state(log, &t.text.commitment)? {
-                    TextState::Present(_) => continue,
-                    TextState::Erased { seq } => seq,
-                    TextState::Missing => u64::MAX,
-                };
-                let entry = unavailable.entry(t.session_id.clone()).or_insert(0);
-                *entry = (*entry).max(until);
-            }
+        // Any text a fact holds (a thought, a node's content, a claim, a derived text) is state
+        // later decisions of its session may read.
+        let Some(session_of_facts) = &event.session_id else {
+            continue;
+        };
+        let facts = serde_json::to_value(&event.facts).unwrap_or(Value::Null);
+        for commitment in crate::ledger::verify::text_refs(&facts) {
+            let until = match text_state(log, &commitment)? {
+                TextState::Present(_) => continue,
+                TextState::Erased { seq } => seq,
+                TextState::Missing => u64::MAX,
+            };
+            let entry = unavailable.entry(session_of_facts.clone()).or_insert(0);
+            *entry = (*entry).max(until);
         }
     }
     Ok(checks)
