@@ -272,37 +272,6 @@ impl Deliberation {
     pub fn graph_depth(&self) -> u32 {
         self.nodes.iter().map(|n| n.depth).max().unwrap_or(0)
     }
-
-    /// Whether `to` can be reached from `from` along `depends_on` / `refines` edges.
-    pub fn strictly_reaches(&self, from: &str, to: &str) -> bool {
-        let mut stack = vec![from];
-        let mut seen = std::collections::HashSet::new();
-        while let Some(at) = stack.pop() {
-            if at == to {
-                return true;
-            }
-            if !seen.insert(at) {
-                continue;
-            }
-            if let Some(next) = self.strict_adjacency.get(at) {
-                stack.extend(next.iter().map(String::as_str));
-            }
-        }
-        false
-    }
-
-    /// The latest route decision, from a router, a mode run or a checkpoint, with its stamp.
-    pub fn latest_route(&self) -> Option<(&RouteDecision, &Stamp)> {
-        let routed = self.routes.last().map(|r| (&r.decision, &r.created));
-        let gated = self
-            .checkpoints
-            .last()
-            .map(|c| (&c.route_decision, &c.created));
-        match (routed, gated) {
-            (Some(a), Some(b)) => Some(if a.1.seq >= b.1.seq { a } else { b }),
-            (a, b) => a.or(b),
-        }
-    }
 }
 
 /// Every deliberation, and the texts they show.

@@ -2,15 +2,14 @@
 //! outcomes, pruning, graph depth and skeleton-of-thought counters. Because it is a fold of the
 //! ledger it survives restarts and needs no collector; `reasoning://telemetry/summary` shows it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::events::{Event, Fact, OutcomeStatus, SessionId};
+use crate::events::{Event, Fact, OutcomeStatus};
 
 /// One tool's counters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct ToolStats {
     pub calls: u64,
     pub ok: u64,
@@ -28,7 +27,6 @@ pub struct ToolStats {
 
 /// Skeleton-of-thought counters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct SkeletonStats {
     pub phases: u64,
     pub suitable: u64,
@@ -58,8 +56,6 @@ pub struct Telemetry {
     pub events: u64,
     /// The decision time of the latest event, when it records one.
     pub last_decide_micros: Option<u64>,
-    /// Depth per session's graph, for the latest/max figures.
-    depth_by_session: HashMap<SessionId, u32>,
 }
 
 impl Telemetry {
@@ -87,11 +83,6 @@ impl Telemetry {
                     self.nodes_added += 1;
                     self.latest_graph_depth = n.depth;
                     self.max_graph_depth = self.max_graph_depth.max(n.depth);
-                    let depth = self
-                        .depth_by_session
-                        .entry(n.session_id.clone())
-                        .or_default();
-                    *depth = (*depth).max(n.depth);
                 }
                 Fact::NodesPruned(p) => self.pruned_nodes += p.node_ids.len() as u64,
                 Fact::VerificationRecorded(v) => {
@@ -131,10 +122,5 @@ impl Telemetry {
                 _ => {}
             }
         }
-    }
-
-    /// The deepest graph of one session.
-    pub fn session_depth(&self, session: &SessionId) -> u32 {
-        self.depth_by_session.get(session).copied().unwrap_or(0)
     }
 }

@@ -116,8 +116,24 @@ async fn a_governed_test_mode_deliberation_reaches_consensus_only_after_every_ga
     )
     .await);
     assert_eq!(verified["claims"][0]["status"], "verified", "{verified}");
+    let matrix = &verified["verification_matrix"];
+    assert_eq!(
+        matrix["independence_groups"],
+        json!(["internal-tests", "vendor"]),
+        "{verified}"
+    );
+    assert_eq!(matrix["rows"][0]["claim_id"], "claim-1", "{verified}");
+    assert_eq!(
+        matrix["rows"][0]["cells"].as_array().map(Vec::len),
+        Some(2),
+        "{verified}"
+    );
     assert!(
-        verified["verification_matrix"].is_object() || verified["verification_matrix"].is_array(),
+        matrix["rows"][0]["cells"]
+            .as_array()
+            .expect("cells")
+            .iter()
+            .all(|c| c["stance"] == "supports"),
         "{verified}"
     );
 
@@ -362,9 +378,43 @@ async fn every_reasoning_resource_and_prompt_is_served_and_toolsets_offer_the_fa
         "reasoning://telemetry/summary",
     ] {
         assert!(uris.contains(&uri.to_owned()), "{uri} listed in {uris:?}");
-        let doc = read_json(&server, uri).await;
-        assert!(doc.is_object(), "{uri}");
     }
+    let providers = read_json(&server, "reasoning://config/providers")
+        .await
+        .to_string();
+    assert!(
+        providers.contains("model_backed") && providers.contains("retrieval"),
+        "{providers}"
+    );
+    let transports = read_json(&server, "reasoning://config/transports").await;
+    assert_eq!(transports["active"], "stdio", "{transports}");
+    let registry = read_json(&server, "reasoning://patterns").await;
+    assert!(
+        registry["patterns"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|x| x["name"] == "red_team")),
+        "{registry}"
+    );
+    assert!(
+        registry["algorithm_templates"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|x| x["name"] == "pre_mortem")),
+        "{registry}"
+    );
+    let sinks = read_json(&server, "reasoning://memory/sinks").await;
+    assert!(
+        sinks["sinks"].as_array().is_some_and(|s| s
+            .iter()
+            .any(|x| x["name"] == "ledger" && x["state"] == "active")),
+        "{sinks}"
+    );
+    let telemetry = read_json(&server, "reasoning://telemetry/summary").await;
+    assert_eq!(telemetry["checkpoints"], 1, "{telemetry}");
+    assert_eq!(telemetry["skeleton_of_thought"]["phases"], 1, "{telemetry}");
+    assert_eq!(
+        telemetry["skeleton_of_thought"]["skeleton_points"], 3,
+        "{telemetry}"
+    );
     let templates = within(
         "resources/templates/list",
         server.list_all_resource_templates(),
