@@ -176,6 +176,11 @@ struct ServeArgs {
     /// With --http: an extra Host header value to accept besides loopback names (repeatable).
     #[arg(long = "allow-host", requires = "http")]
     allow_hosts: Vec<String>,
+    /// With --http behind an authenticating reverse proxy: the header that names each
+    /// request's principal (e.g. X-Forwarded-User); requests without it get 401. Sessions
+    /// belong to the principal that started them.
+    #[arg(long, requires = "http")]
+    principal_header: Option<String>,
     /// Largest accepted free-text field (a thought, a query), in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     max_text_bytes: usize,
@@ -300,6 +305,9 @@ fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
                 let mut config = HttpConfig { stateless: args.stateless, ..HttpConfig::default() };
                 config.allowed_hosts.extend(args.allow_hosts);
+                if let Some(name) = args.principal_header {
+                    config.principal_header = Some(name.parse().with_context(|| format!("--principal-header {name:?} is not a header name"))?);
+                }
                 server::serve_http(listener, ledger, catalog, config, shutdown).await?;
             }
             None => server::serve_stdio(ledger, catalog, shutdown).await.map_err(|e| anyhow::anyhow!(e))?,

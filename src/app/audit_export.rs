@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::thinking::parse;
+use super::thinking::{owned_session, parse, unknown_session_of_another};
 use super::{App, Command, Decided, Outcome, Rejection};
 use crate::audit::{Selection, build_export};
 use crate::events::SessionId;
@@ -32,8 +32,8 @@ const USAGE: &str = "required: session_id (a session id); optional: since_checkp
 /// Decides `export_reasoning_audit`: the export of the session as the log stood when the call
 /// was decided, proven against the latest signed checkpoint.
 pub(crate) fn decide_audit_export(
-    _app: &App,
-    _command: &Command,
+    app: &App,
+    command: &Command,
     log: &dyn LogView,
     args: &Value,
     _recorded: &Value,
@@ -50,6 +50,9 @@ pub(crate) fn decide_audit_export(
             None,
         )
     })?;
+    if app.state.session(&session).is_some() && owned_session(app, command, &session).is_none() {
+        return Err(unknown_session_of_another(&session));
+    }
     let selection = Selection::Session {
         session_id: session.clone(),
     };

@@ -31,7 +31,7 @@ pub struct SearchArgs {
     #[serde(default, deserialize_with = "lenient::bool_optional")]
     #[schemars(with = "bool")]
     pub include_revisions: Option<bool>,
-    /// Session to search; defaults to this connection's session.
+    /// Session handle (`sessionId` of an earlier response); omit to search your current session.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -81,7 +81,7 @@ pub struct TagArgs {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     pub remove: Option<Vec<String>>,
-    /// Session of the thought; defaults to this connection's session.
+    /// Session handle (`sessionId` of an earlier response); omit for your current session.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -124,7 +124,7 @@ pub struct ExportArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub branch_id: Option<String>,
-    /// Session to export; defaults to this connection's session.
+    /// Session handle (`sessionId` of an earlier response); omit to export your current session.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -167,7 +167,7 @@ pub struct VisualizeArgs {
     #[serde(default, deserialize_with = "lenient::bool_optional")]
     #[schemars(with = "bool")]
     pub show_content: Option<bool>,
-    /// Session to draw; defaults to this connection's session.
+    /// Session handle (`sessionId` of an earlier response); omit to draw your current session.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

@@ -72,7 +72,7 @@ pub struct Command {
     /// The arguments object (`Value::Null` when the client sent none).
     pub arguments: Value,
     pub actor: Actor,
-    /// The session this connection uses when a call names none; started on first use.
+    /// The caller's current session, used when a call names none; started on first use (see `tools::current`).
     pub connection_session: SessionId,
     /// False when the tool exists but its family is not served (`--toolsets`).
     pub tool_enabled: bool,

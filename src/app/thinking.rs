@@ -152,8 +152,8 @@ pub struct SequentialThinkingArgs {
     #[serde(default, deserialize_with = "lenient::bool_optional")]
     #[schemars(with = "bool")]
     pub needs_more_thoughts: Option<bool>,
-    /// Session to add to (from an earlier response or ledger://sessions); defaults to this
-    /// connection's session, started on first use.
+    /// Session handle: pass back the `sessionId` of an earlier response to continue that
+    /// session. Omit to continue your current session (started on first use).
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -175,6 +175,7 @@ pub struct SequentialThinkingOutput {
     pub branches: Vec<String>,
     /// Thoughts recorded in the session so far.
     pub thought_history_length: usize,
+    /// Handle of the session: pass it as `sessionId` to continue this session.
     pub session_id: String,
 }
 
@@ -186,7 +187,7 @@ pub struct ResetArgs {
     #[serde(deserialize_with = "lenient::bool_required")]
     #[schemars(with = "bool")]
     pub confirm: bool,
-    /// Session to close; defaults to this connection's session.
+    /// Session handle (`sessionId` of an earlier response); omit to close your current session.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -263,6 +264,7 @@ impl Target<'_> {
             Target::Existing(s) => Cow::Borrowed(*s),
             Target::New(id) => Cow::Owned(Session {
                 id: id.clone(),
+                principal: String::new(),
                 started_seq: 0,
                 started_at: String::new(),
                 status: SessionStatus::Active,
@@ -276,41 +278,78 @@ impl Target<'_> {
     }
 }
 
-/// Resolves the session of a call: the named one, else the connection's (new if not started).
+/// Resolves the session of a call: the named one, else the caller's current one (new if not
+/// started). A session belongs to the principal whose call started it: to any other principal it
+/// does not exist, and its caller's current session is never another principal's.
 pub(crate) fn target<'a>(
     app: &'a App,
     command: &Command,
     requested: Option<&str>,
 ) -> Result<Target<'a>, (Rejection, Option<SessionId>)> {
     let Some(raw) = requested else {
-        return Ok(match app.state.session(&command.connection_session) {
-            Some(session) => Target::Existing(session),
-            None => Target::New(command.connection_session.clone()),
-        });
+        let own = &command.connection_session;
+        return match (owned_session(app, command, own), app.state.session(own)) {
+            (Some(session), _) => Ok(Target::Existing(session)),
+            (None, None) => Ok(Target::New(own.clone())),
+            // Only a hand-made command could name another principal's session as its caller's
+            // current one: refused as if that session did not exist.
+            (None, Some(_)) => Err((
+                Rejection::new(
+                    "unknown_session",
+                    format!("there is no session {own} in this ledger"),
+                    "pass sessionId to name one of your own sessions",
+                ),
+                None,
+            )),
+        };
     };
     let Some(id) = SessionId::parse(raw) else {
         return Err((
             Rejection::new(
                 "unknown_session",
                 format!("\"{raw}\" is not a session id"),
-                "session ids are lowercase UUIDs as returned in `sessionId`; omit sessionId to use \
-                 this connection's session, or read ledger://sessions to list them",
+                "session ids are lowercase UUIDs as returned in `sessionId`; omit sessionId to \
+                 continue your current session, or read ledger://sessions to list them",
             ),
             None,
         ));
     };
-    match app.state.session(&id) {
+    match owned_session(app, command, &id) {
         Some(session) => Ok(Target::Existing(session)),
         None => Err((
             Rejection::new(
                 "unknown_session",
                 format!("there is no session {id} in this ledger"),
-                "omit sessionId to use this connection's session, or read ledger://sessions to \
+                "omit sessionId to continue your current session, or read ledger://sessions to \
                  list the sessions that exist",
             ),
             None,
         )),
     }
+}
+
+/// The session `id` if it exists and belongs to the calling principal.
+pub(crate) fn owned_session<'a>(
+    app: &'a App,
+    command: &Command,
+    id: &SessionId,
+) -> Option<&'a Session> {
+    app.state
+        .session(id)
+        .filter(|s| s.principal == command.actor.principal)
+}
+
+/// The refusal for a session that belongs to another principal: the same answer as for a
+/// session that does not exist, so its existence is not revealed.
+pub(crate) fn unknown_session_of_another(id: &SessionId) -> (Rejection, Option<SessionId>) {
+    (
+        Rejection::new(
+            "unknown_session",
+            format!("there is no session {id} in this ledger"),
+            "pass the sessionId of one of your own sessions, as returned by earlier calls",
+        ),
+        None,
+    )
 }
 
 /// Lowercased, trimmed, deduplicated tags, in first-seen order; refuses unusable ones.
@@ -357,7 +396,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
         return Err(attributed(Rejection::new(
             "session_closed",
             format!("session {session_id} was closed by a reset (event {seq})"),
-            "omit sessionId to continue in this connection's current session, or start a new \
+            "omit sessionId to continue your current session, or start a new \
              chain; the closed session stays readable through export and ledger://session/{id}",
         )));
     }

@@ -89,6 +89,7 @@ pub(crate) fn session(thoughts: Vec<Thought>) -> Session {
     let mut session = Session {
         id: SessionId::parse("0b1e7d1c-5a6f-4c2e-9d3b-8f0a1b2c3d4e")
             .unwrap_or_else(SessionId::random),
+        principal: "local".into(),
         started_seq: 1,
         started_at: stamp(1),
         status: SessionStatus::Active,

@@ -61,6 +61,8 @@ pub enum SessionStatus {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
     pub id: SessionId,
+    /// The principal whose call started it; only that principal's calls may continue it.
+    pub principal: String,
     pub started_seq: u64,
     pub started_at: String,
     pub status: SessionStatus,
@@ -131,6 +133,7 @@ impl ThinkingState {
                         session_id.clone(),
                         Session {
                             id: session_id.clone(),
+                            principal: event.actor.principal.clone(),
                             started_seq: event.seq,
                             started_at: event.recorded_at.clone(),
                             status: SessionStatus::Active,

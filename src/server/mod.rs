@@ -9,6 +9,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use axum::http::HeaderName;
+use axum::response::IntoResponse;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -20,7 +22,7 @@ use crate::ledger::notary::Notary;
 use crate::ledger::{
     LedgerError, LedgerHandle, SledStore, WriterConfig, ensure_meta, keyfile, open_ledger,
 };
-use crate::tools::{Catalog, ThinkServer};
+use crate::tools::{Catalog, CurrentSessions, Principal, ThinkServer};
 
 /// Where the sled database lives inside a data directory.
 pub fn ledger_dir(data_dir: &Path) -> PathBuf {
@@ -76,6 +78,10 @@ pub struct HttpConfig {
     pub stateless: bool,
     /// Host header values accepted (the DNS-rebinding guard); loopback names by default.
     pub allowed_hosts: Vec<String>,
+    /// A header set by an authenticating reverse proxy that names the request's principal
+    /// (e.g. `X-Forwarded-User`); requests without it are refused. Only for a server that is
+    /// reachable through that proxy alone.
+    pub principal_header: Option<HeaderName>,
 }
 
 impl Default for HttpConfig {
@@ -83,6 +89,7 @@ impl Default for HttpConfig {
         Self {
             stateless: false,
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            principal_header: None,
         }
     }
 }
@@ -94,15 +101,68 @@ pub fn router(
     config: &HttpConfig,
     shutdown: &CancellationToken,
 ) -> axum::Router {
+    let current = Arc::new(CurrentSessions::default());
     let service = StreamableHttpService::new(
-        move || Ok(ThinkServer::new(ledger.clone(), catalog.clone(), "http")),
+        move || {
+            Ok(ThinkServer::new(ledger.clone(), catalog.clone(), "http")
+                .with_current_sessions(current.clone()))
+        },
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default()
             .with_legacy_session_mode(!config.stateless)
             .with_allowed_hosts(config.allowed_hosts.clone())
             .with_cancellation_token(shutdown.child_token()),
     );
-    axum::Router::new().nest_service("/mcp", service)
+    let router = axum::Router::new().nest_service("/mcp", service);
+    match config.principal_header.clone() {
+        Some(header) => router.layer(axum::middleware::from_fn(move |request, next| {
+            principal_from_header(header.clone(), request, next)
+        })),
+        None => router,
+    }
+}
+
+/// Longest principal name a proxy header may carry.
+const MAX_PRINCIPAL_LEN: usize = 256;
+
+/// Takes the request's principal from the trusted proxy header, or refuses the request (401).
+async fn principal_from_header(
+    header: HeaderName,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let name = request
+        .headers()
+        .get(&header)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| {
+            !v.is_empty() && v.len() <= MAX_PRINCIPAL_LEN && !v.chars().any(char::is_control)
+        })
+        .map(str::to_owned);
+    match name {
+        Some(name) => {
+            request.extensions_mut().insert(Principal(name));
+            next.run(request).await
+        }
+        None => {
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {
+                    "code": -32001,
+                    "message": format!("unauthenticated: this server takes the caller's principal from the {header} header, which the request lacks"),
+                    "data": {"suggestion": "connect through the authenticating proxy in front of this server"},
+                },
+            });
+            (
+                axum::http::StatusCode::UNAUTHORIZED,
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response()
+        }
+    }
 }
 
 /// Serves MCP over Streamable HTTP on `listener` until `shutdown` is cancelled, then syncs

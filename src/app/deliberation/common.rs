@@ -183,7 +183,7 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// The deliberation the call acts on: the named session's, else this connection's.
+    /// The deliberation the call acts on: the named session's, else the caller's current one.
     pub fn deliberation(&self, session_id: Option<&str>) -> Result<&'a Deliberation, Refusal> {
         let target = target(self.app, self.command, session_id)?;
         let Target::Existing(session) = target else {
@@ -720,7 +720,7 @@ pub struct Started {
     pub facts: Vec<Fact>,
 }
 
-/// Plans a new deliberation. Without a session id it starts in this connection's session if
+/// Plans a new deliberation. Without a session id it starts in the caller's current session if
 /// that has not started yet, else in a new session (the tools layer then makes it the
 /// connection's).
 pub fn plan_start(call: &mut Call<'_>, plan: &StartPlan<'_>) -> Result<Started, Refusal> {

@@ -9,7 +9,7 @@ use super::timeline::{TimelineEntry, render_text as timeline_text, timeline};
 use super::{
     ReexecutionReport, ReplayError, reexecute, render_text as report_text, session_events,
 };
-use crate::app::thinking::parse;
+use crate::app::thinking::{owned_session, parse, unknown_session_of_another};
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
 use crate::export::diff::{SessionDiff, diff, render_text};
@@ -18,7 +18,7 @@ use crate::ledger::LogView;
 /// Arguments of `replay_reasoning_session`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ReplayArgs {
-    /// The session to replay; defaults to this connection's session.
+    /// Session handle (`sessionId` of an earlier response); omit to replay your current session.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -126,6 +126,9 @@ pub(crate) fn decide_replay(
             )
         })?,
     };
+    if app.state.session(&session).is_some() && owned_session(app, command, &session).is_none() {
+        return Err(unknown_session_of_another(&session));
+    }
     let config = args.reexecute.unwrap_or(false).then_some(&app.config);
     match replay_session(log, &session, config) {
         Ok(output) => Ok(Decided::new(Some(session), Vec::new(), output)),
@@ -173,14 +176,14 @@ const DIFF_USAGE: &str = "required: session_a, session_b (session ids)";
 /// Decides `diff_sessions`: a read of two sessions as they stand.
 pub(crate) fn decide_diff(
     app: &App,
-    _command: &Command,
+    command: &Command,
     args: &Value,
     _recorded: &Value,
 ) -> Outcome {
     let args: DiffSessionsArgs = parse(args, DIFF_USAGE).map_err(|r| (r, None))?;
     let find = |raw: &str| {
         SessionId::parse(raw)
-            .and_then(|id| app.state.session(&id))
+            .and_then(|id| owned_session(app, command, &id))
             .ok_or_else(|| {
                 (
                     Rejection::new(

@@ -19,7 +19,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
              constraints, a thinking mode (default Explore; Auto starts as Explore, since this \
              tool does not route), a profile (quick, balanced, deep, paranoid) and budgets \
              (nodes, depth, expansions per call, verification questions). Goal and constraints \
-             are scanned for prompt injection and redacted. Starts in this connection's session, \
+             are scanned for prompt injection and redacted. Starts in your current session, \
              or a new one that later calls continue.",
             Effect::Appends,
             render_json,

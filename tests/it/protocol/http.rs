@@ -93,7 +93,7 @@ async fn http_clients_share_one_ledger_each_in_its_own_session() {
 }
 
 #[tokio::test]
-async fn stateless_http_continues_a_session_named_by_its_id() {
+async fn stateless_http_continues_the_named_session_or_the_callers_current_one() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = HttpServer::start(dir.path(), &["--stateless"]).await;
     let client = server.connect().await;
@@ -131,13 +131,76 @@ async fn stateless_http_continues_a_session_named_by_its_id() {
     assert_eq!(numbers_of(&found["matches"]), [2]);
     let doc = read_json(&client, &format!("ledger://session/{session}")).await;
     assert_eq!(numbers_of(&doc["chain"]["thoughts"]), [1, 2, 3]);
-    // Without MCP sessions every request stands alone: no sessionId, no continuation.
+    // Without MCP sessions every request stands alone, yet a call without sessionId continues
+    // its principal's current session (the one its first call started), as the reference
+    // server's one history per process does.
     let alone = think(&client, 4, 4, "stateless without an id", json!({})).await;
-    assert_ne!(alone["sessionId"], session.as_str());
-    assert_eq!(alone["thoughtHistoryLength"], 1);
+    assert_eq!(alone["sessionId"], session.as_str());
+    assert_eq!(alone["thoughtHistoryLength"], 4);
     drop(client);
     server.kill().await;
     assert_intact(dir.path(), 6).await;
+}
+
+/// Two principals behind an authenticating proxy: each continues its own current session, and
+/// the other's session does not exist for it in any family (thinking, maxential, deliberation,
+/// replay, diff, audit export).
+#[tokio::test]
+async fn two_principals_never_meet_in_one_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for flags in [
+        &["--principal-header", "X-Forwarded-User"][..],
+        &["--principal-header", "X-Forwarded-User", "--stateless"][..],
+    ] {
+        let server = HttpServer::start(dir.path(), flags).await;
+        let alice = server.connect_as("alice").await;
+        let bob = server.connect_as("bob").await;
+        let a1 = think(&alice, 1, 2, "alice thinks", json!({})).await;
+        let b1 = think(&bob, 1, 2, "bob thinks", json!({})).await;
+        let sa = a1["sessionId"].as_str().expect("sessionId").to_owned();
+        let sb = b1["sessionId"].as_str().expect("sessionId").to_owned();
+        assert_ne!(sa, sb);
+        let a2 = think(&alice, 2, 2, "alice goes on", json!({})).await;
+        assert_eq!(
+            pick(&a2, &["sessionId", "thoughtHistoryLength"]),
+            json!({"sessionId": sa, "thoughtHistoryLength": 2})
+        );
+        let stolen = [
+            (
+                "sequentialthinking",
+                json!({"thought": "x", "thoughtNumber": 3, "totalThoughts": 3, "nextThoughtNeeded": false, "sessionId": sa}),
+            ),
+            ("search", json!({"query": "alice", "sessionId": sa})),
+            ("export", json!({"sessionId": sa})),
+            ("replay_reasoning_session", json!({"session_id": sa})),
+            ("diff_sessions", json!({"session_a": sb, "session_b": sa})),
+            ("export_reasoning_audit", json!({"session_id": sa})),
+            (
+                "start_deliberation",
+                json!({"goal": "take over", "session_id": sa}),
+            ),
+        ];
+        for (tool, args) in stolen {
+            let answer = call(&bob, tool, args).await;
+            assert_eq!(answer.is_error, Some(true), "{tool}: {answer:?}");
+            assert!(
+                text_of(&answer).contains("unknown_session"),
+                "{tool}: {answer:?}"
+            );
+        }
+        // Alice's session is untouched: still two thoughts, and hers alone.
+        let a3 = think(
+            &alice,
+            3,
+            3,
+            "alice ends",
+            json!({"sessionId": sa, "nextThoughtNeeded": false}),
+        )
+        .await;
+        assert_eq!(a3["thoughtHistoryLength"], 3);
+        drop((alice, bob));
+        server.kill().await;
+    }
 }
 
 /// Sends a raw `initialize` POST with the given Host header; returns the response status line.

@@ -38,7 +38,7 @@ pub struct RecordAssumptionArgs {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     pub source_node_ids: Option<Vec<String>>,
-    /// Session of the deliberation; defaults to this connection's.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -181,7 +181,7 @@ pub struct AssumptionStatusArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub rationale: Option<String>,
-    /// Session of the deliberation; defaults to this connection's.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

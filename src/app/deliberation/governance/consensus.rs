@@ -27,7 +27,7 @@ pub struct ConsensusArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub answer: Option<String>,
-    /// Session of the deliberation; defaults to this connection's.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

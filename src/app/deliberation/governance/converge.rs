@@ -34,7 +34,7 @@ pub struct ConvergeArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub summary: Option<String>,
-    /// Session of the deliberation; defaults to this connection's.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

@@ -21,7 +21,7 @@ use crate::projections::Deliberation;
 /// Arguments of `evaluate_reasoning_quality`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct EvaluateArgs {
-    /// Session of the deliberation; defaults to this connection's.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

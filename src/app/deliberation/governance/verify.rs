@@ -103,7 +103,7 @@ pub struct VerifyArgs {
     #[serde(default, deserialize_with = "lenient::bool_optional")]
     #[schemars(with = "bool")]
     pub generate_questions: Option<bool>,
-    /// Session of the deliberation; defaults to this connection's.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

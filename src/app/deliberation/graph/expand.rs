@@ -94,7 +94,7 @@ pub struct ExpandArgs {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     pub candidates: Option<Vec<String>>,
-    /// Session of the deliberation; defaults to this connection's session.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

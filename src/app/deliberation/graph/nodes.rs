@@ -66,7 +66,7 @@ pub struct StartArgs {
     #[serde(default)]
     #[schemars(with = "BudgetArgs")]
     pub budgets: Option<BudgetArgs>,
-    /// An existing session without a deliberation to start it in; by default this connection's
+    /// An existing session without a deliberation to start it in; by default your current
     /// session if it has not started yet, else a new session.
     #[serde(default)]
     #[schemars(with = "String")]
@@ -226,7 +226,7 @@ pub struct AddNodeArgs {
     #[serde(default)]
     #[schemars(with = "Vec<EdgeArg>")]
     pub edges: Option<Vec<EdgeArg>>,
-    /// Session of the deliberation; defaults to this connection's session.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -385,7 +385,7 @@ pub struct RefineArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub refined_content: Option<String>,
-    /// Session of the deliberation; defaults to this connection's session.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

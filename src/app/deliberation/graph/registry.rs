@@ -254,7 +254,7 @@ pub struct TemplateArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub node_id: Option<String>,
-    /// Session of the deliberation; defaults to this connection's session.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -460,7 +460,7 @@ pub struct PatternArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub node_id: Option<String>,
-    /// Session of the deliberation; defaults to this connection's session.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

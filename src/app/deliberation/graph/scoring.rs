@@ -69,7 +69,7 @@ pub struct RubricArgs {
     /// Weight by dimension, each in [0, 1]: grounding, coherence, novelty, specificity,
     /// assumption_risk, agent. Dimensions not named weigh 0; at least one must weigh more.
     pub weights: BTreeMap<String, f64>,
-    /// Session of the deliberation; defaults to this connection's session.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -160,7 +160,7 @@ pub struct ScoreArgs {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, f64>")]
     pub agent_scores: Option<BTreeMap<String, f64>>,
-    /// Session of the deliberation; defaults to this connection's session.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,
@@ -528,7 +528,7 @@ pub struct PruneArgs {
     #[serde(default)]
     #[schemars(with = "f64", range(min = 0.0, max = 1.0))]
     pub min_score: Option<f64>,
-    /// Session of the deliberation; defaults to this connection's session.
+    /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

@@ -38,7 +38,7 @@ pub use run::{AutopilotArgs, AutopilotOutput, RunModeArgs, RunModeOutput};
 pub(crate) use run::{decide_autopilot, decide_run_thinking_mode};
 
 use super::common::{Call, PROFILES, Refusal};
-use crate::app::thinking::target;
+use crate::app::thinking::{owned_session, target};
 use crate::projections::Deliberation;
 
 // ---------------------------------------------------------------------------------------------
@@ -63,7 +63,10 @@ fn existing_deliberation<'a>(
     let app = call.app;
     let id = match session_id {
         Some(raw) => target(app, call.command, Some(raw))?.id(),
-        None => call.command.connection_session.clone(),
+        None => match owned_session(app, call.command, &call.command.connection_session) {
+            Some(session) => session.id.clone(),
+            None => return Ok(None),
+        },
     };
     Ok(app.deliberations().get(&id))
 }

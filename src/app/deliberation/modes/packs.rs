@@ -81,7 +81,7 @@ const PROFILE_ARG: (&str, &str, bool) = (
 );
 const SESSION_ARG: (&str, &str, bool) = (
     "session_id",
-    "a session holding a deliberation to continue (default: this connection's)",
+    "a session holding a deliberation to continue (default: your current session)",
     false,
 );
 

@@ -103,7 +103,7 @@ pub struct PipelineArgs {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     pub stages: Option<Vec<String>>,
-    /// The session whose deliberation to examine (default: this connection's).
+    /// The session whose deliberation to examine (default: your current session).
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

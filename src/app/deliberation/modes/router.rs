@@ -445,7 +445,7 @@ pub struct RouterArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub profile: Option<String>,
-    /// A session whose deliberation records the route (default: this connection's session, if
+    /// A session whose deliberation records the route (default: your current session, if
     /// it holds one). Without a deliberation nothing is recorded.
     #[serde(default)]
     #[schemars(with = "String")]

@@ -49,7 +49,7 @@ pub struct RunModeArgs {
     #[serde(default)]
     #[schemars(with = "BudgetArgs")]
     pub budgets: Option<BudgetArgs>,
-    /// The session to run in (default: this connection's deliberation if it has one, else a
+    /// The session to run in (default: your current session's deliberation if it has one, else a
     /// new deliberation).
     #[serde(default)]
     #[schemars(with = "String")]
@@ -77,7 +77,7 @@ pub struct AutopilotArgs {
     #[serde(default)]
     #[schemars(with = "BudgetArgs")]
     pub budgets: Option<BudgetArgs>,
-    /// The session to run in (default: this connection's deliberation if it has one, else a
+    /// The session to run in (default: your current session's deliberation if it has one, else a
     /// new deliberation).
     #[serde(default)]
     #[schemars(with = "String")]

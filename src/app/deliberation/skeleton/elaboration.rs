@@ -48,7 +48,7 @@ pub struct ElaborationArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub merge_summary: Option<String>,
-    /// The session whose deliberation to use (default: this connection's).
+    /// The session whose deliberation to use (default: your current session).
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

@@ -33,7 +33,7 @@ pub struct StartSkeletonArgs {
     #[serde(default, deserialize_with = "lenient::u32_optional")]
     #[schemars(with = "u32", range(min = 1, max = 12))]
     pub max_points: Option<u32>,
-    /// The session whose deliberation to use (default: this connection's).
+    /// The session whose deliberation to use (default: your current session).
     #[serde(default)]
     #[schemars(with = "String")]
     pub session_id: Option<String>,

@@ -1,0 +1,95 @@
+//! Which session a call continues when it names none: one current session per caller.
+//!
+//! A caller is the MCP connection when the protocol gives one (a stdio process, an HTTP
+//! session with `Mcp-Session-Id`), otherwise the principal: the stateless 2026-07-28 revision
+//! and `--stateless` HTTP make every request stand alone, so their calls continue the
+//! principal's current session, as the reference server keeps one history per process. Slots
+//! are keyed by principal, so two principals' calls never meet in one session; the decision in
+//! `app` also refuses a session that another principal started. This module knows nothing of
+//! transports beyond that choice.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::events::SessionId;
+
+/// The principal of a request, set by the transport (e.g. from a trusted proxy header) in the
+/// request's extensions; `local` when absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal(pub String);
+
+/// The principal of calls that carry none: the process owner on stdio or loopback HTTP.
+pub const LOCAL_PRINCIPAL: &str = "local";
+
+/// One caller's current session: replaced after a reset, or when the caller starts a
+/// deliberation in a new session.
+#[derive(Debug, Clone)]
+pub struct SessionSlot(Arc<Mutex<SessionId>>);
+
+impl SessionSlot {
+    /// A slot holding a fresh, not yet started session id.
+    pub fn fresh() -> Self {
+        Self(Arc::new(Mutex::new(SessionId::random())))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SessionId> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session a call that names none continues.
+    pub fn current(&self) -> SessionId {
+        self.lock().clone()
+    }
+
+    /// Makes `id` the session later calls continue.
+    pub fn continue_with(&self, id: SessionId) {
+        *self.lock() = id;
+    }
+
+    /// After `closed` was reset, later calls start a new session (unless the slot moved on).
+    pub fn rotate_if(&self, closed: &str) {
+        let mut guard = self.lock();
+        if guard.as_str() == closed {
+            *guard = SessionId::random();
+        }
+    }
+}
+
+/// The current sessions of callers without a connection of their own, one per principal;
+/// shared by every handler of a server.
+#[derive(Debug, Default)]
+pub struct CurrentSessions {
+    by_principal: Mutex<HashMap<String, SessionSlot>>,
+}
+
+impl CurrentSessions {
+    /// The slot of `principal`, made on first use.
+    pub fn of_principal(&self, principal: &str) -> SessionSlot {
+        let mut map = self
+            .by_principal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.entry(principal.to_owned())
+            .or_insert_with(SessionSlot::fresh)
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_principal_has_its_own_slot_and_keeps_it() {
+        let current = CurrentSessions::default();
+        let alice = current.of_principal("alice");
+        let bob = current.of_principal("bob");
+        assert_ne!(alice.current(), bob.current());
+        assert_eq!(current.of_principal("alice").current(), alice.current());
+        let before = alice.current();
+        alice.rotate_if(before.as_str());
+        assert_ne!(current.of_principal("alice").current(), before);
+        bob.rotate_if("not-bobs");
+        assert_eq!(current.of_principal("bob").current(), bob.current());
+    }
+}

@@ -1,0 +1,124 @@
+// The TypeScript MCP SDK client (v2, the generation of the Python SDK 2.3) against the built
+// thinkledger binary: versionNegotiation "auto" (2026-07-28 when the server answers
+// server/discover) and "legacy" (initialize), over stdio and Streamable HTTP, with and without
+// passing the sessionId handle back. Three thoughts, a revision and a branch form one session.
+// Run by ../run.sh with THINKLEDGER_BIN set; node's own test runner.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+
+const BIN = process.env.THINKLEDGER_BIN;
+assert.ok(BIN, "THINKLEDGER_BIN must name the built thinkledger binary");
+
+const STEPS = [
+  { thought: "The cache misses on every cold start.", thoughtNumber: 1, totalThoughts: 3, nextThoughtNeeded: true },
+  { thought: "Warm it from the last snapshot.", thoughtNumber: 2, totalThoughts: 3, nextThoughtNeeded: true },
+  { thought: "Measure the start-up time with it.", thoughtNumber: 3, totalThoughts: 3, nextThoughtNeeded: true },
+  { thought: "Warming needs a fresh snapshot: check its age first.", thoughtNumber: 4, totalThoughts: 5, nextThoughtNeeded: true, isRevision: true, revisesThought: 2 },
+  { thought: "Or keep the cache in the database instead.", thoughtNumber: 5, totalThoughts: 5, nextThoughtNeeded: false, branchFromThought: 3, branchId: "db" },
+];
+
+function tempDir() {
+  return mkdtempSync(join(tmpdir(), "thinkledger-ts-"));
+}
+
+/** `thinkledger serve --http 127.0.0.1:0 ...flags`; resolves with its URL and a stop function. */
+async function httpServer(flags = []) {
+  const dir = tempDir();
+  const child = spawn(BIN, ["--data-dir", join(dir, "ledger"), "serve", "--http", "127.0.0.1:0", ...flags], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let log = "";
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no address within 30 s: ${log}`)), 30_000);
+    child.stderr.on("data", (chunk) => {
+      log += chunk;
+      const found = log.match(/http:\/\/127\.0\.0\.1:\d+\/mcp/);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[0]);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`server exited (${code}): ${log}`)));
+  });
+  const stop = async () => {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { url, stop };
+}
+
+async function think(client, passHandle) {
+  const answers = [];
+  let handle;
+  for (const step of STEPS) {
+    const args = passHandle && handle ? { ...step, sessionId: handle } : step;
+    const result = await client.callTool({ name: "sequentialthinking", arguments: args });
+    assert.ok(!result.isError, JSON.stringify(result.content));
+    answers.push(result.structuredContent);
+    handle = result.structuredContent.sessionId;
+  }
+  return answers;
+}
+
+function assertOneSession(answers) {
+  assert.equal(new Set(answers.map((a) => a.sessionId)).size, 1, "the thoughts landed in several sessions");
+  assert.deepEqual(answers.map((a) => a.thoughtHistoryLength), [1, 2, 3, 4, 5]);
+  assert.deepEqual(answers.at(-1).branches, ["db"]);
+}
+
+// auto must reach the stateless 2026-07-28 revision; legacy a session-based one.
+function assertEra(c, mode) {
+  const version = c.getNegotiatedProtocolVersion();
+  if (mode === "auto") assert.equal(version, "2026-07-28");
+  else assert.ok(["2025-11-25", "2025-06-18", "2025-03-26"].includes(version), version);
+}
+
+function client(mode) {
+  return new Client({ name: "thinkledger-sdk-test", version: "1.0.0" }, { versionNegotiation: { mode } });
+}
+
+for (const mode of ["auto", "legacy"]) {
+  for (const passHandle of [false, true]) {
+    const label = `${mode}, ${passHandle ? "handle passed" : "no handle"}`;
+
+    test(`stdio: ${label}`, async () => {
+      const dir = tempDir();
+      const c = client(mode);
+      try {
+        await c.connect(new StdioClientTransport({ command: BIN, args: ["--data-dir", dir, "serve"], stderr: "ignore" }));
+        assertEra(c, mode);
+        assertOneSession(await think(c, passHandle));
+      } finally {
+        await c.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    for (const flags of [[], ["--stateless"]]) {
+      test(`http${flags.length ? " --stateless" : ""}: ${label}`, async () => {
+        const server = await httpServer(flags);
+        const c = client(mode);
+        try {
+          const transport = new StreamableHTTPClientTransport(new URL(server.url));
+          await c.connect(transport);
+          assertEra(c, mode);
+          assertOneSession(await think(c, passHandle));
+          if (transport.sessionId) {
+            await transport.terminateSession();
+          }
+        } finally {
+          await c.close();
+          await server.stop();
+        }
+      });
+    }
+  }
+}
