@@ -13,6 +13,7 @@ use crate::common::*;
 mod http;
 mod maxential;
 mod rejections;
+mod resources;
 
 const ALL_TOOLS: &[&str] = &[
     "sequentialthinking",
