@@ -340,10 +340,8 @@ pub fn problems(schema: &Value) -> Vec<String> {
 #[cfg(test)]
 fn check(node: &Value, path: &str, keyword: Option<&str>, out: &mut Vec<String>) {
     match node {
-        Value::Bool(b) => {
-            if !keyword.is_some_and(|k| BOOLEAN_VALUED.contains(&k)) {
-                out.push(format!("{path}: bare `{b}` schema"));
-            }
+        Value::Bool(b) if !keyword.is_some_and(|k| BOOLEAN_VALUED.contains(&k)) => {
+            out.push(format!("{path}: bare `{b}` schema"));
         }
         Value::Object(map) => {
             if map.get("type").is_some_and(Value::is_array) {
