@@ -304,10 +304,10 @@ fn split_type_union(map: &mut Map<String, Value>) {
                     branch.insert(k.clone(), v.clone());
                 }
             }
-            if t == "number" || t == "integer" {
-                if let Some(format) = map.get("format") {
-                    branch.insert("format".into(), format.clone());
-                }
+            if (t == "number" || t == "integer")
+                && let Some(format) = map.get("format")
+            {
+                branch.insert("format".into(), format.clone());
             }
             Value::Object(branch)
         })
