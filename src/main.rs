@@ -8,7 +8,7 @@ mod cli;
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -20,7 +20,9 @@ use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
 use thinkledger::ledger::checkpoint::Checkpoint;
 use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
-use thinkledger::ledger::{SignedCheckpoint, SledStore, Store, keyfile, verify_with_progress};
+use thinkledger::ledger::{
+    LedgerError, SignedCheckpoint, SledStore, Store, keyfile, verify_with_progress,
+};
 use thinkledger::server::{self, HttpConfig};
 use thinkledger::tools::{Catalog, Toolsets};
 use tokio_util::sync::CancellationToken;
@@ -155,6 +157,25 @@ enum Command {
     },
 }
 
+impl Command {
+    /// The subcommand's name when it opens the ledger itself (so a running server keeps it
+    /// out), `None` for `serve` and for commands that never open it.
+    fn offline_name(&self) -> Option<&'static str> {
+        Some(match self {
+            Command::Serve(_) | Command::VerifyExport { .. } => return None,
+            Command::Verify { .. } => "verify",
+            Command::Checkpoint => "checkpoint",
+            Command::Erase { .. } => "erase",
+            Command::Key => "key",
+            Command::Sessions { .. } => "sessions",
+            Command::Export { .. } => "export",
+            Command::Replay { .. } => "replay",
+            Command::Audit { .. } => "audit",
+            Command::Diff { .. } => "diff",
+        })
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
     Markdown,
@@ -170,8 +191,11 @@ struct ServeArgs {
     /// With --http: no MCP sessions, every request stands alone (pass sessionId to continue).
     #[arg(long, requires = "http")]
     stateless: bool,
-    /// Tool families to offer, comma-separated: thinking, maxential, audit, or all.
-    #[arg(long, default_value = "all")]
+    /// Tool families to offer, comma-separated: thinking (sequentialthinking), maxential
+    /// (reset, search, tag, export, visualize), audit (replay_reasoning_session, diff_sessions,
+    /// export_reasoning_audit), deliberation (the ReasonKit Think v2 workspace: modes, thought
+    /// graph, scoring, assumptions, verification, checkpoints, consensus), or all.
+    #[arg(long, default_value = "all", value_name = "LIST")]
     toolsets: String,
     /// With --http: an extra Host header value to accept besides loopback names (repeatable).
     #[arg(long = "allow-host", requires = "http")]
@@ -222,30 +246,67 @@ fn data_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let dir = data_dir(&cli)?;
-    match cli.command.unwrap_or(Command::Serve(ServeArgs {
+    let command = cli.command.unwrap_or(Command::Serve(ServeArgs {
         toolsets: "all".into(),
         max_text_bytes: 64 * 1024,
         tool_time_limit_ms: 5_000,
         ..Default::default()
-    })) {
-        Command::Serve(args) => serve(&dir, args),
-        Command::Verify { json, checkpoints } => verify_ledger(&dir, json, &checkpoints),
-        Command::Checkpoint => checkpoint(&dir),
+    }));
+    let offline = command.offline_name();
+    dispatch(&dir, command).map_err(|e| match (offline, held_ledger(&e)) {
+        (Some(name), Some(path)) => held_by_a_server(name, &dir, &path),
+        _ => e,
+    })
+}
+
+/// The ledger path of a [`LedgerError::Locked`] anywhere in `error`'s chain.
+fn held_ledger(error: &anyhow::Error) -> Option<PathBuf> {
+    error.chain().find_map(|cause| match cause.downcast_ref() {
+        Some(LedgerError::Locked { path }) => Some(path.clone()),
+        _ => None,
+    })
+}
+
+/// What an offline command says when a running server holds the ledger: why it cannot open it,
+/// and the three ways to get what it wanted.
+fn held_by_a_server(command: &str, data_dir: &Path, ledger: &Path) -> anyhow::Error {
+    let data_dir = data_dir.display();
+    anyhow::anyhow!(
+        "`thinkledger {command}` cannot open the ledger at {ledger}: a running thinkledger \
+         server holds it (a ledger is opened by one process at a time). Either:\n  \
+         1. stop the server (quit the MCP client that started it, or stop `thinkledger serve \
+         --http`) and run `thinkledger {command}` again: every answered call is on disk; or\n  \
+         2. copy the data directory and run the command on the copy, leaving the server up:\n     \
+         cp -r \"{data_dir}\" \"{data_dir}-copy\" && thinkledger --data-dir \"{data_dir}-copy\" {command}\n     \
+         (a copy taken while a call is being written can catch that write half done: if the \
+         copy does not open or reports problems, copy again while no client is calling); or\n  \
+         3. ask the running server instead: read the ledger://sessions and ledger://session/{{id}} \
+         resources, or call the export_reasoning_audit tool, save its text as a file and check \
+         it offline with `thinkledger verify-export FILE --pubkey KEY`.",
+        ledger = ledger.display(),
+    )
+}
+
+fn dispatch(dir: &Path, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve(args) => serve(dir, args),
+        Command::Verify { json, checkpoints } => verify_ledger(dir, json, &checkpoints),
+        Command::Checkpoint => checkpoint(dir),
         Command::Erase {
             session,
             commitments,
             reason,
-        } => erase(&dir, session, commitments, reason),
-        Command::Key => print_key(&dir),
-        Command::Sessions { json } => list_sessions(&dir, json),
-        Command::Export { session, format } => export_session(&dir, &session, format),
+        } => erase(dir, session, commitments, reason),
+        Command::Key => print_key(dir),
+        Command::Sessions { json } => list_sessions(dir, json),
+        Command::Export { session, format } => export_session(dir, &session, format),
         Command::Replay {
             session,
             reexecute,
             json,
             max_text_bytes,
         } => replay(
-            &dir,
+            dir,
             &session,
             reexecute,
             json,
@@ -258,7 +319,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             session_a,
             session_b,
             json,
-        } => diff_sessions(&dir, &session_a, &session_b, json),
+        } => diff_sessions(dir, &session_a, &session_b, json),
         Command::Audit {
             session,
             from_seq,
@@ -266,7 +327,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             since_checkpoint,
             output,
         } => cli::audit::audit(
-            &dir,
+            dir,
             cli::audit::AuditRequest {
                 selection: cli::audit::selection(session.as_deref(), from_seq, to_seq)?,
                 since_checkpoint,

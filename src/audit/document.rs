@@ -59,6 +59,7 @@ impl Selection {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExportedEvent {
     /// The event as stored (docs/ledger-format.md §3), `hash` included.
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub event: Value,
     /// RFC 9162 inclusion proof of leaf `seq − 1` in the tree of the checkpoint, lowest node
     /// first, as 64 hex digits each.

@@ -114,7 +114,7 @@ pub fn verify_with_progress<S: Store + ?Sized>(
     for item in store.events_from(1) {
         let (key_seq, bytes) = item?;
         report.events += 1;
-        if report.events % 1024 == 0 {
+        if report.events.is_multiple_of(1024) {
             progress(report.events, last);
         }
         if key_seq != expected_seq {

@@ -1,5 +1,8 @@
 //! The tool catalog: every tool's MCP definition, grouped by family, and the `--toolsets`
-//! choice of which families are listed.
+//! choice of which families are listed. Every schema is listed in its portable form
+//! ([`portable`]).
+
+mod portable;
 
 use std::sync::Arc;
 
@@ -11,6 +14,7 @@ use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
 use super::{audit, deliberation, maxential, replay, thinking};
+use portable::{Side, make_portable};
 
 /// One tool as listed to clients.
 pub struct ToolEntry {
@@ -131,10 +135,17 @@ pub(super) fn entry<Args: JsonSchema + Any, Output: JsonSchema + Any>(
         .destructive(false)
         .idempotent(!matches!(effect, Effect::Appends))
         .open_world(false);
-    let tool = Tool::new(name, description, tidy(schema_for_type::<Args>()))
-        .with_title(title)
-        .with_raw_output_schema(with_receipt(tidy(schema_for_output::<Output>())))
-        .with_annotations(annotations);
+    let tool = Tool::new(
+        name,
+        description,
+        tidy(schema_for_type::<Args>(), Side::Input),
+    )
+    .with_title(title)
+    .with_raw_output_schema(with_receipt(tidy(
+        schema_for_output::<Output>(),
+        Side::Output,
+    )))
+    .with_annotations(annotations);
     ToolEntry {
         family,
         tool,
@@ -163,33 +174,10 @@ fn with_receipt(schema: Arc<JsonObject>) -> Arc<JsonObject> {
     Arc::new(schema)
 }
 
-/// A schema as clients should see it. schemars writes `"default": null` for optional
-/// parameters, which contradicts their declared type (a strict client rejects a `string` whose
-/// default is `null`; absence already says "optional"), and Rust-specific formats such as
-/// `uint32`, which JSON Schema does not define (clients warn about each one; `minimum` already
-/// says what matters).
-fn tidy(schema: Arc<JsonObject>) -> Arc<JsonObject> {
-    fn walk(value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                if map.get("default") == Some(&Value::Null) {
-                    map.remove("default");
-                }
-                let rust_format = map
-                    .get("format")
-                    .and_then(Value::as_str)
-                    .is_some_and(|f| f.starts_with("uint") || f.starts_with("int"));
-                if rust_format {
-                    map.remove("format");
-                }
-                map.values_mut().for_each(walk);
-            }
-            Value::Array(items) => items.iter_mut().for_each(walk),
-            _ => {}
-        }
-    }
+/// A schema as clients should see it: in the portable form of [`portable::make_portable`].
+fn tidy(schema: Arc<JsonObject>, side: Side) -> Arc<JsonObject> {
     let mut value = Value::Object((*schema).clone());
-    walk(&mut value);
+    make_portable(&mut value, side);
     match value {
         Value::Object(map) => Arc::new(map),
         _ => schema,
@@ -247,6 +235,28 @@ mod tests {
             .entry("sequentialthinking")
             .and_then(|e| e.tool.annotations.clone());
         assert_eq!(thinking.and_then(|a| a.idempotent_hint), Some(false));
+    }
+
+    #[test]
+    fn every_schema_is_portable() {
+        let catalog = Catalog::new(Toolsets::all());
+        let mut found = Vec::new();
+        for entry in catalog.all_entries() {
+            let input = Value::Object((*entry.tool.input_schema).clone());
+            for p in portable::problems(&input) {
+                found.push(format!("{}: inputSchema{p}", entry.tool.name));
+            }
+            if let Some(output) = &entry.tool.output_schema {
+                for p in portable::problems(&Value::Object((**output).clone())) {
+                    found.push(format!("{}: outputSchema{p}", entry.tool.name));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "unportable schemas:\n{}",
+            found.join("\n")
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::projections::deliberation::Text;
 use crate::projections::{Deliberation, DeliberationState};
 
 use super::catalog::Catalog;
+use super::resources::{not_found, unknown};
 
 pub(super) const PREFIX: &str = "reasoning://";
 
@@ -161,20 +162,20 @@ pub(super) async fn read(
     }
     if let Some(name) = rest.strip_prefix("schemas/") {
         return schemas(catalog, name).ok_or_else(|| {
-            ErrorData::resource_not_found(
+            not_found(
+                uri,
                 format!("no tool named \"{name}\"; read reasoning://schemas/index for the names"),
-                None,
             )
         });
     }
     let Some(session_part) = rest.strip_prefix("session/") else {
-        return Err(not_found(uri));
+        return Err(unknown(uri));
     };
     let (raw_id, view) = session_part.split_once('/').unwrap_or((session_part, ""));
     let Some(id) = SessionId::parse(raw_id) else {
-        return Err(ErrorData::resource_not_found(
+        return Err(not_found(
+            uri,
             format!("\"{raw_id}\" is not a session id; read ledger://sessions for the list"),
-            None,
         ));
     };
     let view = view.to_owned();
@@ -183,7 +184,7 @@ pub(super) async fn read(
         "deliberation" | "assumptions" | "checkpoints" | "skeleton-phases"
     ) || view.starts_with("skeleton-phase/");
     if !known {
-        return Err(not_found(uri));
+        return Err(unknown(uri));
     }
     let requested = id.clone();
     let document = ledger
@@ -213,39 +214,24 @@ pub(super) async fn read(
         .await
         .map_err(unavailable)?;
     if document.is_null() {
-        return Err(ErrorData::resource_not_found(
+        return Err(not_found(
+            uri,
             format!(
                 "session {id} holds no deliberation; start one with start_deliberation (or \
                  read ledger://sessions for the sessions that exist)"
             ),
-            None,
         ));
     }
     if let Some(phase) = document.get("missing_phase").and_then(Value::as_str) {
-        return Err(ErrorData::resource_not_found(
+        return Err(not_found(
+            uri,
             format!(
                 "session {id} has no skeleton phase \"{phase}\"; read \
                  reasoning://session/{id}/skeleton-phases for its phases"
             ),
-            None,
         ));
     }
     Ok(document)
-}
-
-fn not_found(uri: &str) -> ErrorData {
-    let known: Vec<&str> = STATIC
-        .iter()
-        .map(|s| s.0)
-        .chain(TEMPLATES.iter().map(|t| t.0))
-        .collect();
-    ErrorData::resource_not_found(
-        format!(
-            "unknown resource {uri}; reasoning:// offers {}",
-            known.join(", ")
-        ),
-        None,
-    )
 }
 
 fn thinking_modes() -> Value {

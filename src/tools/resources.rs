@@ -1,5 +1,10 @@
 //! Read-back resources: `ledger://sessions` lists sessions, `ledger://session/{id}` returns one
 //! session with its whole chain. Reads record nothing and see only durable state.
+//!
+//! Also the one shape of every "resource not found" answer, for these and the `reasoning://`
+//! resources: the JSON-RPC resource-not-found error (`-32002`; rmcp sends `-32602` to clients
+//! of protocol 2026-07-28, as SEP-2164 asks) with `data: {"uri": …}` and a message that says
+//! what to read instead.
 
 use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
@@ -32,6 +37,35 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
             .with_description("A session's status and its whole thought chain, branches included.")
             .with_mime_type("application/json"),
     ]
+}
+
+/// The resource-not-found error for `uri`, with `message` saying what to read instead.
+pub(super) fn not_found(uri: &str, message: String) -> ErrorData {
+    ErrorData::resource_not_found(message, Some(json!({ "uri": uri })))
+}
+
+/// The answer to a URI that names no resource of this server: the error lists every resource
+/// and template there is, `ledger://` and `reasoning://`.
+pub(super) fn unknown(uri: &str) -> ErrorData {
+    let resources: Vec<String> = list()
+        .into_iter()
+        .chain(super::reasoning::list())
+        .map(|r| r.uri.clone())
+        .collect();
+    let templates: Vec<String> = templates()
+        .into_iter()
+        .chain(super::reasoning::templates())
+        .map(|t| t.uri_template.clone())
+        .collect();
+    not_found(
+        uri,
+        format!(
+            "unknown resource {uri}; this server offers the resources {} and the templates {} \
+             (resources/list and resources/templates/list describe each)",
+            resources.join(", "),
+            templates.join(", ")
+        ),
+    )
 }
 
 /// A session's summary line.
@@ -88,9 +122,9 @@ pub(super) async fn read(
             .map_err(unavailable)?
     } else if let Some(raw) = uri.strip_prefix(SESSION_PREFIX) {
         let Some(id) = SessionId::parse(raw) else {
-            return Err(ErrorData::resource_not_found(
+            return Err(not_found(
+                uri,
                 format!("\"{raw}\" is not a session id; read {SESSIONS_URI} for the list"),
-                None,
             ));
         };
         let found = ledger
@@ -103,19 +137,14 @@ pub(super) async fn read(
             .await
             .map_err(unavailable)?;
         if found.is_null() {
-            return Err(ErrorData::resource_not_found(
+            return Err(not_found(
+                uri,
                 format!("no session {raw} in this ledger; read {SESSIONS_URI} for the list"),
-                None,
             ));
         }
         found
     } else {
-        return Err(ErrorData::resource_not_found(
-            format!(
-                "unknown resource {uri}; this server offers {SESSIONS_URI} and {SESSION_PREFIX}{{id}}"
-            ),
-            None,
-        ));
+        return Err(unknown(uri));
     };
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(super::pretty(&document), uri).with_mime_type("application/json"),

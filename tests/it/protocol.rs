@@ -13,6 +13,7 @@ use crate::common::*;
 mod http;
 mod maxential;
 mod rejections;
+mod resources;
 
 const ALL_TOOLS: &[&str] = &[
     "sequentialthinking",
@@ -552,27 +553,51 @@ async fn toolsets_limit_what_is_listed_and_a_disabled_tool_is_refused_and_record
 }
 
 #[tokio::test]
-async fn a_second_process_on_a_served_ledger_is_told_to_use_http_mode() {
+async fn a_second_process_on_a_served_ledger_is_told_what_to_do_instead() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = StdioServer::start(dir.path(), &[]).await;
-    think(&server, 1, 1, "held by the server", json!({})).await;
-    for args in [&["sessions"][..], &["verify"][..], &["serve"][..]] {
+    let id = think(&server, 1, 1, "held by the server", json!({})).await["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    // A second server: share one through HTTP.
+    let run = cli(dir.path(), &["serve"]).await;
+    assert!(!run.status.success(), "a second server must fail: {run:?}");
+    assert!(
+        run.stderr.contains("another thinkledger process") && run.stderr.contains("serve --http"),
+        "a second server is pointed at HTTP mode: {}",
+        run.stderr
+    );
+    // Offline commands: why they cannot open it, and the three ways round it.
+    for args in [
+        &["verify"][..],
+        &["sessions"][..],
+        &["key"][..],
+        &["export", id.as_str(), "--format", "json"][..],
+        &["audit", id.as_str()][..],
+    ] {
         let run = cli(dir.path(), args).await;
         assert!(
             !run.status.success(),
             "{args:?} must fail while the server runs: {run:?}"
         );
-        assert!(
-            run.stderr.contains("another thinkledger process"),
-            "{args:?} names the cause: {}",
-            run.stderr
-        );
-        assert!(
-            run.stderr.contains("serve --http"),
-            "{args:?} points at HTTP mode: {}",
-            run.stderr
-        );
+        let said = &run.stderr;
+        for needle in [
+            format!("`thinkledger {}` cannot open the ledger", args[0]),
+            "a running thinkledger server holds it".to_owned(),
+            "stop the server".to_owned(),
+            format!("--data-dir \"{}-copy\" {}", dir.path().display(), args[0]),
+            "ledger://sessions".to_owned(),
+            "export_reasoning_audit".to_owned(),
+            "thinkledger verify-export".to_owned(),
+        ] {
+            assert!(said.contains(&needle), "{args:?} says {needle:?}: {said}");
+        }
     }
+    // The second way works while the server runs: a copy of the data dir verifies.
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_dir(dir.path(), copy.path());
+    assert_intact(copy.path(), 1).await;
     // The server is unaffected and the ledger is readable once it stops.
     assert_eq!(
         think(&server, 2, 2, "still serving", json!({})).await["seq"],

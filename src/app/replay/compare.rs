@@ -22,7 +22,9 @@ use crate::ledger::hash::response_digest;
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct FieldDifference {
     pub path: String,
+    /// The member as recorded: any JSON value (a string, a number, an object, null, …).
     pub recorded: Value,
+    /// The member as decided again: any JSON value.
     pub rederived: Value,
 }
 

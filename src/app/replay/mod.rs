@@ -122,6 +122,7 @@ pub struct Divergence {
     /// the record keeps only its digest.
     pub differences: Vec<FieldDifference>,
     /// The body the call gives today (the recorded body is known only by its digest).
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub rederived_body: Value,
 }
 

@@ -508,13 +508,13 @@ fn find_verifier<'a>(
         .iter()
         .filter(|v| v.name == name && v.key_id == key_id);
     let first = matching.next();
-    if let Some(first) = first {
-        if matching.any(|other| other.key != first.key) {
-            return Err(E::AmbiguousKey {
-                name: name.to_owned(),
-                key_id,
-            });
-        }
+    if let Some(first) = first
+        && matching.any(|other| other.key != first.key)
+    {
+        return Err(E::AmbiguousKey {
+            name: name.to_owned(),
+            key_id,
+        });
     }
     Ok(first)
 }

@@ -120,6 +120,7 @@ pub struct StageOut {
     /// `attention` when the findings show something to act on, else `clear`.
     pub status: String,
     /// Counts and ids computed from the graph before this call.
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub findings: Value,
 }
 
