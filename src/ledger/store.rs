@@ -106,6 +106,24 @@ pub const TEXT_FILE: &str = "texts.dat";
 const BLOB_CANDIDATE_BYTES: usize = 64 * 1024;
 
 impl SledStore {
+    /// Tests: opens the store in `dir`, waiting up to 10 s for a ledger that was just shut down
+    /// (on another thread) to release its lock.
+    #[cfg(test)]
+    pub(crate) fn reopen(dir: &Path) -> Self {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match Self::open(dir) {
+                Ok(store) => return store,
+                Err(LedgerError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("cannot open the store: {e}"),
+            }
+        }
+    }
+}
+
+impl SledStore {
     /// Opens (or creates) the store in `dir`. Fails with [`LedgerError::Locked`] when another
     /// process has it open.
     pub fn open(dir: &Path) -> Result<Self, LedgerError> {

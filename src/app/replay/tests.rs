@@ -26,7 +26,7 @@ struct StoreView {
 
 impl StoreView {
     fn open(dir: &std::path::Path) -> Self {
-        let store = SledStore::open(dir).unwrap();
+        let store = SledStore::reopen(dir);
         let meta = store.meta().unwrap().unwrap();
         let mut tree = MerkleTree::new(Blake3Hasher);
         // As the writer builds it: leaf data is each event's hash.
