@@ -6,12 +6,14 @@
 //! recorded — by the one place that owns the rules. This layer knows rmcp but not sled, axum or
 //! any transport detail beyond the name it records.
 
+mod arrival;
 mod audit;
 mod catalog;
 mod deliberation;
 mod maxential;
 mod prompts;
 mod reasoning;
+mod rejected;
 mod replay;
 mod resources;
 mod thinking;
@@ -29,6 +31,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+pub use arrival::{Admission, ArrivalHook, Ticket};
 pub use catalog::{Catalog, ToolEntry, Toolsets, UnknownToolset};
 pub use resources::{session_document, sessions_document, summary};
 
@@ -62,6 +65,8 @@ pub struct ThinkServer {
     transport: &'static str,
     /// The session used when a call names none; replaced after this connection resets it.
     connection_session: Arc<Mutex<SessionId>>,
+    /// Told when each request is admitted into the ledger's queue (`arrival`).
+    arrival: Option<ArrivalHook>,
 }
 
 impl ThinkServer {
@@ -71,6 +76,7 @@ impl ThinkServer {
             catalog,
             transport,
             connection_session: Arc::new(Mutex::new(SessionId::random())),
+            arrival: None,
         }
     }
 
@@ -126,7 +132,7 @@ impl ThinkServer {
                 tracing::warn!(error = %e, "could not sign a checkpoint before an audit export");
             }
         }
-        match self.ledger.submit(command).await {
+        match arrival::submit(&self.ledger, command).await {
             Ok(committed) => {
                 if tool == "reset"
                     && committed.status == OutcomeStatus::Ok
@@ -227,7 +233,9 @@ impl ServerHandler for ThinkServer {
             .and_then(|v| v.as_str().map(str::to_owned));
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let actor = actor(&context, self.transport);
-        Ok(self.call(&request.name, arguments, actor, key).await.into())
+        let admission = Admission::of(self.arrival.as_ref(), &context);
+        let call = self.call(&request.name, arguments, actor, key);
+        Ok(admission.scope(call).await.into())
     }
 
     async fn list_tools(
@@ -284,18 +292,20 @@ impl ServerHandler for ThinkServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let admission = Admission::of(self.arrival.as_ref(), &context);
         if request.uri.starts_with(reasoning::PREFIX) {
-            let document =
-                reasoning::read(&self.ledger, &self.catalog, self.transport, &request.uri).await?;
+            let read = reasoning::read(&self.ledger, &self.catalog, self.transport, &request.uri);
+            let document = admission.scope(read).await?;
             return Ok(ReadResourceResult::new(vec![
                 ResourceContents::text(pretty(&document), request.uri.clone())
                     .with_mime_type("application/json"),
             ])
             .into());
         }
-        resources::read(&self.ledger, &request.uri)
+        admission
+            .scope(resources::read(&self.ledger, &request.uri))
             .await
             .map(Into::into)
     }
