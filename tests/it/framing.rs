@@ -539,3 +539,48 @@ fn fuzz_hostile_input_is_answered_and_changes_nothing() {
         );
     }
 }
+
+#[tokio::test]
+async fn http_calls_of_one_session_take_effect_in_arrival_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = HttpServer::start(dir.path(), &[]).await;
+    let http = reqwest::Client::new();
+    let session = http_session(&http, &server.url).await;
+    let request = |id: u32, name: &str, arguments: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": name, "arguments": arguments}});
+        post(&http, &server.url, body.to_string())
+            .header("mcp-session-id", &session)
+            .send()
+    };
+    for i in 1..=10u32 {
+        let text = format!("httpmark{i:02}end");
+        // The thought's response headers come back before its handler runs (SSE): the search
+        // is sent while the thought may still be on its way to the ledger.
+        let thought = request(
+            i * 2,
+            "sequentialthinking",
+            json!({"thought": text, "thoughtNumber": i, "totalThoughts": 10,
+                   "nextThoughtNeeded": i < 10}),
+        )
+        .await
+        .expect("thought");
+        let search = request(i * 2 + 1, "search", json!({"query": text}))
+            .await
+            .expect("search");
+        let (_, search) = (thought.text().await, search.text().await.expect("body"));
+        let data = search
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .find(|data| data.starts_with('{'))
+            .unwrap_or_else(|| panic!("an SSE answer: {search}"));
+        let answer: Value = serde_json::from_str(data).expect("JSON-RPC answer");
+        let matches = &answer["result"]["structuredContent"]["matches"];
+        assert_eq!(
+            matches.as_array().map(Vec::len),
+            Some(1),
+            "search {i} finds the thought sent before it: {answer}"
+        );
+    }
+    server.kill().await;
+}
