@@ -65,6 +65,12 @@ impl AppConfig {
     }
 }
 
+/// The tool name recorded for a `tools/call` whose params could not be decoded (no string
+/// `name`, `arguments` not an object, a malformed `_meta`). It is no valid MCP tool name (those
+/// have no `/`), so no tool can have it; such a call is rejected (`invalid_params`) with its raw
+/// params recorded as one opaque committed text.
+pub const UNDECODABLE_CALL: &str = "tools/call";
+
 /// One `tools/call`, as the tools layer hands it over.
 #[derive(Debug, Clone)]
 pub struct Command {
@@ -385,6 +391,15 @@ impl App {
         let policy = TextPolicy {
             max_text_bytes: self.config.max_text_bytes,
         };
+        if command.tool == UNDECODABLE_CALL {
+            let recorded = policy.opaque(&command.arguments.to_string(), texts);
+            let rejection = Rejection::new(
+                "invalid_params",
+                "the tools/call params could not be decoded",
+                "send {\"name\": \"<tool>\", \"arguments\": {...}} with a string name and an object",
+            );
+            return (recorded, Err((rejection, None)));
+        }
         let args = match &command.arguments {
             Value::Null => Map::new(),
             Value::Object(map) => map.clone(),

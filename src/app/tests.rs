@@ -181,6 +181,15 @@ async fn unknown_and_disabled_tools_are_refused() {
             .await,
         "invalid_arguments",
     );
+    // Params the edge could not decode: rejected, recorded opaquely, nothing changed.
+    let c = g
+        .call(
+            crate::app::UNDECODABLE_CALL,
+            json!({"name": 5, "arguments": {"thought": "x"}}),
+        )
+        .await;
+    assert_rejected(&c, "invalid_params");
+    assert_eq!(g.thoughts().await, 0);
 }
 
 #[tokio::test]

@@ -119,6 +119,20 @@ enum Message<D: Decider> {
     Shutdown(oneshot::Sender<()>),
 }
 
+/// A command or query admitted into the writer's queue, whose answer is still to come.
+#[must_use = "an admitted call is answered through its Pending"]
+pub struct Pending<T> {
+    rx: oneshot::Receiver<Result<T, LedgerError>>,
+}
+
+impl<T> Pending<T> {
+    /// The answer: for a command, once its batch is durable; for a query, once every command
+    /// admitted before it is.
+    pub async fn wait(self) -> Result<T, LedgerError> {
+        self.rx.await.map_err(|_| LedgerError::WriterStopped)?
+    }
+}
+
 /// A cheap, cloneable handle to the writer thread.
 pub struct LedgerHandle<D: Decider> {
     tx: mpsc::Sender<Message<D>>,
@@ -137,22 +151,36 @@ impl<D: Decider> Clone for LedgerHandle<D> {
 impl<D: Decider> LedgerHandle<D> {
     /// Decides, records and durably stores one command; returns once it is on disk.
     pub async fn submit(&self, command: D::Command) -> Result<Committed, LedgerError> {
+        self.enqueue(command).await?.wait().await
+    }
+
+    /// Puts one command in the writer's queue and returns once it is there (admitted), before
+    /// it is decided: whatever is enqueued later is decided after it. Await the [`Pending`] for
+    /// the durable outcome. Admission is what a transport orders per connection; the writer
+    /// still batches commands of every connection into one sync (group commit).
+    pub async fn enqueue(&self, command: D::Command) -> Result<Pending<Committed>, LedgerError> {
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Message::Command(command, tx))
             .await
             .map_err(|_| LedgerError::WriterStopped)?;
-        rx.await.map_err(|_| LedgerError::WriterStopped)?
+        Ok(Pending { rx })
     }
 
     /// Answers a query from durable state.
     pub async fn query(&self, query: D::Query) -> Result<D::Answer, LedgerError> {
+        self.enqueue_query(query).await?.wait().await
+    }
+
+    /// Puts one query in the writer's queue (see [`LedgerHandle::enqueue`]): it is answered
+    /// after every command enqueued before it is durable, and before any enqueued after it.
+    pub async fn enqueue_query(&self, query: D::Query) -> Result<Pending<D::Answer>, LedgerError> {
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Message::Query(query, tx))
             .await
             .map_err(|_| LedgerError::WriterStopped)?;
-        rx.await.map_err(|_| LedgerError::WriterStopped)?
+        Ok(Pending { rx })
     }
 
     /// Runs `f` on the writer thread with a read-only view of the log (events, texts, tree,
@@ -898,6 +926,27 @@ mod tests {
         let report = verify(&open_store(dir.path())).unwrap();
         assert!(report.is_intact(), "{:?}", report.problems);
         assert_eq!(report.events, 64);
+    }
+
+    #[tokio::test]
+    async fn what_is_admitted_first_takes_effect_first_reads_included() {
+        let ledger = open_ledger(
+            MemStore::default(),
+            Echo::default(),
+            WriterConfig::default(),
+        )
+        .unwrap();
+        // Admitted in this order, awaited in the opposite one.
+        let first = ledger.enqueue("a".into()).await.unwrap();
+        let read = ledger.enqueue_query(()).await.unwrap();
+        let second = ledger.enqueue("b".into()).await.unwrap();
+        assert_eq!(second.wait().await.unwrap().body["after"], 1);
+        assert_eq!(
+            read.wait().await.unwrap(),
+            vec![1],
+            "the read saw the first only"
+        );
+        assert_eq!(first.wait().await.unwrap().seq, 1);
     }
 
     #[tokio::test]

@@ -4,6 +4,10 @@
 //! This is the only layer that knows axum and the wire. It takes its listener and a shutdown
 //! token from the caller, so tests can bind `127.0.0.1:0` and stop it; the HTTP router is
 //! buildable without a socket. On shutdown the ledger writer syncs before the process exits.
+//! Both transports go through the edge in `framing`, which answers every message rmcp would
+//! drop and orders each connection's requests by their admission into the ledger's queue.
+
+pub mod framing;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -11,7 +15,6 @@ use std::sync::Arc;
 
 use axum::http::HeaderName;
 use axum::response::IntoResponse;
-use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -102,6 +105,7 @@ pub fn router(
     shutdown: &CancellationToken,
 ) -> axum::Router {
     let current = Arc::new(CurrentSessions::default());
+    let (ledger_for_edge, catalog_for_edge) = (ledger.clone(), catalog.clone());
     let service = StreamableHttpService::new(
         move || {
             Ok(ThinkServer::new(ledger.clone(), catalog.clone(), "http")
@@ -113,7 +117,9 @@ pub fn router(
             .with_allowed_hosts(config.allowed_hosts.clone())
             .with_cancellation_token(shutdown.child_token()),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let edge = framing::http::HttpEdge::new(ledger_for_edge, catalog_for_edge);
+    let router = framing::http::layer(axum::Router::new().nest_service("/mcp", service), edge);
+    // Outermost: a request without its principal is refused before anything else reads it.
     match config.principal_header.clone() {
         Some(header) => router.layer(axum::middleware::from_fn(move |request, next| {
             principal_from_header(header.clone(), request, next)
@@ -196,14 +202,8 @@ pub async fn serve_stdio(
     tracing::info!("serving MCP over stdio");
     let server = ThinkServer::new(ledger.clone(), catalog, "stdio");
     spawn_checkpoints(ledger.clone(), shutdown.clone());
-    let running = server.serve(rmcp::transport::stdio()).await?;
-    let cancel = running.cancellation_token();
-    let watcher = tokio::spawn(async move {
-        shutdown.cancelled().await;
-        cancel.cancel();
-    });
-    let outcome = running.waiting().await;
-    watcher.abort();
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let outcome = framing::stdio::serve(server, stdin, stdout, shutdown).await;
     ledger.shutdown().await;
     outcome?;
     Ok(())

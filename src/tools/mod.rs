@@ -6,6 +6,7 @@
 //! recorded — by the one place that owns the rules. This layer knows rmcp but not sled, axum or
 //! any transport detail beyond the name it records.
 
+mod arrival;
 mod audit;
 mod catalog;
 mod current;
@@ -13,6 +14,7 @@ mod deliberation;
 mod maxential;
 mod prompts;
 mod reasoning;
+mod rejected;
 mod replay;
 mod resources;
 mod thinking;
@@ -30,6 +32,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
+pub use arrival::{Admission, ArrivalHook, Ticket};
 pub use catalog::{Catalog, ToolEntry, Toolsets, UnknownToolset};
 pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
@@ -72,6 +75,8 @@ pub struct ThinkServer {
     /// The principals' current sessions, for calls that come without a connection (stateless
     /// HTTP); shared by every handler of the server.
     current: Arc<CurrentSessions>,
+    /// Told when each request is admitted into the ledger's queue (`arrival`).
+    arrival: Option<ArrivalHook>,
 }
 
 impl ThinkServer {
@@ -82,6 +87,7 @@ impl ThinkServer {
             transport,
             connection_session: SessionSlot::fresh(),
             current: Arc::new(CurrentSessions::default()),
+            arrival: None,
         }
     }
 
@@ -132,7 +138,7 @@ impl ThinkServer {
                 tracing::warn!(error = %e, "could not sign a checkpoint before an audit export");
             }
         }
-        match self.ledger.submit(command).await {
+        match arrival::submit(&self.ledger, command).await {
             Ok(committed) => {
                 if tool == "reset"
                     && committed.status == OutcomeStatus::Ok
@@ -239,10 +245,9 @@ impl ServerHandler for ThinkServer {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let actor = actor(&context, self.transport);
         let slot = self.slot(&context, &actor.principal);
-        Ok(self
-            .call(&request.name, arguments, actor, &slot, key)
-            .await
-            .into())
+        let admission = Admission::of(self.arrival.as_ref(), &context);
+        let call = self.call(&request.name, arguments, actor, &slot, key);
+        Ok(admission.scope(call).await.into())
     }
 
     async fn list_tools(
@@ -307,18 +312,20 @@ impl ServerHandler for ThinkServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let admission = Admission::of(self.arrival.as_ref(), &context);
         if request.uri.starts_with(reasoning::PREFIX) {
-            let document =
-                reasoning::read(&self.ledger, &self.catalog, self.transport, &request.uri).await?;
+            let read = reasoning::read(&self.ledger, &self.catalog, self.transport, &request.uri);
+            let document = admission.scope(read).await?;
             return Ok(ReadResourceResult::new(vec![
                 ResourceContents::text(pretty(&document), request.uri.clone())
                     .with_mime_type("application/json"),
             ])
             .into());
         }
-        resources::read(&self.ledger, &request.uri)
+        admission
+            .scope(resources::read(&self.ledger, &request.uri))
             .await
             .map(Into::into)
     }

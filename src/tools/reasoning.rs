@@ -153,8 +153,7 @@ pub(super) async fn read(
         "patterns" => return Ok(patterns()),
         "memory/sinks" => return Ok(memory_sinks()),
         "telemetry/summary" => {
-            return ledger
-                .query(Box::new(telemetry_summary))
+            return super::arrival::query(ledger, Box::new(telemetry_summary))
                 .await
                 .map_err(unavailable);
         }
@@ -187,8 +186,7 @@ pub(super) async fn read(
         return Err(unknown(uri));
     }
     let requested = id.clone();
-    let document = ledger
-        .query(Box::new(move |app: &App| {
+    let document = super::arrival::query(ledger, Box::new(move |app: &App| {
             let state = app.deliberations();
             let Some(d) = state.get(&requested) else {
                 return Value::Null;

@@ -116,8 +116,7 @@ pub(super) async fn read(
     let unavailable =
         |e: crate::ledger::LedgerError| ErrorData::internal_error(e.to_string(), None);
     let document = if uri == SESSIONS_URI {
-        ledger
-            .query(Box::new(|app: &App| sessions_document(app.state())))
+        super::arrival::query(ledger, Box::new(|app: &App| sessions_document(app.state())))
             .await
             .map_err(unavailable)?
     } else if let Some(raw) = uri.strip_prefix(SESSION_PREFIX) {
@@ -127,15 +126,17 @@ pub(super) async fn read(
                 format!("\"{raw}\" is not a session id; read {SESSIONS_URI} for the list"),
             ));
         };
-        let found = ledger
-            .query(Box::new(move |app: &App| {
+        let found = super::arrival::query(
+            ledger,
+            Box::new(move |app: &App| {
                 app.state()
                     .session(&id)
                     .map(session_document)
                     .unwrap_or(Value::Null)
-            }))
-            .await
-            .map_err(unavailable)?;
+            }),
+        )
+        .await
+        .map_err(unavailable)?;
         if found.is_null() {
             return Err(not_found(
                 uri,

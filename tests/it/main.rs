@@ -8,6 +8,7 @@ mod common;
 mod deliberation;
 mod durability;
 mod erasure;
+mod framing;
 mod idempotency;
 mod protocol;
 mod replay;
