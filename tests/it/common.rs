@@ -464,9 +464,24 @@ pub async fn cli(data_dir: &Path, args: &[&str]) -> CliRun {
     }
 }
 
+/// Like [`cli`] for a command that opens the ledger after this test process let go of it
+/// (e.g. after [`stored_events`]): sled releases its lock from a background thread a moment
+/// after the store is dropped, so a refusal naming the lock is retried for up to 5 s.
+pub async fn cli_settled(data_dir: &Path, args: &[&str]) -> CliRun {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let run = cli(data_dir, args).await;
+        let locked = !run.status.success() && run.stderr.contains("holds it");
+        if !locked || std::time::Instant::now() >= deadline {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// `thinkledger verify --json`: the report and the exit code.
 pub async fn verify_json(data_dir: &Path) -> (Value, Option<i32>) {
-    let run = cli(data_dir, &["verify", "--json"]).await;
+    let run = cli_settled(data_dir, &["verify", "--json"]).await;
     let report = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("verify --json printed no JSON ({e}): {run:?}"));
     (report, run.status.code())
