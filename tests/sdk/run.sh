@@ -15,8 +15,10 @@ say() { printf '[sdk] %s\n' "$*" >&2; }
 
 bin=${1:-$root/target/release/thinkledger}
 [[ -x "$bin" ]] || { say "no server binary at $bin"; exit 1; }
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 export THINKLEDGER_BIN=$bin
-export RUST_LOG=${RUST_LOG:-warn}
+# The HTTP tests find the server's address in its info log line.
+export RUST_LOG=${RUST_LOG:-info,rmcp=warn}
 
 venv="$here/python/.venv"
 stamp="$venv/.installed"
@@ -35,6 +37,6 @@ fi
 status=0
 say "Python SDK $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
 (cd "$here/python" && "$venv/bin/python" -m pytest -q -p no:cacheprovider .) || status=1
-say "TypeScript SDK $(node -p 'require("./typescript/node_modules/@modelcontextprotocol/client/package.json").version' 2>/dev/null || echo '?') on node $(node --version)"
+say "TypeScript SDK $(node -p "require('$here/typescript/node_modules/@modelcontextprotocol/client/package.json').version" 2>/dev/null || echo '?') on node $(node --version)"
 (cd "$here/typescript" && node --test --test-reporter=spec sessions.test.mjs) || status=1
 exit "$status"

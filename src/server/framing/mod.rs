@@ -222,6 +222,12 @@ fn judge(raw: &[u8], value: &Value) -> Frame {
         },
         (None, _) => Frame::Dropped,
         (Some(id), Ok(ClientJsonRpcMessage::Request(request))) => match request.request {
+            ClientRequest::CustomRequest(_) if removed_and_stateless(method, object) => {
+                Frame::Request {
+                    id,
+                    kind: RequestKind::Other,
+                }
+            }
             ClientRequest::CustomRequest(custom) if KNOWN_METHODS.contains(&method) => {
                 undecodable(id, method, custom.params)
             }
@@ -235,6 +241,10 @@ fn judge(raw: &[u8], value: &Value) -> Frame {
                 kind: kind_of(&request),
             },
         },
+        (Some(id), _) if removed_and_stateless(method, object) => Frame::Request {
+            id,
+            kind: RequestKind::Other,
+        },
         (Some(id), _) if KNOWN_METHODS.contains(&method) => {
             undecodable(id, method, object.get("params").cloned())
         }
@@ -245,13 +255,39 @@ fn judge(raw: &[u8], value: &Value) -> Frame {
     }
 }
 
-/// Whether a `tools/call`'s `inputResponses` is present but no object, or its `requestState`
-/// present but no string.
+/// Methods the stateless 2026-07-28 revision removed (SEP-2575).
+const REMOVED_IN_STATELESS_ERA: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Whether `method` is one the stateless revision removed and the message names that revision
+/// in its `_meta`: then its params are not the old ones, and rmcp answers it as an unknown
+/// method (-32601; HTTP 404), as the revision asks, instead of the edge calling them invalid.
+fn removed_and_stateless(method: &str, message: &serde_json::Map<String, Value>) -> bool {
+    REMOVED_IN_STATELESS_ERA.contains(&method)
+        && message
+            .get("params")
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+            .and_then(Value::as_str)
+            .is_some_and(|version| version >= "2026-07-28")
+}
+
+/// Whether a `tools/call`'s `inputResponses` is present but no object of objects, or its
+/// `requestState` present but no string.
 fn mistyped_round_trip_params(message: &serde_json::Map<String, Value>) -> bool {
     let Some(Value::Object(params)) = message.get("params") else {
         return false;
     };
-    let responses = params.get("inputResponses").is_some_and(|v| !v.is_object());
+    // An object of responses, each itself an object (an elicitation, sampling or roots result).
+    let responses = params.get("inputResponses").is_some_and(|v| {
+        v.as_object()
+            .is_none_or(|responses| responses.values().any(|r| !r.is_object()))
+    });
     let state = params.get("requestState").is_some_and(|v| !v.is_string());
     responses || state
 }
@@ -400,6 +436,18 @@ mod tests {
         check(
             "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"inputResponses\":null}}",
             "undecodable call 8 {\"inputResponses\":null,\"name\":\"x\"}",
+        );
+        check(
+            "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"inputResponses\":{\"a\":5}}}",
+            "undecodable call 8 {\"inputResponses\":{\"a\":5},\"name\":\"x\"}",
+        );
+        check(
+            "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}",
+            "request 9 Other",
+        );
+        check(
+            "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":{}}",
+            "-32602 id=9",
         );
         check(
             "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"requestState\":5}}",
