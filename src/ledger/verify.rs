@@ -2,7 +2,9 @@
 //! id, and every stored text against its commitment.
 //!
 //! Reads through the [`Store`] trait only and reports every problem with the seq it concerns,
-//! rather than stopping at the first, so a reviewer sees the whole damage at once.
+//! rather than stopping at the first, so a reviewer sees the whole damage at once. What one
+//! event says about itself is checked in parallel (`event_check`); what spans events
+//! is checked here, in seq order.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, mpsc};
