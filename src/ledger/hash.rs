@@ -50,6 +50,17 @@ pub fn event_value_hash(value: &Value) -> Result<String, LedgerError> {
         .as_bytes()))
 }
 
+/// [`event_value_hash`] given the canonical bytes it hashes, in pieces (their concatenation is
+/// hashed): for `verify`, which has the stored canonical bytes at hand and cuts the `hash`
+/// member out of them rather than rebuilding the object without it.
+pub fn event_hash_of_canonical(pieces: &[&[u8]]) -> String {
+    let mut hasher = blake3::Hasher::new_derive_key(EVENT_CONTEXT);
+    for piece in pieces {
+        hasher.update(piece);
+    }
+    hex(hasher.finalize().as_bytes())
+}
+
 /// Digest of an audit export document: BLAKE3 derive-key over the given (canonical) bytes.
 pub fn audit_export_digest(canonical: &[u8]) -> String {
     let mut hasher = AuditExportHasher::new();

@@ -7,6 +7,7 @@
 
 pub mod canonical;
 pub mod checkpoint;
+mod event_check;
 pub mod hash;
 pub mod keyfile;
 pub mod merkle;

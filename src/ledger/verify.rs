@@ -2,22 +2,25 @@
 //! id, and every stored text against its commitment.
 //!
 //! Reads through the [`Store`] trait only and reports every problem with the seq it concerns,
-//! rather than stopping at the first, so a reviewer sees the whole damage at once.
+//! rather than stopping at the first, so a reviewer sees the whole damage at once. What one
+//! event says about itself is checked in parallel (`event_check`); what spans events
+//! is checked here, in seq order.
 
-use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, mpsc};
+
+use serde::Serialize;
 use serde_json::Value;
 
 use super::LedgerError;
-use super::canonical::canonical_bytes;
-use std::collections::HashMap;
-
 use super::checkpoint::NoteVerifier;
-use super::hash::{GENESIS_PREV_HASH, event_value_hash, parse_hex32, text_commitment};
-use super::merkle::{Blake3Hasher, MerkleTree};
+use super::event_check::{Body, CheckedEvent, check_event};
+use super::hash::{GENESIS_PREV_HASH, hex, parse_hex32, text_commitment};
+use super::merkle::{Blake3Hasher, MerkleTree, NodeHash};
 use super::notary::check_checkpoints;
 use super::store::Store;
 use super::view::SignedCheckpoint;
-use crate::events::{ENVELOPE_VERSION, Event, Fact};
+use crate::events::ENVELOPE_VERSION;
 
 /// One thing found wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,7 +81,14 @@ pub fn verify_with_checkpoints<S: Store + ?Sized>(
     verify_with_progress(store, checkpoints, kept, verifier, &|_, _| {})
 }
 
-/// [`verify_with_checkpoints`], calling `progress(events done, last seq)` as it goes.
+/// [`verify_with_checkpoints`], calling `progress(events read, last seq)` as it goes.
+///
+/// One pass: the stored texts are read first, in file order, and their commitments checked;
+/// then the calling thread reads the events in seq order and hands them in batches to one
+/// worker per core, which parse, canonicalize and hash them ([`check_event`]); their results
+/// are put back in seq order for the checks that span events (gaps, links, texts, the tree).
+/// Queues are bounded, so memory does not grow with the ledger beyond the text statuses and
+/// the Merkle leaves.
 pub fn verify_with_progress<S: Store + ?Sized>(
     store: &S,
     checkpoints: &[SignedCheckpoint],
@@ -89,181 +99,91 @@ pub fn verify_with_progress<S: Store + ?Sized>(
     let last = store.last_seq()?.unwrap_or(0);
     let meta = store.meta()?;
     let ledger_id = meta.as_ref().map(|m| m.ledger_id.clone());
-    let mut report = VerifyReport {
-        ledger_id: ledger_id.clone(),
-        events: 0,
-        head_hash: None,
-        texts_verified: 0,
-        texts_erased: 0,
-        checkpoints_verified: 0,
-        problems: Vec::new(),
-    };
-    // Leaf data of the Merkle tree: each event's stored hash as found. `None` once an event's
-    // hash cannot be read, from which point checkpoints cannot be judged.
-    let mut leaves: Option<MerkleTree<Blake3Hasher>> = Some(MerkleTree::new(Blake3Hasher));
-    // Texts found missing, judged once every erasure is known; texts present, to flag erased
-    // ones whose bytes are still on disk.
-    let mut missing: Vec<(u64, String)> = Vec::new();
-    let mut present: Vec<(u64, String)> = Vec::new();
-    let mut erased: HashMap<String, u64> = HashMap::new();
-    let mut expected_seq = 1u64;
-    // The stored hash of the previous event, as found (not as recomputed), so one altered event
-    // is reported once and its successor still links. `None` when the previous event's bytes
-    // named no hash at all: its successor's link cannot be judged and is not blamed.
-    let mut prev_hash = Some(GENESIS_PREV_HASH.to_owned());
-    for item in store.events_from(1) {
-        let (key_seq, bytes) = item?;
-        report.events += 1;
-        if report.events.is_multiple_of(1024) {
-            progress(report.events, last);
-        }
-        if key_seq != expected_seq {
-            report.problems.push(Problem {
-                seq: expected_seq,
-                code: "gap",
-                detail: format!("events {expected_seq}..{} are missing", key_seq - 1),
-            });
-            // The gap explains a link that cannot hold: the event after it is not blamed.
-            prev_hash = None;
-        }
-        expected_seq = key_seq + 1;
-        let problem = |code, detail: String| Problem {
-            seq: key_seq,
-            code,
-            detail,
-        };
-        let value: Value = match serde_json::from_slice(&bytes) {
-            Ok(v) => v,
-            Err(e) => {
-                report
-                    .problems
-                    .push(problem("unparseable", format!("not JSON: {e}")));
-                prev_hash = None;
-                leaves = None;
-                continue;
-            }
-        };
-        match canonical_bytes(&value) {
-            Ok(canonical) if canonical == bytes => {}
-            Ok(_) => report.problems.push(problem(
-                "not_canonical",
-                "stored bytes are not in RFC 8785 form".into(),
-            )),
-            Err(e) => report
-                .problems
-                .push(problem("not_canonical", e.to_string())),
-        }
-        let event: Event = match Event::deserialize(&value) {
-            Ok(e) => e,
-            Err(e) => {
-                report
-                    .problems
-                    .push(problem("unparseable", format!("not an event: {e}")));
-                prev_hash = value.get("hash").and_then(Value::as_str).map(str::to_owned);
-                leaves = None;
-                continue;
-            }
-        };
-        if event.seq != key_seq {
-            report.problems.push(problem(
-                "seq_mismatch",
-                format!("stored under seq {key_seq} but says seq {}", event.seq),
-            ));
-        }
-        if event.v == 0 || event.v > ENVELOPE_VERSION {
-            report
-                .problems
-                .push(problem("unknown_version", format!("envelope v{}", event.v)));
-        }
-        if ledger_id.as_deref().is_some_and(|id| id != event.ledger_id) {
-            report.problems.push(problem(
-                "foreign_ledger",
-                format!("belongs to ledger {}", event.ledger_id),
-            ));
-        }
-        if prev_hash.as_ref().is_some_and(|p| *p != event.prev_hash) {
-            report.problems.push(problem(
-                "broken_link",
-                "prevHash does not equal the hash of the event before it".into(),
-            ));
-        }
-        // Over the stored object itself, every member (known or not) but `hash`: a member
-        // slipped in that `Event` would ignore still changes the hash.
-        match event_value_hash(&value) {
-            Ok(h) if h == event.hash => {}
-            Ok(h) => report.problems.push(problem(
-                "hash_mismatch",
-                format!("content hashes to {h}, event says {}", event.hash),
-            )),
-            Err(e) => report
-                .problems
-                .push(problem("hash_mismatch", e.to_string())),
-        }
-        for commitment in text_refs(&value) {
-            let Some(key) = parse_hex32(&commitment) else {
-                report.problems.push(problem(
-                    "text_mismatch",
-                    format!("bad commitment {commitment}"),
-                ));
-                continue;
-            };
-            match store.text(&key)? {
-                None => missing.push((key_seq, commitment)),
-                Some(record) => {
-                    if text_commitment(&record.salt, &record.text) == commitment {
-                        report.texts_verified += 1;
-                        present.push((key_seq, commitment));
-                    } else {
-                        report.problems.push(problem(
-                            "text_mismatch",
-                            format!("stored text does not match commitment {commitment}"),
-                        ));
+    let texts = StoredTexts::read(store)?;
+    let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let (work_tx, work_rx) = mpsc::sync_channel::<WorkBatch>(2 * workers);
+    let work_rx = Mutex::new(work_rx);
+    let chain = std::thread::scope(|scope| {
+        let (done_tx, done_rx) = mpsc::sync_channel::<Checked>(2 * workers);
+        for _ in 0..workers {
+            let work_rx = &work_rx;
+            let done_tx = done_tx.clone();
+            scope.spawn(move || {
+                let mut scratch = Vec::new();
+                loop {
+                    let next = match work_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((n, batch)) = next else { return };
+                    let checked = batch
+                        .into_iter()
+                        .map(|(seq, bytes)| (seq, check_event(&bytes, &mut scratch)))
+                        .collect();
+                    if done_tx.send((n, checked)).is_err() {
+                        return;
                     }
                 }
-            }
+            });
         }
-        for fact in &event.facts {
-            if let Fact::TextsErased { commitments, .. } = fact {
-                for c in commitments {
-                    erased.entry(c.clone()).or_insert(key_seq);
+        drop(done_tx);
+        let ledger_id = ledger_id.clone();
+        let consumer = scope.spawn(move || {
+            let mut chain = Chain::new(ledger_id, texts);
+            let mut pending = BTreeMap::new();
+            let mut next = 0u64;
+            for (n, checked) in done_rx {
+                pending.insert(n, checked);
+                while let Some(checked) = pending.remove(&next) {
+                    for (seq, event) in checked {
+                        chain.event(seq, event)?;
+                    }
+                    next += 1;
                 }
             }
-        }
-        match (leaves.as_mut(), parse_hex32(&event.hash)) {
-            (Some(tree), Some(leaf)) => {
-                tree.push_leaf(&leaf);
+            Ok::<Chain, LedgerError>(chain)
+        });
+        let mut read_error = None;
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut n = 0u64;
+        let mut read = 0u64;
+        for item in store.events_from(1) {
+            match item {
+                Ok(event) => batch.push(event),
+                Err(e) => {
+                    read_error = Some(e);
+                    break;
+                }
             }
-            _ => leaves = None,
+            read += 1;
+            if read.is_multiple_of(1024) {
+                progress(read, last);
+            }
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                if work_tx.send((n, full)).is_err() {
+                    break;
+                }
+                n += 1;
+            }
         }
-        // An event out of place says nothing about the link of the one after it.
-        prev_hash = (event.seq == key_seq).then(|| event.hash.clone());
-        report.head_hash = Some(event.hash);
-    }
-    for (seq, commitment) in missing {
-        if erased.contains_key(&commitment) {
-            report.texts_erased += 1;
-        } else {
-            report.problems.push(Problem {
-                seq,
-                code: "text_missing",
-                detail: format!("no stored text for {commitment}"),
-            });
+        if !batch.is_empty() {
+            // A failed send means the checks already stopped on an error, reported below.
+            let _ = work_tx.send((n, batch));
         }
-    }
-    for (seq, commitment) in present {
-        if let Some(by) = erased.get(&commitment) {
-            report.problems.push(Problem {
-                seq,
-                code: "text_not_erased",
-                detail: format!(
-                    "text {commitment} was erased by event {by} but is still stored; opening \
-                     the ledger finishes the erasure"
-                ),
-            });
+        drop(work_tx);
+        let chain = consumer.join().map_err(|_| {
+            LedgerError::Io(std::io::Error::other("a verification thread failed"))
+        })??;
+        match read_error {
+            Some(e) => Err(e),
+            None => Ok(chain),
         }
-    }
+    })?;
+    let (mut report, leaves) = chain.finish();
     if !checkpoints.is_empty() || !kept.is_empty() {
-        match (&leaves, verifier) {
+        let tree = leaves.map(|leaves| MerkleTree::from_leaf_hashes(Blake3Hasher, leaves));
+        match (&tree, verifier) {
             (Some(tree), Some(verifier)) => {
                 let mut problems = check_checkpoints(checkpoints, verifier, tree);
                 for one in kept {
@@ -299,6 +219,252 @@ pub fn verify_with_progress<S: Store + ?Sized>(
     Ok(report)
 }
 
+/// Events handed to a worker at once: few enough to keep every core busy to the end, enough
+/// that channel traffic stays small beside the work.
+const BATCH: usize = 256;
+
+/// A numbered batch of stored events, `(key seq, bytes)`.
+type WorkBatch = (u64, Vec<(u64, Vec<u8>)>);
+/// A numbered batch of checked events.
+type Checked = (u64, Vec<(u64, CheckedEvent)>);
+
+/// What became of a stored text.
+#[derive(Clone, Copy)]
+enum TextStatus {
+    /// Its salt and text hash to its commitment.
+    Matches,
+    /// They do not.
+    Differs,
+    /// Indexed, but not there (erased, or never made durable).
+    Gone,
+}
+
+/// Every stored text's status, read in one forward pass over the text file: what
+/// [`Store::text`] would give for each commitment, judged once.
+struct StoredTexts {
+    status: HashMap<[u8; 32], TextStatus>,
+    /// Texts that could not be read, with why: the first referenced one stops verification,
+    /// as reading it one by one would.
+    errors: HashMap<[u8; 32], LedgerError>,
+}
+
+impl StoredTexts {
+    fn read<S: Store + ?Sized>(store: &S) -> Result<Self, LedgerError> {
+        let mut status = HashMap::new();
+        let mut errors = HashMap::new();
+        for (commitment, record) in store.texts_in_file_order()? {
+            match record {
+                Ok(None) => {
+                    status.insert(commitment, TextStatus::Gone);
+                }
+                Ok(Some(record)) => {
+                    let matches = text_commitment(&record.salt, &record.text) == hex(&commitment);
+                    status.insert(
+                        commitment,
+                        if matches {
+                            TextStatus::Matches
+                        } else {
+                            TextStatus::Differs
+                        },
+                    );
+                }
+                Err(e) => {
+                    errors.insert(commitment, e);
+                }
+            }
+        }
+        Ok(Self { status, errors })
+    }
+
+    /// The status of the text under `key`; `None` when none is stored.
+    fn get(&mut self, key: &[u8; 32]) -> Result<Option<TextStatus>, LedgerError> {
+        if let Some(e) = self.errors.remove(key) {
+            return Err(e);
+        }
+        Ok(match self.status.get(key) {
+            None | Some(TextStatus::Gone) => None,
+            Some(status) => Some(*status),
+        })
+    }
+}
+
+/// The checks that span events, fed checked events in seq order.
+struct Chain {
+    ledger_id: Option<String>,
+    texts: StoredTexts,
+    report: VerifyReport,
+    /// Leaf hashes of the Merkle tree: each event's stored hash as found. `None` once an
+    /// event's hash cannot be read, from which point checkpoints cannot be judged.
+    leaves: Option<Vec<NodeHash>>,
+    /// Texts found missing, judged once every erasure is known; texts present, to flag erased
+    /// ones whose bytes are still on disk.
+    missing: Vec<(u64, String)>,
+    present: Vec<(u64, String)>,
+    erased: HashMap<String, u64>,
+    expected_seq: u64,
+    /// The stored hash of the previous event, as found (not as recomputed), so one altered
+    /// event is reported once and its successor still links. `None` when the previous event's
+    /// bytes named no hash at all: its successor's link cannot be judged and is not blamed.
+    prev_hash: Option<String>,
+}
+
+impl Chain {
+    fn new(ledger_id: Option<String>, texts: StoredTexts) -> Self {
+        Self {
+            report: VerifyReport {
+                ledger_id: ledger_id.clone(),
+                events: 0,
+                head_hash: None,
+                texts_verified: 0,
+                texts_erased: 0,
+                checkpoints_verified: 0,
+                problems: Vec::new(),
+            },
+            ledger_id,
+            texts,
+            leaves: Some(Vec::new()),
+            missing: Vec::new(),
+            present: Vec::new(),
+            erased: HashMap::new(),
+            expected_seq: 1,
+            prev_hash: Some(GENESIS_PREV_HASH.to_owned()),
+        }
+    }
+
+    /// Takes the next stored event, stored under `key_seq`.
+    fn event(&mut self, key_seq: u64, checked: CheckedEvent) -> Result<(), LedgerError> {
+        let report = &mut self.report;
+        report.events += 1;
+        if key_seq != self.expected_seq {
+            report.problems.push(Problem {
+                seq: self.expected_seq,
+                code: "gap",
+                detail: format!("events {}..{} are missing", self.expected_seq, key_seq - 1),
+            });
+            // The gap explains a link that cannot hold: the event after it is not blamed.
+            self.prev_hash = None;
+        }
+        self.expected_seq = key_seq + 1;
+        let problem = |code, detail: String| Problem {
+            seq: key_seq,
+            code,
+            detail,
+        };
+        if let Some(detail) = checked.not_canonical {
+            report.problems.push(problem("not_canonical", detail));
+        }
+        let event = match checked.body {
+            Body::NotJson(detail) => {
+                report.problems.push(problem("unparseable", detail));
+                self.prev_hash = None;
+                self.leaves = None;
+                return Ok(());
+            }
+            Body::NotEvent { detail, hash } => {
+                report.problems.push(problem("unparseable", detail));
+                self.prev_hash = hash;
+                self.leaves = None;
+                return Ok(());
+            }
+            Body::Event(event) => event,
+        };
+        if event.seq != key_seq {
+            report.problems.push(problem(
+                "seq_mismatch",
+                format!("stored under seq {key_seq} but says seq {}", event.seq),
+            ));
+        }
+        if event.v == 0 || event.v > ENVELOPE_VERSION {
+            report
+                .problems
+                .push(problem("unknown_version", format!("envelope v{}", event.v)));
+        }
+        if self
+            .ledger_id
+            .as_deref()
+            .is_some_and(|id| id != event.ledger_id)
+        {
+            report.problems.push(problem(
+                "foreign_ledger",
+                format!("belongs to ledger {}", event.ledger_id),
+            ));
+        }
+        if self
+            .prev_hash
+            .as_ref()
+            .is_some_and(|p| *p != event.prev_hash)
+        {
+            report.problems.push(problem(
+                "broken_link",
+                "prevHash does not equal the hash of the event before it".into(),
+            ));
+        }
+        if let Some(detail) = event.hash_mismatch {
+            report.problems.push(problem("hash_mismatch", detail));
+        }
+        for commitment in event.text_refs {
+            let Some(key) = parse_hex32(&commitment) else {
+                report.problems.push(problem(
+                    "text_mismatch",
+                    format!("bad commitment {commitment}"),
+                ));
+                continue;
+            };
+            match self.texts.get(&key)? {
+                None => self.missing.push((key_seq, commitment)),
+                Some(TextStatus::Matches) => {
+                    report.texts_verified += 1;
+                    self.present.push((key_seq, commitment));
+                }
+                Some(_) => report.problems.push(problem(
+                    "text_mismatch",
+                    format!("stored text does not match commitment {commitment}"),
+                )),
+            }
+        }
+        for c in event.erased {
+            self.erased.entry(c).or_insert(key_seq);
+        }
+        match (self.leaves.as_mut(), event.leaf) {
+            (Some(leaves), Some(leaf)) => leaves.push(leaf),
+            _ => self.leaves = None,
+        }
+        // An event out of place says nothing about the link of the one after it.
+        self.prev_hash = (event.seq == key_seq).then(|| event.hash.clone());
+        report.head_hash = Some(event.hash);
+        Ok(())
+    }
+
+    /// The report once every event is in (checkpoints not yet checked), and the leaf hashes.
+    fn finish(self) -> (VerifyReport, Option<Vec<NodeHash>>) {
+        let mut report = self.report;
+        for (seq, commitment) in self.missing {
+            if self.erased.contains_key(&commitment) {
+                report.texts_erased += 1;
+            } else {
+                report.problems.push(Problem {
+                    seq,
+                    code: "text_missing",
+                    detail: format!("no stored text for {commitment}"),
+                });
+            }
+        }
+        for (seq, commitment) in self.present {
+            if let Some(by) = self.erased.get(&commitment) {
+                report.problems.push(Problem {
+                    seq,
+                    code: "text_not_erased",
+                    detail: format!(
+                        "text {commitment} was erased by event {by} but is still stored; \
+                         opening the ledger finishes the erasure"
+                    ),
+                });
+            }
+        }
+        (report, self.leaves)
+    }
+}
+
 /// Every text commitment in an event: the values of objects of the exact form
 /// `{"textCommitment": "<hex>"}`, wherever they sit.
 pub fn text_refs(value: &Value) -> Vec<String> {
@@ -329,6 +495,7 @@ mod tests {
 
     use super::*;
     use crate::events::Event;
+    use crate::ledger::canonical::canonical_bytes;
     use crate::ledger::hash::{GENESIS_PREV_HASH, event_hash};
     use crate::ledger::store::{Batch, LedgerMeta, MemStore, StagedEvent};
 

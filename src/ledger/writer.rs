@@ -896,6 +896,9 @@ mod tests {
         fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
             self.inner.text(commitment)
         }
+        fn texts_in_file_order(&self) -> Result<crate::ledger::store::TextIter<'_>, LedgerError> {
+            self.inner.texts_in_file_order()
+        }
         fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
             self.inner.erase_texts(commitments)
         }

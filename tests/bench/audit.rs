@@ -21,72 +21,15 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::{across, rate};
-use thinkledger::app::{AppConfig, Command as AppCommand};
+use common::{CALLERS, CHAIN, across, rate, record_thoughts};
+use thinkledger::app::AppConfig;
 use thinkledger::audit::{ExportOptions, Selection, verify_export, write_export};
-use thinkledger::events::{Actor, OutcomeStatus, SessionId};
+use thinkledger::events::SessionId;
 use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
 use thinkledger::ledger::{SledStore, format_timestamp, keyfile, verify_with_checkpoints};
 use thinkledger::server;
-
-const CALLERS: u64 = 64;
-const CHAIN: u32 = 50;
-
-fn actor() -> Actor {
-    Actor {
-        principal: "local".into(),
-        transport: "stdio".into(),
-        client_name: Some("bench".into()),
-        client_version: None,
-    }
-}
-
-/// Records `events` thoughts with CALLERS concurrent callers; returns the time it took.
-fn build(data_dir: &std::path::Path, events: u64) -> Duration {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let ledger = server::open(data_dir, AppConfig::default()).expect("open the ledger");
-        let next = Arc::new(AtomicU64::new(0));
-        let started = Instant::now();
-        let mut tasks = Vec::new();
-        for _ in 0..CALLERS {
-            let ledger = ledger.clone();
-            let next = next.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut session = SessionId::random();
-                let mut number = 0;
-                while next.fetch_add(1, Ordering::Relaxed) < events {
-                    number += 1;
-                    if number > CHAIN {
-                        session = SessionId::random();
-                        number = 1;
-                    }
-                    let command = AppCommand::tool_call(
-                        "sequentialthinking",
-                        common::thought_args(number, CHAIN),
-                        actor(),
-                        session.clone(),
-                    );
-                    let done = ledger.submit(command).await.expect("submit");
-                    assert_eq!(done.status, OutcomeStatus::Ok, "{}", done.body);
-                }
-            }));
-        }
-        for task in tasks {
-            task.await.expect("caller");
-        }
-        let took = started.elapsed();
-        ledger.shutdown().await;
-        took
-    })
-}
 
 fn main() {
     let full = common::full_mode();
@@ -111,7 +54,7 @@ fn main() {
     println!("  data dir: {}", common::describe_dir(dir.path()));
     println!("  {events} events, {runs} runs per measurement, {proofs} proofs per run");
 
-    let took = build(dir.path(), events);
+    let took = record_thoughts(dir.path(), events);
     println!(
         "  build:    {} events recorded durably in {:.1} s ({}, {CALLERS} callers)",
         events,

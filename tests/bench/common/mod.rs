@@ -3,10 +3,15 @@
 #![allow(dead_code)] // each bench binary uses a different subset
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use thinkledger::app::{AppConfig, Command as AppCommand};
+use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::ledger::{LedgerError, SledStore, Store, VerifyReport, verify};
+use thinkledger::server;
 
 /// True under `cargo bench` (cargo passes `--bench`); false under `cargo test --all-targets`,
 /// which runs bench binaries without arguments: they then do a tiny smoke run.
@@ -73,6 +78,66 @@ pub fn thought_args(number: u32, total: u32) -> Value {
         "nextThoughtNeeded": number < total,
         "thoughtNumber": number,
         "totalThoughts": total,
+    })
+}
+
+/// Concurrent callers [`record_thoughts`] uses.
+pub const CALLERS: u64 = 64;
+/// Thoughts per session in [`record_thoughts`]: a new session starts after this many.
+pub const CHAIN: u32 = 50;
+
+fn bench_actor() -> Actor {
+    Actor {
+        principal: "local".into(),
+        transport: "stdio".into(),
+        client_name: Some("bench".into()),
+        client_version: None,
+    }
+}
+
+/// Records `events` `sequentialthinking` thoughts in `data_dir` through the real writer
+/// (`server::open`, as the server does: sled store, text file, signing key, checkpoints), with
+/// CALLERS concurrent callers in sessions of CHAIN thoughts; its shutdown signs the final
+/// checkpoint. Returns the time the calls took.
+pub fn record_thoughts(data_dir: &Path, events: u64) -> Duration {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let ledger = server::open(data_dir, AppConfig::default()).expect("open the ledger");
+        let next = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..CALLERS {
+            let ledger = ledger.clone();
+            let next = next.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut session = SessionId::random();
+                let mut number = 0;
+                while next.fetch_add(1, Ordering::Relaxed) < events {
+                    number += 1;
+                    if number > CHAIN {
+                        session = SessionId::random();
+                        number = 1;
+                    }
+                    let command = AppCommand::tool_call(
+                        "sequentialthinking",
+                        thought_args(number, CHAIN),
+                        bench_actor(),
+                        session.clone(),
+                    );
+                    let done = ledger.submit(command).await.expect("submit");
+                    assert_eq!(done.status, OutcomeStatus::Ok, "{}", done.body);
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.expect("caller");
+        }
+        let took = started.elapsed();
+        ledger.shutdown().await;
+        took
     })
 }
 

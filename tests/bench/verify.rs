@@ -1,0 +1,130 @@
+//! Throughput of `verify` on a ledger of realistic `sequentialthinking` events: the whole
+//! check `thinkledger verify` makes (chain, canonical bytes, every event hash, every text
+//! reference against its stored text, erasures, the ledger's own signed checkpoints against the
+//! Merkle tree rebuilt from the log).
+//!
+//! The ledger is built once through the real writer (`common::record_thoughts`: 64 concurrent
+//! callers, sessions of 50 thoughts, durable), then verified RUNS times, each on a freshly
+//! opened store; the report gives events/s as the median with min–max, and the bytes per event
+//! the ledger takes on disk.
+//!
+//! `cargo bench --bench verify` (full run: 100,000 events, 5 runs); under `cargo test` a smoke
+//! run of 2,000 events and one run. Overrides: `VERIFY_BENCH_EVENTS` (events in the ledger),
+//! `THINKLEDGER_BENCH_RUNS`, and `VERIFY_BENCH_DIR`: a data dir to keep the ledger in and reuse
+//! on the next run (built there if it holds no ledger yet), so two builds of the code can be
+//! compared on the very same ledger.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use common::{across, rate, record_thoughts};
+use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
+use thinkledger::ledger::{SledStore, Store, keyfile, verify_with_checkpoints};
+use thinkledger::server;
+
+/// Bytes of every file under `dir`.
+fn disk_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                disk_bytes(&path)
+            } else {
+                entry.metadata().map_or(0, |m| m.len())
+            }
+        })
+        .sum()
+}
+
+fn main() {
+    let full = common::full_mode();
+    let events: u64 = std::env::var("VERIFY_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if full { 100_000 } else { 2_000 });
+    let runs = common::env_usize("RUNS", if full { 5 } else { 1 }).max(1);
+    let temp = common::temp_data_dir();
+    let data_dir: PathBuf = std::env::var_os("VERIFY_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| temp.path().to_path_buf());
+    println!(
+        "verify: {}",
+        if full {
+            "full run"
+        } else {
+            "smoke run (cargo test); use cargo bench for numbers"
+        }
+    );
+    println!(
+        "  machine:  {}; {} at start",
+        common::machine(),
+        common::load()
+    );
+    println!("  data dir: {}", common::describe_dir(&data_dir));
+
+    let ledger_dir = server::ledger_dir(&data_dir);
+    if ledger_dir.exists() {
+        println!("  reusing the ledger already in the data dir");
+    } else {
+        let took = record_thoughts(&data_dir, events);
+        println!(
+            "  build:    {events} events recorded durably in {:.1} s ({})",
+            took.as_secs_f64(),
+            rate(events as f64 / took.as_secs_f64())
+        );
+    }
+
+    let mut rates = Vec::new();
+    let mut secs = Vec::new();
+    let mut found = 0;
+    let mut texts = 0;
+    for _ in 0..runs {
+        let store = SledStore::open(&ledger_dir).expect("open store");
+        let meta = store.meta().expect("meta").expect("a ledger");
+        let verifier = keyfile::load_or_create(&server::key_path(&data_dir), &meta.ledger_id)
+            .expect("key")
+            .verifier();
+        let checkpoints =
+            read_checkpoints(&ledger_dir.join(CHECKPOINTS_FILE)).expect("checkpoints");
+        let started = Instant::now();
+        let report =
+            verify_with_checkpoints(&store, &checkpoints, &[], Some(&verifier)).expect("verify");
+        let took = started.elapsed().as_secs_f64();
+        assert!(
+            report.is_intact(),
+            "{:?}",
+            &report.problems[..report.problems.len().min(5)]
+        );
+        assert!(
+            report.checkpoints_verified >= 1,
+            "no checkpoint was checked"
+        );
+        assert_eq!(
+            report.texts_verified,
+            report.events * common::TEXT_REFS_PER_THOUGHT
+        );
+        found = report.events;
+        texts = report.texts_verified;
+        rates.push(report.events as f64 / took);
+        secs.push(took);
+    }
+    let on_disk = disk_bytes(&ledger_dir);
+    let texts_file = std::fs::metadata(ledger_dir.join("texts.dat")).map_or(0, |m| m.len());
+    println!(
+        "  ledger:   {found} events, {texts} text references, {:.0} bytes per event on disk \
+         ({:.0} in texts.dat)",
+        on_disk as f64 / found.max(1) as f64,
+        texts_file as f64 / found.max(1) as f64
+    );
+    println!(
+        "  verify:   {} events/s, {} s per run ({runs} runs, median (min–max))",
+        across(&rates, |v| format!("{v:.0}")),
+        across(&secs, |s| format!("{s:.2}"))
+    );
+}
