@@ -356,24 +356,51 @@ fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
             max_text_bytes: args.max_text_bytes,
             tool_time_limit: std::time::Duration::from_millis(args.tool_time_limit_ms),
         };
-        let ledger = server::open(dir, config)?;
-        tracing::info!(data_dir = %dir.display(), ledger_id = ledger.meta().ledger_id, "ledger open");
+        // Replays behind: `initialize` and the lists are answered while a long history loads.
+        let ledger = server::start(dir, config)?;
+        tracing::info!(data_dir = %dir.display(), "ledger opening");
         let catalog = Arc::new(Catalog::new(toolsets));
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
+        // A ledger another process holds is known within milliseconds: stop, and say so,
+        // rather than serve calls that can never be recorded.
+        tokio::spawn({
+            let (ledger, shutdown) = (ledger.clone(), shutdown.clone());
+            async move {
+                if let Err(e) = ledger.opened().await
+                    && matches!(*e, LedgerError::Locked { .. })
+                {
+                    shutdown.cancel();
+                }
+            }
+        });
         match args.http {
             Some(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
-                let mut config = HttpConfig { stateless: args.stateless, ..HttpConfig::default() };
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on {addr}"))?;
+                let mut config = HttpConfig {
+                    stateless: args.stateless,
+                    ..HttpConfig::default()
+                };
                 config.allowed_hosts.extend(args.allow_hosts);
                 if let Some(name) = args.principal_header {
-                    config.principal_header = Some(name.parse().with_context(|| format!("--principal-header {name:?} is not a header name"))?);
+                    config.principal_header = Some(name.parse().with_context(|| {
+                        format!("--principal-header {name:?} is not a header name")
+                    })?);
                 }
-                server::serve_http(listener, ledger, catalog, config, shutdown).await?;
+                server::serve_http(listener, ledger.clone(), catalog, config, shutdown).await?;
             }
-            None => server::serve_stdio(ledger, catalog, shutdown).await.map_err(|e| anyhow::anyhow!(e))?,
+            None => server::serve_stdio(ledger.clone(), catalog, shutdown)
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?,
         }
-        Ok(ExitCode::SUCCESS)
+        // Calls were refused with the reason while serving; the exit status says it too.
+        match ledger.open_failure() {
+            Some(e) if matches!(*e, LedgerError::Locked { .. }) => Err(anyhow::anyhow!("{e}")),
+            Some(e) => Err(anyhow::anyhow!("the ledger could not be opened: {e}")),
+            None => Ok(ExitCode::SUCCESS),
+        }
     })
 }
 
@@ -558,7 +585,10 @@ fn print_key(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
         .build()?;
     let ledger_id = runtime.block_on(async {
         let ledger = server::open(dir, AppConfig::default())?;
-        let id = ledger.meta().ledger_id.clone();
+        let id = ledger
+            .meta()
+            .map(|m| m.ledger_id.clone())
+            .ok_or_else(|| anyhow::anyhow!("the opened ledger has no metadata"))?;
         ledger.shutdown().await;
         anyhow::Ok(id)
     })?;

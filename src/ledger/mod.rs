@@ -25,7 +25,7 @@ pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints, verify_
 pub use view::{LogView, SignedCheckpoint, TextState};
 pub use writer::{
     Committed, Decider, Draft, LedgerHandle, NewText, Pending, WriterConfig, ensure_meta,
-    open_ledger,
+    open_ledger, start_ledger,
 };
 
 /// Errors of the ledger layer. Each reaches a client as a tool error saying the server cannot
@@ -51,6 +51,18 @@ pub enum LedgerError {
          server (acknowledged calls are safe on disk)"
     )]
     WriterStopped,
+    #[error(
+        "the ledger is still opening ({replayed} of {total} events replayed); the call was not \
+         recorded: retry in a few seconds"
+    )]
+    Opening { replayed: u64, total: u64 },
+    #[error(
+        "the ledger could not be opened: {0}. The server records nothing until it is restarted"
+    )]
+    OpenFailed(String),
+    /// Opening was given up because the ledger was shut down first.
+    #[error("the ledger was shut down while it was opening")]
+    OpenAborted,
 }
 
 /// Format tag stored in [`LedgerMeta::format`].

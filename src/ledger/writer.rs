@@ -9,11 +9,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::checkpoint::NoteSigner;
 use super::hash::{GENESIS_PREV_HASH, event_hash, event_value_hash, parse_hex32, response_digest};
@@ -96,6 +98,10 @@ pub struct WriterConfig {
     /// Signs checkpoints (on session close, every [`CHECKPOINT_EVERY_EVENTS`] events, on
     /// demand and at shutdown). Without one the ledger signs nothing.
     pub notary: Option<Notary>,
+    /// Longest a call waits for a ledger still opening (see [`start_ledger`]) before it is
+    /// refused with [`LedgerError::Opening`]: below the 60 s request timeout common MCP clients
+    /// apply, so the client hears why rather than timing out.
+    pub open_wait: Duration,
 }
 
 impl Default for WriterConfig {
@@ -104,6 +110,7 @@ impl Default for WriterConfig {
             max_batch: 512,
             queue_depth: 4096,
             notary: None,
+            open_wait: Duration::from_secs(30),
         }
     }
 }
@@ -136,7 +143,9 @@ impl<T> Pending<T> {
 /// A cheap, cloneable handle to the writer thread.
 pub struct LedgerHandle<D: Decider> {
     tx: mpsc::Sender<Message<D>>,
-    meta: Arc<LedgerMeta>,
+    /// Set once the store is open (at once for [`open_ledger`]).
+    meta: Arc<std::sync::OnceLock<LedgerMeta>>,
+    gate: Arc<OpenGate>,
 }
 
 impl<D: Decider> Clone for LedgerHandle<D> {
@@ -144,6 +153,74 @@ impl<D: Decider> Clone for LedgerHandle<D> {
         Self {
             tx: self.tx.clone(),
             meta: self.meta.clone(),
+            gate: self.gate.clone(),
+        }
+    }
+}
+
+/// Where opening stands. Replaying the log runs on the writer thread while the transports
+/// already answer what needs no ledger (`initialize`, the lists); every call into the ledger
+/// passes [`OpenGate::ready`] first.
+#[derive(Debug, Clone)]
+enum OpenState {
+    Opening,
+    Open,
+    /// Opening failed; why. The ledger records nothing until the server is restarted.
+    Failed(Arc<LedgerError>),
+    /// Shut down while opening.
+    Closed,
+}
+
+/// Shared by the writer thread and every handle: the open state, how far replay has come, and
+/// the request to give up replaying (a shutdown while opening).
+struct OpenGate {
+    state: watch::Sender<OpenState>,
+    replayed: AtomicU64,
+    /// Events in the log when the replay began.
+    total: AtomicU64,
+    abort: AtomicBool,
+    wait: Duration,
+}
+
+impl OpenGate {
+    fn new(state: OpenState, wait: Duration) -> Self {
+        Self {
+            state: watch::Sender::new(state),
+            replayed: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            abort: AtomicBool::new(false),
+            wait,
+        }
+    }
+
+    fn is_opening(&self) -> bool {
+        matches!(*self.state.borrow(), OpenState::Opening)
+    }
+
+    /// Returns once the ledger is open, or why a call cannot go in: it failed to open, it was
+    /// shut, or it is still opening after [`WriterConfig::open_wait`].
+    async fn ready(&self) -> Result<(), LedgerError> {
+        if matches!(*self.state.borrow(), OpenState::Open) {
+            return Ok(());
+        }
+        let mut rx = self.state.subscribe();
+        let settled =
+            tokio::time::timeout(self.wait, rx.wait_for(|s| !matches!(s, OpenState::Opening)))
+                .await;
+        let state = match settled {
+            Err(_) => {
+                return Err(LedgerError::Opening {
+                    replayed: self.replayed.load(Ordering::Relaxed),
+                    total: self.total.load(Ordering::Relaxed),
+                });
+            }
+            Ok(Err(_)) => return Err(LedgerError::WriterStopped),
+            Ok(Ok(state)) => state.clone(),
+        };
+        match state {
+            OpenState::Open => Ok(()),
+            OpenState::Failed(error) => Err(LedgerError::OpenFailed(error.to_string())),
+            OpenState::Opening | OpenState::Closed => Err(LedgerError::WriterStopped),
         }
     }
 }
@@ -159,6 +236,7 @@ impl<D: Decider> LedgerHandle<D> {
     /// the durable outcome. Admission is what a transport orders per connection; the writer
     /// still batches commands of every connection into one sync (group commit).
     pub async fn enqueue(&self, command: D::Command) -> Result<Pending<Committed>, LedgerError> {
+        self.gate.ready().await?;
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Message::Command(command, tx))
@@ -175,6 +253,7 @@ impl<D: Decider> LedgerHandle<D> {
     /// Puts one query in the writer's queue (see [`LedgerHandle::enqueue`]): it is answered
     /// after every command enqueued before it is durable, and before any enqueued after it.
     pub async fn enqueue_query(&self, query: D::Query) -> Result<Pending<D::Answer>, LedgerError> {
+        self.gate.ready().await?;
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Message::Query(query, tx))
@@ -191,6 +270,7 @@ impl<D: Decider> LedgerHandle<D> {
         R: Send + 'static,
         F: FnOnce(&dyn LogView) -> R + Send + 'static,
     {
+        self.gate.ready().await?;
         let (tx, rx) = oneshot::channel();
         let job: Inspection = Box::new(move |view| {
             let _ = tx.send(f(view));
@@ -205,6 +285,7 @@ impl<D: Decider> LedgerHandle<D> {
     /// Signs a checkpoint of the log now, unless the latest one already covers every event,
     /// and returns the latest checkpoint.
     pub async fn checkpoint(&self) -> Result<SignedCheckpoint, LedgerError> {
+        self.gate.ready().await?;
         let (tx, rx) = oneshot::channel();
         self.tx
             .send(Message::Checkpoint(tx))
@@ -213,63 +294,142 @@ impl<D: Decider> LedgerHandle<D> {
         rx.await.map_err(|_| LedgerError::WriterStopped)?
     }
 
-    /// Syncs and stops the writer; later calls get [`LedgerError::WriterStopped`].
+    /// Syncs and stops the writer; later calls get [`LedgerError::WriterStopped`]. A ledger
+    /// still opening stops replaying (it has written nothing yet). Returns once the store is
+    /// closed.
     pub async fn shutdown(&self) {
+        if self.gate.is_opening() {
+            self.gate.abort.store(true, Ordering::Relaxed);
+        }
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Message::Shutdown(tx)).await.is_ok() {
             let _ = rx.await;
         }
     }
 
-    pub fn meta(&self) -> &LedgerMeta {
-        &self.meta
+    /// The ledger's metadata; `None` while a started ledger's store is still being opened.
+    pub fn meta(&self) -> Option<&LedgerMeta> {
+        self.meta.get()
+    }
+
+    /// Why the ledger could not be opened, once that is known.
+    pub fn open_failure(&self) -> Option<Arc<LedgerError>> {
+        match &*self.gate.state.borrow() {
+            OpenState::Failed(error) => Some(error.clone()),
+            _ => None,
+        }
+    }
+
+    /// Waits, without bound, until a started ledger is open (`Ok`), failed to open (its error),
+    /// or was shut while opening ([`LedgerError::OpenAborted`]).
+    pub async fn opened(&self) -> Result<(), Arc<LedgerError>> {
+        let mut rx = self.gate.state.subscribe();
+        let state = match rx.wait_for(|s| !matches!(s, OpenState::Opening)).await {
+            Ok(state) => state.clone(),
+            Err(_) => return Err(Arc::new(LedgerError::WriterStopped)),
+        };
+        match state {
+            OpenState::Open => Ok(()),
+            OpenState::Failed(error) => Err(error),
+            OpenState::Opening | OpenState::Closed => Err(Arc::new(LedgerError::OpenAborted)),
+        }
+    }
+
+    /// Returns once the ledger is open and ready for calls, or why it is not (see
+    /// [`start_ledger`]); bounded by [`WriterConfig::open_wait`].
+    pub async fn ready(&self) -> Result<(), LedgerError> {
+        self.gate.ready().await
     }
 }
 
 /// Opens a ledger on `store`: creates its metadata if new, replays every event into `decider`
-/// (checking the chain as it goes) and starts the writer thread.
+/// (checking the chain as it goes) and starts the writer thread. Returns once the ledger is
+/// open; a log that does not hold is refused here. Offline commands and tests open this way.
 pub fn open_ledger<S: Store, D: Decider>(
     mut store: S,
-    mut decider: D,
+    decider: D,
     config: WriterConfig,
 ) -> Result<LedgerHandle<D>, LedgerError> {
     let meta = ensure_meta(&mut store)?;
-    let replayed = replay(&store, &meta, &mut decider)?;
-    if let Some(notary) = &config.notary {
-        notary.check_log(&replayed.tree)?;
-    }
-    // Erasures whose event is durable but whose bytes may still be on disk (a crash between the
-    // two): finish them before serving anyone.
-    let erased: Vec<[u8; 32]> = replayed.erased.keys().copied().collect();
-    if !erased.is_empty() {
-        store.erase_texts(&erased)?;
-    }
+    let gate = Arc::new(OpenGate::new(OpenState::Open, config.open_wait));
     let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
-    let checkpointed = config
-        .notary
-        .as_ref()
-        .and_then(|n| n.latest().map(|c| c.checkpoint.size()))
-        .unwrap_or(0);
-    let writer = Writer {
-        store,
-        decider,
-        meta: meta.clone(),
-        head: replayed.head,
-        tree: replayed.tree,
-        erased: replayed.erased,
-        notary: config.notary,
-        checkpointed,
-        pending_erasures: Vec::new(),
-        session_closed: false,
-        max_batch: config.max_batch.max(1),
-    };
+    let writer = Writer::open(store, decider, meta.clone(), config, &gate)?;
     std::thread::Builder::new()
         .name("thinkledger-writer".into())
         .spawn(move || writer.run(rx))?;
     Ok(LedgerHandle {
         tx,
-        meta: Arc::new(meta),
+        meta: Arc::new(std::sync::OnceLock::from(meta)),
+        gate,
     })
+}
+
+/// Starts a ledger and returns at once: `open` (which opens the store and makes its notary)
+/// and the replay both run on the writer thread, so a server can answer what needs no ledger
+/// while a long history loads. Calls wait for them (bounded by [`WriterConfig::open_wait`]);
+/// if opening fails they are refused with [`LedgerError::OpenFailed`], saying why, and
+/// [`LedgerHandle::opened`] hands the error itself to whoever started the ledger. The notary,
+/// if any, is the one `open` returns.
+pub fn start_ledger<S, D, F>(
+    open: F,
+    decider: D,
+    config: WriterConfig,
+) -> Result<LedgerHandle<D>, LedgerError>
+where
+    S: Store,
+    D: Decider,
+    F: FnOnce() -> Result<(S, Option<Notary>), LedgerError> + Send + 'static,
+{
+    let gate = Arc::new(OpenGate::new(OpenState::Opening, config.open_wait));
+    let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
+    let meta = Arc::new(std::sync::OnceLock::new());
+    let (thread_gate, thread_meta) = (gate.clone(), meta.clone());
+    std::thread::Builder::new()
+        .name("thinkledger-writer".into())
+        .spawn(move || {
+            let started = Instant::now();
+            let opened = open().and_then(|(mut store, notary)| {
+                let meta = ensure_meta(&mut store)?;
+                thread_gate
+                    .total
+                    .store(store.last_seq()?.unwrap_or(0), Ordering::Relaxed);
+                let _ = thread_meta.set(meta.clone());
+                let config = WriterConfig {
+                    notary: notary.or(config.notary),
+                    ..config
+                };
+                Writer::open(store, decider, meta, config, &thread_gate)
+            });
+            match opened {
+                Ok(writer) => {
+                    tracing::info!(
+                        ledger_id = writer.meta.ledger_id,
+                        events = writer.head.seq,
+                        took_ms = started.elapsed().as_millis() as u64,
+                        "ledger open"
+                    );
+                    thread_gate.state.send_replace(OpenState::Open);
+                    writer.run(rx);
+                }
+                Err(LedgerError::OpenAborted) => {
+                    // The store is closed (its lock released) before the shutdown hears so.
+                    thread_gate.state.send_replace(OpenState::Closed);
+                    drop(rx);
+                }
+                Err(e) => {
+                    tracing::error!(
+                        error = %e,
+                        took_ms = started.elapsed().as_millis() as u64,
+                        "the ledger could not be opened; calls are refused"
+                    );
+                    thread_gate
+                        .state
+                        .send_replace(OpenState::Failed(Arc::new(e)));
+                    drop(rx);
+                }
+            }
+        })?;
+    Ok(LedgerHandle { tx, meta, gate })
 }
 
 /// The ledger's metadata, created (with a fresh ledger id) the first time `store` is opened.
@@ -307,6 +467,7 @@ fn replay<S: Store, D: Decider>(
     store: &S,
     meta: &LedgerMeta,
     decider: &mut D,
+    gate: &OpenGate,
 ) -> Result<Replayed, LedgerError> {
     let mut head = Head {
         seq: 0,
@@ -315,6 +476,9 @@ fn replay<S: Store, D: Decider>(
     let mut tree = MerkleTree::new(Blake3Hasher);
     let mut erased = HashMap::new();
     for item in store.events_from(1) {
+        if gate.abort.load(Ordering::Relaxed) {
+            return Err(LedgerError::OpenAborted);
+        }
         let (seq, bytes) = item?;
         let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
@@ -354,6 +518,7 @@ fn replay<S: Store, D: Decider>(
             seq,
             hash: event.hash,
         };
+        gate.replayed.store(seq, Ordering::Relaxed);
     }
     Ok(Replayed { head, tree, erased })
 }
@@ -468,6 +633,45 @@ struct Writer<S: Store, D: Decider> {
 type Reply = oneshot::Sender<Result<Committed, LedgerError>>;
 
 impl<S: Store, D: Decider> Writer<S, D> {
+    /// Replays the log into `decider`, checks it against the notary's checkpoints and finishes
+    /// interrupted erasures: everything before the first call may be decided.
+    fn open(
+        mut store: S,
+        mut decider: D,
+        meta: LedgerMeta,
+        config: WriterConfig,
+        gate: &OpenGate,
+    ) -> Result<Self, LedgerError> {
+        let replayed = replay(&store, &meta, &mut decider, gate)?;
+        if let Some(notary) = &config.notary {
+            notary.check_log(&replayed.tree)?;
+        }
+        // Erasures whose event is durable but whose bytes may still be on disk (a crash between
+        // the two): finish them before serving anyone.
+        let erased: Vec<[u8; 32]> = replayed.erased.keys().copied().collect();
+        if !erased.is_empty() {
+            store.erase_texts(&erased)?;
+        }
+        let checkpointed = config
+            .notary
+            .as_ref()
+            .and_then(|n| n.latest().map(|c| c.checkpoint.size()))
+            .unwrap_or(0);
+        Ok(Writer {
+            store,
+            decider,
+            meta,
+            head: replayed.head,
+            tree: replayed.tree,
+            erased: replayed.erased,
+            notary: config.notary,
+            checkpointed,
+            pending_erasures: Vec::new(),
+            session_closed: false,
+            max_batch: config.max_batch.max(1),
+        })
+    }
+
     fn run(mut self, mut rx: mpsc::Receiver<Message<D>>) {
         let mut stopped = false;
         // A message that ended the previous batch early (a query or a shutdown).
@@ -859,10 +1063,25 @@ mod tests {
         }
     }
 
-    /// A store whose sync can be made to fail, to exercise fail-stop.
+    /// A store whose sync can be made to fail, to exercise fail-stop, and whose replay can be
+    /// held at its start, to see what a ledger still opening does.
     struct Flaky {
         inner: MemStore,
         fail: Arc<AtomicBool>,
+        hold: Option<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+    }
+
+    impl Flaky {
+        /// `inner`, whose replay waits until the returned sender sends or is dropped.
+        fn held(inner: MemStore) -> (Self, std::sync::mpsc::Sender<()>) {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let store = Self {
+                inner,
+                fail: Arc::default(),
+                hold: Some(std::sync::Mutex::new(rx)),
+            };
+            (store, tx)
+        }
     }
 
     impl Store for Flaky {
@@ -888,6 +1107,9 @@ mod tests {
             self.inner.event_bytes(seq)
         }
         fn events_from(&self, from: u64) -> EventIter<'_> {
+            if let Some(hold) = &self.hold {
+                let _ = hold.lock().unwrap().recv();
+            }
             self.inner.events_from(from)
         }
         fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
@@ -977,6 +1199,7 @@ mod tests {
         let store = Flaky {
             inner: MemStore::default(),
             fail: fail.clone(),
+            hold: None,
         };
         let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
         assert_eq!(ledger.submit("ok".into()).await.unwrap().seq, 1);
@@ -1070,6 +1293,128 @@ mod tests {
             &consistency,
         )
         .unwrap();
+    }
+
+    /// A MemStore holding `n` echoed events, as a ledger that was used and shut.
+    async fn store_with(n: usize) -> MemStore {
+        let ledger = open_ledger(
+            MemStore::default(),
+            Echo::default(),
+            WriterConfig::default(),
+        )
+        .unwrap();
+        for i in 0..n {
+            ledger.submit(format!("c{i}")).await.unwrap();
+        }
+        let events: Vec<Vec<u8>> = ledger
+            .inspect(move |log| {
+                (1..=log.len())
+                    .map(|s| log.event_bytes(s).unwrap())
+                    .collect()
+            })
+            .await
+            .unwrap();
+        let meta = ledger.meta().expect("open").clone();
+        ledger.shutdown().await;
+        let mut copy = MemStore::default();
+        copy.init_meta(&meta).unwrap();
+        for (i, bytes) in events.into_iter().enumerate() {
+            copy.append_batch(&Batch {
+                events: vec![StagedEvent {
+                    seq: i as u64 + 1,
+                    bytes,
+                    session: None,
+                }],
+                texts: Vec::new(),
+            })
+            .unwrap();
+        }
+        copy
+    }
+
+    #[tokio::test]
+    async fn a_started_ledger_answers_calls_once_its_replay_is_done() {
+        let (store, release) = Flaky::held(store_with(3).await);
+        let config = WriterConfig {
+            open_wait: Duration::from_millis(50),
+            ..WriterConfig::default()
+        };
+        // Returns while the replay is held.
+        let ledger = start_ledger(move || Ok((store, None)), Echo::default(), config).unwrap();
+        match ledger.submit("early".into()).await {
+            Err(LedgerError::Opening {
+                replayed: 0,
+                total: 3,
+            }) => {}
+            other => panic!("expected Opening, got {other:?}"),
+        }
+        release.send(()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while ledger.ready().await.is_err() {
+            assert!(Instant::now() < deadline, "never opened");
+        }
+        let committed = ledger.submit("late".into()).await.unwrap();
+        assert_eq!(
+            committed.seq, 4,
+            "the call refused while opening left no event"
+        );
+        assert_eq!(ledger.query(()).await.unwrap(), vec![1, 2, 3, 4]);
+        ledger.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_ledger_that_fails_to_open_refuses_every_call_saying_why() {
+        let mut inner = store_with(3).await;
+        let bytes = inner.event_bytes(2).unwrap().unwrap();
+        let altered = String::from_utf8(bytes)
+            .unwrap()
+            .replace("\"c1\"", "\"cX\"");
+        inner.tamper_event_bytes(2, altered.as_bytes());
+        let (store, release) = Flaky::held(inner);
+        let ledger = start_ledger(
+            move || Ok((store, None)),
+            Echo::default(),
+            WriterConfig::default(),
+        )
+        .unwrap();
+        assert!(
+            ledger.open_failure().is_none(),
+            "not known before the replay"
+        );
+        drop(release);
+        for _ in 0..2 {
+            match ledger.submit("c".into()).await {
+                Err(LedgerError::OpenFailed(why)) => assert!(why.contains("event 2"), "{why}"),
+                other => panic!("expected OpenFailed, got {other:?}"),
+            }
+        }
+        assert!(
+            ledger
+                .open_failure()
+                .is_some_and(|why| why.to_string().contains("event 2"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_while_opening_stops_the_replay() {
+        let (store, release) = Flaky::held(store_with(3).await);
+        let ledger = start_ledger(
+            move || Ok((store, None)),
+            Echo::default(),
+            WriterConfig::default(),
+        )
+        .unwrap();
+        let shutdown = tokio::spawn({
+            let ledger = ledger.clone();
+            async move { ledger.shutdown().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        release.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), shutdown)
+            .await
+            .expect("shutdown returns")
+            .unwrap();
+        assert!(ledger.submit("after".into()).await.is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderName;
 use axum::response::IntoResponse;
+use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -24,6 +25,7 @@ use crate::app::{App, AppConfig};
 use crate::ledger::notary::Notary;
 use crate::ledger::{
     LedgerError, LedgerHandle, SledStore, WriterConfig, ensure_meta, keyfile, open_ledger,
+    start_ledger,
 };
 use crate::tools::{Catalog, CurrentSessions, Principal, ThinkServer};
 
@@ -39,17 +41,36 @@ pub fn key_path(data_dir: &Path) -> PathBuf {
 
 /// Opens the ledger in `data_dir`, replaying it into a fresh application state, with its
 /// signing key (made, mode 0600, the first time) and its signed checkpoints, which the log must
-/// extend.
+/// extend. Returns once it is open (offline commands).
 pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
+    let (store, notary) = prepare(data_dir)?;
+    let config = WriterConfig {
+        notary: Some(notary),
+        ..WriterConfig::default()
+    };
+    open_ledger(store, App::new(app), config)
+}
+
+/// Starts the ledger in `data_dir` as [`open`] does, but returns at once: the store is opened
+/// and replayed behind, so a transport answers `initialize` and the lists while calls wait for
+/// it. [`LedgerHandle::opened`] tells whether it opened (a ledger another process holds fails
+/// within milliseconds, before any replay).
+pub fn start(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
+    let data_dir = data_dir.to_path_buf();
+    start_ledger(
+        move || prepare(&data_dir).map(|(store, notary)| (store, Some(notary))),
+        App::new(app),
+        WriterConfig::default(),
+    )
+}
+
+/// The store and notary of the ledger in `data_dir`.
+fn prepare(data_dir: &Path) -> Result<(SledStore, Notary), LedgerError> {
     let dir = ledger_dir(data_dir);
     let mut store = SledStore::open(&dir)?;
     let meta = ensure_meta(&mut store)?;
     let signer = keyfile::load_or_create(&key_path(data_dir), &meta.ledger_id)?;
-    let config = WriterConfig {
-        notary: Some(Notary::open(&dir, signer)?),
-        ..WriterConfig::default()
-    };
-    open_ledger(store, App::new(app), config)
+    Ok((store, Notary::open(&dir, signer)?))
 }
 
 /// How often a served ledger signs a checkpoint of calls recorded since the last one.
@@ -185,6 +206,13 @@ pub async fn serve_http(
     let app = router(ledger.clone(), catalog, &config, &shutdown);
     spawn_checkpoints(ledger.clone(), shutdown.clone());
     let stop = shutdown.clone();
+    // Answers are small and sent at once: without TCP_NODELAY, Nagle's algorithm holds a
+    // response's last segment until the client's delayed ACK (about 40 ms on Linux).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(async move { stop.cancelled().await })
         .await;

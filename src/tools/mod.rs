@@ -39,7 +39,7 @@ pub use resources::{session_document, sessions_document, summary};
 
 use crate::app::{App, Command};
 use crate::events::{Actor, OutcomeStatus, SessionId};
-use crate::ledger::{Committed, LedgerHandle};
+use crate::ledger::{Committed, LedgerError, LedgerHandle};
 
 /// Tools that may start a deliberation in a new session, which becomes the connection's.
 const STARTS_DELIBERATION: &[&str] = &[
@@ -161,13 +161,7 @@ impl ThinkServer {
             }
             Err(e) => {
                 tracing::error!(error = %e, tool, "call could not be recorded");
-                let body = json!({
-                    "status": "failed",
-                    "code": "ledger_unavailable",
-                    "error": e.to_string(),
-                    "suggestion": "the call was not recorded and changed nothing; retry after the server is restarted",
-                });
-                CallToolResult::error(vec![ContentBlock::text(pretty(&body))])
+                CallToolResult::error(vec![ContentBlock::text(pretty(&unrecorded(&e)))])
             }
         }
     }
@@ -193,6 +187,30 @@ impl ThinkServer {
         result.structured_content = Some(body);
         result
     }
+}
+
+/// The answer to a call the ledger could not record, saying what to do about it.
+fn unrecorded(error: &LedgerError) -> Value {
+    let (code, suggestion) = match error {
+        LedgerError::Opening { .. } => (
+            "ledger_opening",
+            "the server is still loading its ledger; send the same call again in a few seconds",
+        ),
+        LedgerError::OpenFailed(_) => (
+            "ledger_unavailable",
+            "the ledger could not be opened, so nothing can be recorded; tell the user to check the server's log and run `thinkledger verify`",
+        ),
+        _ => (
+            "ledger_unavailable",
+            "the call was not recorded and changed nothing; retry after the server is restarted",
+        ),
+    };
+    json!({
+        "status": "failed",
+        "code": code,
+        "error": error.to_string(),
+        "suggestion": suggestion,
+    })
 }
 
 /// JSON as the reference server prints it: two-space indentation.

@@ -48,11 +48,7 @@ impl ThinkServer {
             }
             Err(e) => {
                 tracing::error!(error = %e, "an undecodable call could not be recorded");
-                json!({
-                    "status": "failed",
-                    "code": "ledger_unavailable",
-                    "error": e.to_string(),
-                })
+                super::unrecorded(&e)
             }
         }
     }

@@ -153,10 +153,13 @@ fn main() {
 
     // Audit exports, built and then verified offline with the key pinned.
     let ledger = server::open(dir.path(), AppConfig::default()).expect("reopen");
-    let vkey = keyfile::load_or_create(&server::key_path(dir.path()), &ledger.meta().ledger_id)
-        .expect("key")
-        .verifier()
-        .to_vkey();
+    let vkey = keyfile::load_or_create(
+        &server::key_path(dir.path()),
+        &ledger.meta().expect("open").ledger_id,
+    )
+    .expect("key")
+    .verifier()
+    .to_vkey();
     let session = runtime
         .block_on(ledger.query(Box::new(|app: &thinkledger::app::App| {
             serde_json::json!(

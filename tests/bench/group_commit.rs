@@ -7,6 +7,10 @@
 //! (b) Over HTTP: the built binary serving Streamable HTTP on 127.0.0.1:0, driven by C
 //!     concurrent MCP sessions (rmcp's Streamable HTTP client), each making calls one after
 //!     another for a fixed time (a `reset` every 50 thoughts starts the client's next chain).
+//! (c) Stateless HTTP: the built binary serving `--stateless`, driven by C concurrent plain
+//!     HTTP/1.1 clients (reqwest, keep-alive) each POSTing 2026-07-28 `tools/call` requests
+//!     (`_meta` with the protocol version, no session header) one after another, as a load
+//!     generator would. Each client names its own session handle after its first answer.
 //!
 //! C = 1, 4, 16, 64. Each configuration runs RUNS times on a fresh ledger; the report gives
 //! the median with min–max across runs. After every run the ledger is verified: intact, with
@@ -14,7 +18,7 @@
 //!
 //! `cargo bench --bench group_commit` (full run); under `cargo test` it does a smoke run.
 //! Overrides: THINKLEDGER_BENCH_RUNS, THINKLEDGER_BENCH_MILLIS (per level and run),
-//! THINKLEDGER_BENCH_PART (`inproc` or `http` to run one part only), THINKLEDGER_BENCH_LEVELS
+//! THINKLEDGER_BENCH_PART (`inproc`, `http` or `stateless` to run one part only), THINKLEDGER_BENCH_LEVELS
 //! (e.g. `1,64`), THINKLEDGER_BENCH_CHAIN (thoughts per session, default 50).
 
 mod common;
@@ -316,12 +320,17 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(data_dir: &Path) -> Self {
+        Self::start_with(data_dir, &[])
+    }
+
+    fn start_with(data_dir: &Path, extra: &[&str]) -> Self {
         let log_path = data_dir.join("server.log");
         let log = File::create(&log_path).expect("create server log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_thinkledger"))
+        let mut child = Command::new(common::server_binary())
             .arg("--data-dir")
             .arg(data_dir)
             .args(["serve", "--http", "127.0.0.1:0"])
+            .args(extra)
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -464,6 +473,122 @@ async fn http_once(concurrency: usize, duration: Duration) -> Measured {
 }
 
 // ---------------------------------------------------------------------------------------------
+// (c) stateless HTTP
+
+/// One 2026-07-28 `tools/call` of `sequentialthinking` as a plain HTTP body.
+fn stateless_body(id: u64, number: u32, session: Option<&str>) -> String {
+    let mut arguments = common::thought_args(number, chain());
+    if let Some(session) = session {
+        arguments["sessionId"] = json!(session);
+    }
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {
+            "name": "sequentialthinking",
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "thinkledger-bench", "version": "0"},
+            },
+        },
+    })
+    .to_string()
+}
+
+/// The JSON-RPC response in an HTTP body, whether sent as JSON or as one SSE event.
+fn rpc_response(body: &str) -> Value {
+    let json = body
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(body)
+        .trim();
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("not a JSON-RPC answer ({e}): {body}"))
+}
+
+async fn stateless_once(concurrency: usize, duration: Duration) -> Measured {
+    let dir = common::temp_data_dir();
+    let server = HttpServer::start_with(dir.path(), &["--stateless"]);
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .expect("HTTP client");
+    let url = server.url.clone();
+    let pid = server.child.id().to_string();
+    let (server_cpu, own_cpu) = (common::cpu_seconds(&pid), common::cpu_seconds("self"));
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = Vec::with_capacity(concurrency);
+    for client in 0..concurrency {
+        let (http, url) = (http.clone(), url.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut session: Option<String> = None;
+            let mut number = 0u32;
+            let mut id = client as u64 * 1_000_000;
+            while Instant::now() < deadline {
+                number = number % chain() + 1;
+                id += 1;
+                let body = stateless_body(id, number, session.as_deref());
+                let start = Instant::now();
+                let response = http
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-protocol-version", "2026-07-28")
+                    .header("mcp-method", "tools/call")
+                    .header("mcp-name", "sequentialthinking")
+                    .body(body)
+                    .send()
+                    .await
+                    .expect("POST tools/call");
+                let status = response.status();
+                let text = response.text().await.expect("response body");
+                samples.push(start.elapsed());
+                assert!(status.is_success(), "HTTP {status}: {text}");
+                let answer = rpc_response(&text);
+                let result = &answer["result"];
+                assert!(
+                    result.is_object() && result["isError"] != json!(true),
+                    "call failed: {answer}"
+                );
+                if session.is_none() {
+                    session = result["structuredContent"]["sessionId"]
+                        .as_str()
+                        .map(str::to_owned);
+                }
+            }
+            samples
+        }));
+    }
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await.expect("client task"));
+    }
+    let elapsed = started.elapsed();
+    let per_call = |cpu: f64| cpu * 1e6 / samples.len().max(1) as f64;
+    let server_cpu_us = per_call(common::cpu_seconds(&pid) - server_cpu);
+    let own_cpu_us = per_call(common::cpu_seconds("self") - own_cpu);
+    server.stop();
+    let calls = samples.len() as u64;
+    let ledger_dir = thinkledger::server::ledger_dir(dir.path());
+    tokio::task::spawn_blocking(move || {
+        common::verify_ledger(&ledger_dir, calls, calls * common::TEXT_REFS_PER_THOUGHT)
+    })
+    .await
+    .expect("verify");
+    Measured {
+        per_s: calls as f64 / elapsed.as_secs_f64(),
+        latency: Latency::of(&samples),
+        own_cpu_us,
+        server_cpu_us: Some(server_cpu_us),
+        breakdown: None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 struct Level {
     concurrency: usize,
@@ -535,7 +660,7 @@ fn main() {
             "smoke run (cargo test); use cargo bench for numbers"
         }
     );
-    println!("  server:   {}", env!("CARGO_BIN_EXE_thinkledger"));
+    println!("  server:   {}", common::server_binary().to_string_lossy());
     println!(
         "  machine:  {}; {} at start",
         common::machine(),
@@ -612,6 +737,33 @@ fn main() {
         }
         report(
             "(b) Streamable HTTP calls (rmcp client, one MCP session per client, durable)",
+            "calls",
+            &results,
+        );
+    }
+    if part.is_empty() || part == "stateless" {
+        let mut results = Vec::new();
+        for &c in &levels {
+            let mut level = Level {
+                concurrency: c,
+                runs: Vec::new(),
+            };
+            for run in 1..=runs {
+                let m = runtime.block_on(stateless_once(c, duration));
+                println!(
+                    "  stateless C={c} run {run}: {} p50 {} p99 {} | CPU/call client {} server {}",
+                    rate(m.per_s),
+                    us(m.latency.p50),
+                    us(m.latency.p99),
+                    us(m.own_cpu_us),
+                    us(m.server_cpu_us.unwrap_or(0.0)),
+                );
+                level.runs.push(m);
+            }
+            results.push(level);
+        }
+        report(
+            "(c) stateless Streamable HTTP calls (plain HTTP/1.1 keep-alive clients, 2026-07-28, durable)",
             "calls",
             &results,
         );

@@ -16,31 +16,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use common::{across, rate, record_thoughts};
 use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
 use thinkledger::ledger::{SledStore, Store, keyfile, verify_with_checkpoints};
 use thinkledger::server;
-
-/// Bytes of every file under `dir`.
-fn disk_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|entry| {
-            let path = entry.path();
-            if path.is_dir() {
-                disk_bytes(&path)
-            } else {
-                entry.metadata().map_or(0, |m| m.len())
-            }
-        })
-        .sum()
-}
 
 fn main() {
     let full = common::full_mode();
@@ -114,7 +96,7 @@ fn main() {
         rates.push(report.events as f64 / took);
         secs.push(took);
     }
-    let on_disk = disk_bytes(&ledger_dir);
+    let on_disk = common::disk_bytes(&ledger_dir);
     let texts_file = std::fs::metadata(ledger_dir.join("texts.dat")).map_or(0, |m| m.len());
     println!(
         "  ledger:   {found} events, {texts} text references, {:.0} bytes per event on disk \

@@ -154,6 +154,24 @@ impl StdioServer {
 
     /// Closes the client's side (stdin EOF), as an MCP host does, and waits for a clean exit.
     pub async fn stop(self) {
+        let (status, stderr) = self.close().await;
+        assert!(
+            status.success(),
+            "server exited with {status} after stdin closed; stderr:\n{stderr}"
+        );
+    }
+
+    /// Like [`StdioServer::stop`], for a server that must exit with a failure; its stderr.
+    pub async fn stop_expecting_failure(self) -> String {
+        let (status, stderr) = self.close().await;
+        assert!(
+            !status.success(),
+            "server exited with {status}, expected a failure; stderr:\n{stderr}"
+        );
+        stderr
+    }
+
+    async fn close(self) -> (std::process::ExitStatus, String) {
         let Self {
             client,
             mut child,
@@ -163,11 +181,7 @@ impl StdioServer {
         let status = within("server exit after stdin closed", child.wait())
             .await
             .expect("wait for server");
-        assert!(
-            status.success(),
-            "server exited with {status} after stdin closed; stderr:\n{}",
-            snapshot(&stderr)
-        );
+        (status, snapshot(&stderr))
     }
 
     /// SIGKILLs the server (no chance to sync or clean up) and reaps it.
@@ -450,8 +464,8 @@ pub struct CliRun {
     pub stderr: String,
 }
 
-/// Runs `thinkledger --data-dir DIR ARGS...` to completion.
-pub async fn cli(data_dir: &Path, args: &[&str]) -> CliRun {
+/// Runs `thinkledger --data-dir DIR ARGS...` to completion, once (see [`cli`]).
+pub async fn cli_once(data_dir: &Path, args: &[&str]) -> CliRun {
     let mut cmd = command(data_dir);
     cmd.args(args).env("RUST_LOG", "warn");
     let output = within(&format!("thinkledger {args:?}"), cmd.output())
@@ -464,13 +478,15 @@ pub async fn cli(data_dir: &Path, args: &[&str]) -> CliRun {
     }
 }
 
-/// Like [`cli`] for a command that opens the ledger after this test process let go of it
-/// (e.g. after [`stored_events`]): sled releases its lock from a background thread a moment
-/// after the store is dropped, so a refusal naming the lock is retried for up to 5 s.
-pub async fn cli_settled(data_dir: &Path, args: &[&str]) -> CliRun {
+/// Runs `thinkledger --data-dir DIR ARGS...` to completion. A command may open the ledger
+/// just after this test process (e.g. [`stored_events`]) or a stopped server let go of it:
+/// sled releases its lock from a background thread a moment after the store is dropped, so
+/// an offline command's refusal naming the lock is retried for up to 5 s. Tests of that
+/// refusal use [`cli_once`].
+pub async fn cli(data_dir: &Path, args: &[&str]) -> CliRun {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let run = cli(data_dir, args).await;
+        let run = cli_once(data_dir, args).await;
         let locked = !run.status.success() && run.stderr.contains("holds it");
         if !locked || std::time::Instant::now() >= deadline {
             return run;
@@ -481,7 +497,7 @@ pub async fn cli_settled(data_dir: &Path, args: &[&str]) -> CliRun {
 
 /// `thinkledger verify --json`: the report and the exit code.
 pub async fn verify_json(data_dir: &Path) -> (Value, Option<i32>) {
-    let run = cli_settled(data_dir, &["verify", "--json"]).await;
+    let run = cli(data_dir, &["verify", "--json"]).await;
     let report = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("verify --json printed no JSON ({e}): {run:?}"));
     (report, run.status.code())

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{Value, json};
 use thinkledger::ledger::{SledStore, Store};
 use tokio::sync::mpsc;
@@ -184,7 +184,7 @@ fn flip_fact_number(event: &str) -> String {
 }
 
 #[tokio::test]
-async fn verify_names_exactly_the_tampered_event_and_the_server_refuses_to_start() {
+async fn verify_names_exactly_the_tampered_event_and_the_server_refuses_every_call() {
     for (seq, alter) in [
         (2, flip_recorded_at as fn(&str) -> String),
         (3, flip_fact_number),
@@ -236,33 +236,62 @@ async fn check_tamper_is_caught(dir: &Path, seq: u64) {
         "{report}"
     );
 
-    // Neither transport starts on a corrupt ledger, and the CLI readers refuse it too.
-    for args in [
-        &["serve"][..],
-        &["serve", "--http", "127.0.0.1:0"][..],
-        &["sessions"][..],
-    ] {
-        let run = cli(dir, args).await;
+    // The CLI readers refuse a corrupt ledger.
+    let run = cli(dir, &["sessions"]).await;
+    assert!(
+        !run.status.success(),
+        "sessions must refuse a corrupt ledger: {run:?}"
+    );
+    assert!(
+        run.stderr.contains("corrupt")
+            && run.stderr.contains(&format!("event {seq}"))
+            && run.stderr.contains("thinkledger verify"),
+        "sessions says what and how to investigate: {}",
+        run.stderr
+    );
+
+    // A server answers `initialize` before its ledger is open, so it does not refuse to start:
+    // every call is refused instead, saying why, and nothing is recorded.
+    let refused = |result: CallToolResult, transport: &str| {
+        assert_eq!(result.is_error, Some(true), "{transport}: {result:?}");
+        let body: Value = serde_json::from_str(text_of(&result)).expect("a JSON error body");
+        assert_eq!(body["status"], "failed", "{transport}: {body}");
+        assert_eq!(body["code"], "ledger_unavailable", "{transport}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
         assert!(
-            !run.status.success(),
-            "{args:?} must refuse a corrupt ledger: {run:?}"
+            error.contains("could not be opened")
+                && error.contains(&format!("event {seq}"))
+                && error.contains("thinkledger verify"),
+            "{transport}: {body}"
         );
-        assert!(
-            run.stderr.contains("corrupt") && run.stderr.contains(&format!("event {seq}")),
-            "{args:?}: {}",
-            run.stderr
-        );
-        assert!(
-            run.stderr.contains("thinkledger verify"),
-            "{args:?} says how to investigate: {}",
-            run.stderr
-        );
-        assert!(
-            !run.stderr.contains("serving MCP"),
-            "{args:?} never served: {}",
-            run.stderr
-        );
-    }
+    };
+    let server = StdioServer::start(dir, &[]).await;
+    assert!(within("tools/list", server.list_all_tools()).await.is_ok());
+    refused(
+        call(&server, "sequentialthinking", thought_args(1)).await,
+        "stdio",
+    );
+    server.stop_expecting_failure().await;
+
+    let server = HttpServer::start(dir, &[]).await;
+    let client = server.connect().await;
+    refused(
+        call(&client, "sequentialthinking", thought_args(1)).await,
+        "http",
+    );
+    assert!(
+        server.stderr().contains("the ledger could not be opened"),
+        "{}",
+        server.stderr()
+    );
+    server.kill().await;
+    let (report, _) = verify_json(dir).await;
+    assert_eq!(report["events"], 4, "nothing was recorded: {report}");
+}
+
+/// Arguments of a first thought.
+fn thought_args(n: u32) -> Value {
+    json!({"thought": format!("thought {n}"), "thoughtNumber": n, "totalThoughts": 3, "nextThoughtNeeded": true})
 }
 
 const ROUNDS: u32 = 25;

@@ -576,7 +576,7 @@ async fn a_second_process_on_a_served_ledger_is_told_what_to_do_instead() {
         &["export", id.as_str(), "--format", "json"][..],
         &["audit", id.as_str()][..],
     ] {
-        let run = cli(dir.path(), args).await;
+        let run = cli_once(dir.path(), args).await;
         assert!(
             !run.status.success(),
             "{args:?} must fail while the server runs: {run:?}"

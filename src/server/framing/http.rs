@@ -150,10 +150,11 @@ async fn post(edge: &HttpEdge, request: Request, next: Next) -> Response {
             let answer = error_response(Some(&id), &undecodable_call_error(recorded));
             json_response(StatusCode::OK, &answer)
         }
-        Frame::Request { .. } => {
+        Frame::Request { unordered, .. } => {
+            // A request that reads nothing of the ledger does not wait its turn.
             let ticket = match &session {
-                Some(session) => Some(edge.admission_ticket(session).await),
-                None => None,
+                Some(session) if !unordered => Some(edge.admission_ticket(session).await),
+                _ => None,
             };
             if let Some(ticket) = &ticket {
                 parts.extensions.insert(ticket.clone());

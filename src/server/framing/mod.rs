@@ -64,8 +64,13 @@ pub enum Frame {
     Blank,
     /// Answered by the edge with this error; rmcp never sees it.
     Refused(Refusal),
-    /// A request rmcp decodes: forwarded, and answered by rmcp.
-    Request { id: RequestId, kind: RequestKind },
+    /// A request rmcp decodes: forwarded, and answered by rmcp. `unordered` when it reads
+    /// nothing of the ledger (see [`UNORDERED`]), so it need not wait its turn.
+    Request {
+        id: RequestId,
+        kind: RequestKind,
+        unordered: bool,
+    },
     /// A notification (or a client's response to a server request): forwarded, never answered.
     Notice {
         /// The request a `notifications/cancelled` gives up on.
@@ -226,6 +231,7 @@ fn judge(raw: &[u8], value: &Value) -> Frame {
                 Frame::Request {
                     id,
                     kind: RequestKind::Other,
+                    unordered: true,
                 }
             }
             ClientRequest::CustomRequest(custom) if KNOWN_METHODS.contains(&method) => {
@@ -239,11 +245,13 @@ fn judge(raw: &[u8], value: &Value) -> Frame {
             request => Frame::Request {
                 id,
                 kind: kind_of(&request),
+                unordered: UNORDERED.contains(&method),
             },
         },
         (Some(id), _) if removed_and_stateless(method, object) => Frame::Request {
             id,
             kind: RequestKind::Other,
+            unordered: true,
         },
         (Some(id), _) if KNOWN_METHODS.contains(&method) => {
             undecodable(id, method, object.get("params").cloned())
@@ -254,6 +262,18 @@ fn judge(raw: &[u8], value: &Value) -> Frame {
         ),
     }
 }
+
+/// Methods answered without the ledger: they need not wait behind a call of the same
+/// connection, so a client's `ping` or list is answered at once even while its calls wait
+/// (for a ledger still opening, say).
+pub const UNORDERED: &[&str] = &[
+    "ping",
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
 
 /// Methods the stateless 2026-07-28 revision removed (SEP-2575).
 const REMOVED_IN_STATELESS_ERA: &[&str] = &[
@@ -371,7 +391,14 @@ mod tests {
                 r.error.code.0,
                 r.id.map_or("null".into(), |id| id.to_string())
             ),
-            Frame::Request { id, kind } => format!("request {id} {kind:?}"),
+            Frame::Request {
+                id,
+                kind,
+                unordered,
+            } => format!(
+                "request {id} {kind:?}{}",
+                if unordered { " unordered" } else { "" }
+            ),
             Frame::Notice { cancels } => format!("notice cancels={cancels:?}"),
             Frame::Dropped => "dropped".to_owned(),
             Frame::UndecodableCall { id, params } => format!("undecodable call {id} {params}"),
@@ -443,7 +470,7 @@ mod tests {
         );
         check(
             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}",
-            "request 9 Other",
+            "request 9 Other unordered",
         );
         check(
             "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"initialize\",\"params\":{}}",
@@ -491,11 +518,16 @@ mod tests {
         );
         check(
             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
-            "request 2 OpensLifecycle(None)",
+            "request 2 OpensLifecycle(None) unordered",
         );
         check(
             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"server/discover\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
-            "request 3 Other",
+            "request 3 Other unordered",
+        );
+        // Reads nothing of the ledger, so it need not wait behind a call.
+        check(
+            "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}",
+            "request 4 Other unordered",
         );
     }
 }

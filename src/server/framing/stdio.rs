@@ -372,7 +372,13 @@ impl<W: AsyncWrite + Unpin> Feeder<W> {
 
     async fn accept(&mut self, frame: Frame, line: Vec<u8>) -> Result<(), StdioError> {
         match frame {
-            Frame::Request { id, kind } => self.queue.push_back(Item::Request { id, kind, line }),
+            // Reads nothing of the ledger: answered at once, whatever waits ahead of it.
+            Frame::Request {
+                unordered: true, ..
+            } if self.lifecycle_open => self.forward(&line).await?,
+            Frame::Request { id, kind, .. } => {
+                self.queue.push_back(Item::Request { id, kind, line });
+            }
             Frame::UndecodableCall { id, params } => {
                 self.queue.push_back(Item::Undecodable { id, params });
             }

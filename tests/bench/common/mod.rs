@@ -2,6 +2,8 @@
 //! statistics, and the post-run ledger check.
 #![allow(dead_code)] // each bench binary uses a different subset
 
+pub mod stdio;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,6 +19,14 @@ use thinkledger::server;
 /// which runs bench binaries without arguments: they then do a tiny smoke run.
 pub fn full_mode() -> bool {
     std::env::args().any(|a| a == "--bench")
+}
+
+/// The `thinkledger` binary a bench drives: this build's, or `THINKLEDGER_BENCH_SERVER` (another
+/// build's, e.g. the previous commit's, to measure a baseline on the same machine in the same
+/// session).
+pub fn server_binary() -> std::ffi::OsString {
+    std::env::var_os("THINKLEDGER_BENCH_SERVER")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_thinkledger").into())
 }
 
 /// An environment override for a bench parameter (`THINKLEDGER_BENCH_<NAME>`).
@@ -151,19 +161,7 @@ pub const TEXT_REFS_PER_THOUGHT: u64 = 2;
 /// checked against their stored text.
 /// Returns what was checked.
 pub fn verify_ledger(ledger_dir: &Path, events: u64, texts: u64) -> Verified {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let store = loop {
-        match SledStore::open(ledger_dir) {
-            Ok(store) => break store,
-            Err(LedgerError::Locked { .. }) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => panic!(
-                "cannot open the ledger at {} for verification: {e}",
-                ledger_dir.display()
-            ),
-        }
-    };
+    let store = open_settled(ledger_dir);
     let started = Instant::now();
     let report = verify(&store).expect("verification could not read the ledger");
     let took = started.elapsed();
@@ -191,6 +189,21 @@ pub fn verify_ledger(ledger_dir: &Path, events: u64, texts: u64) -> Verified {
         mean_event_bytes: bytes as f64 / report.events.max(1) as f64,
         report,
         took,
+    }
+}
+
+/// Opens the sled store in `ledger_dir`, waiting (up to 20 s) for its previous owner (a
+/// server just stopped) to let go of its lock.
+pub fn open_settled(ledger_dir: &Path) -> SledStore {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match SledStore::open(ledger_dir) {
+            Ok(store) => return store,
+            Err(LedgerError::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("cannot open the ledger at {}: {e}", ledger_dir.display()),
+        }
     }
 }
 
@@ -321,4 +334,22 @@ pub fn machine() -> String {
         "{cpus} CPUs ({model}), {:.1} GiB RAM",
         mem_kb as f64 / 1024.0 / 1024.0
     )
+}
+
+/// Bytes of every file under `dir`.
+pub fn disk_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|entry| {
+            let path = entry.path();
+            if path.is_dir() {
+                disk_bytes(&path)
+            } else {
+                entry.metadata().map_or(0, |m| m.len())
+            }
+        })
+        .sum()
 }
