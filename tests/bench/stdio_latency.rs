@@ -7,6 +7,12 @@
 //! each) and reports the median of each statistic with its min–max across runs. After each run
 //! the ledger is verified: intact, with exactly warm-up + calls events.
 //!
+//! Side by side: with `THINKLEDGER_BENCH_REFERENCE` set to the reference server's entry script
+//! (`node_modules/@modelcontextprotocol/server-sequential-thinking/dist/index.js` after
+//! `npm install @modelcontextprotocol/server-sequential-thinking`), each run is followed by a
+//! run of the reference server (`node SCRIPT`, thought logging off, memory only) with the same
+//! client and the same calls, and the summary sets the two side by side.
+//!
 //! `cargo bench --bench stdio_latency` (full run); under `cargo test` it does a smoke run.
 //! Overrides: THINKLEDGER_BENCH_RUNS, THINKLEDGER_BENCH_CALLS, THINKLEDGER_BENCH_WARMUP.
 
@@ -109,6 +115,32 @@ fn store_floor(ops: usize) -> Latency {
     Latency::of(&samples)
 }
 
+/// One run of the reference server: the same client, warm-up and calls as [`run_once`].
+fn reference_once(script: &std::ffi::OsStr, warmup: usize, calls: usize) -> (Latency, f64, f64) {
+    let dir = common::temp_data_dir();
+    let mut command = std::process::Command::new("node");
+    command.arg(script).env("DISABLE_THOUGHT_LOGGING", "true");
+    let mut client = StdioClient::spawn_command(command, &dir.path().join("reference.log"));
+    client.initialize();
+    let total = u32::try_from(warmup + calls).expect("call count fits u32");
+    for i in 0..warmup {
+        client.timed_thought(u32::try_from(i + 1).unwrap_or(u32::MAX), total);
+    }
+    let pid = client.child.id().to_string();
+    let cpu = common::cpu_seconds(&pid);
+    let started = Instant::now();
+    let samples: Vec<Duration> = (0..calls)
+        .map(|i| {
+            let number = u32::try_from(warmup + i + 1).unwrap_or(u32::MAX);
+            client.timed_thought(number, total).0
+        })
+        .collect();
+    let per_s = calls as f64 / started.elapsed().as_secs_f64();
+    let cpu_us = (common::cpu_seconds(&pid) - cpu) * 1e6 / calls as f64;
+    client.finish();
+    (Latency::of(&samples), per_s, cpu_us)
+}
+
 fn main() {
     let full = common::full_mode();
     let runs = common::env_usize("RUNS", if full { 5 } else { 1 }).max(1);
@@ -143,8 +175,24 @@ fn main() {
         us(floor.p99),
         us(floor.max)
     );
+    let reference = std::env::var_os("THINKLEDGER_BENCH_REFERENCE");
+    let mut references = Vec::new();
     let mut results = Vec::with_capacity(runs);
     for run in 1..=runs {
+        if let Some(script) = &reference {
+            let (r, per_s, cpu) = reference_once(script, warmup, calls);
+            println!(
+                "  reference run {run}: p50 {} p90 {} p99 {} max {} mean {} | {} | CPU/call server {}",
+                us(r.p50),
+                us(r.p90),
+                us(r.p99),
+                us(r.max),
+                us(r.mean),
+                rate(per_s),
+                us(cpu),
+            );
+            references.push((r, per_s, cpu));
+        }
         let r = run_once(warmup, calls);
         println!(
             "  run {run}: p50 {} p90 {} p99 {} max {} mean {} | {} | p50 first/last tenth {}/{} | \
@@ -181,6 +229,30 @@ fn main() {
         across(&col(|r| r.first_tenth_p50), us),
         across(&col(|r| r.last_tenth_p50), us)
     );
+    if !references.is_empty() {
+        let rcol =
+            |f: fn(&(Latency, f64, f64)) -> f64| references.iter().map(f).collect::<Vec<_>>();
+        let ratio = |ours: f64, theirs: f64| format!("{:.2}×", ours / theirs);
+        let (p50, rp50) = (
+            common::median_spread(&col(|r| r.all.p50)).0,
+            common::median_spread(&rcol(|r| r.0.p50)).0,
+        );
+        let (p99, rp99) = (
+            common::median_spread(&col(|r| r.all.p99)).0,
+            common::median_spread(&rcol(|r| r.0.p99)).0,
+        );
+        println!("reference server, same client and calls, runs interleaved: median (min–max)");
+        println!("  p50      {}", across(&rcol(|r| r.0.p50), us));
+        println!("  p99      {}", across(&rcol(|r| r.0.p99), us));
+        println!("  max      {}", across(&rcol(|r| r.0.max), us));
+        println!("  calls/s  {}", across(&rcol(|r| r.1), rate));
+        println!("  server CPU per call {}", across(&rcol(|r| r.2), us));
+        println!(
+            "thinkledger / reference: p50 {}, p99 {}",
+            ratio(p50, rp50),
+            ratio(p99, rp99)
+        );
+    }
     println!(
         "  every run's ledger verified intact with the expected event count; wall time {:.1} s; {} at end",
         wall.elapsed().as_secs_f64(),

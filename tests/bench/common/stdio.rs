@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// One `thinkledger serve` process and the client's end of its pipes.
+/// One stdio MCP server process and the client's end of its pipes.
 pub struct StdioClient {
     pub child: Child,
     stdin: Option<ChildStdin>,
@@ -19,18 +19,23 @@ pub struct StdioClient {
 }
 
 impl StdioClient {
+    /// `thinkledger --data-dir DATA_DIR serve`, logging to `DATA_DIR/server.log`.
     pub fn spawn(data_dir: &Path) -> Self {
-        let log = File::create(data_dir.join("server.log")).expect("create server log");
-        let mut child = Command::new(super::server_binary())
-            .arg("--data-dir")
-            .arg(data_dir)
-            .arg("serve")
+        let mut command = Command::new(super::server_binary());
+        command.arg("--data-dir").arg(data_dir).arg("serve");
+        Self::spawn_command(command, &data_dir.join("server.log"))
+    }
+
+    /// Any stdio MCP server (the reference server, say), logging to `log`.
+    pub fn spawn_command(mut command: Command, log: &Path) -> Self {
+        let log = File::create(log).expect("create server log");
+        let mut child = command
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .spawn()
-            .expect("spawn thinkledger");
+            .expect("spawn the server");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         Self {
@@ -98,6 +103,17 @@ impl StdioClient {
 
     /// One timed `sequentialthinking` call; checks it succeeded and got the expected seq.
     pub fn think(&mut self, number: u32, total: u32, expected_seq: u64) -> Duration {
+        let (took, response) = self.timed_thought(number, total);
+        assert_eq!(
+            response["result"]["structuredContent"]["seq"].as_u64(),
+            Some(expected_seq),
+            "unexpected seq: {response}"
+        );
+        took
+    }
+
+    /// One timed `sequentialthinking` call that succeeded, and its response (any server).
+    pub fn timed_thought(&mut self, number: u32, total: u32) -> (Duration, Value) {
         let (id, bytes) = self.request(
             "tools/call",
             json!({"name": "sequentialthinking", "arguments": super::thought_args(number, total)}),
@@ -109,12 +125,7 @@ impl StdioClient {
             result["isError"] != json!(true) && result.is_object(),
             "call failed: {response}"
         );
-        assert_eq!(
-            result["structuredContent"]["seq"].as_u64(),
-            Some(expected_seq),
-            "unexpected seq: {response}"
-        );
-        end - start
+        (end - start, response)
     }
 
     /// Closes stdin (the server then syncs and exits) and waits for a clean exit.
