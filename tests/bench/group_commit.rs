@@ -383,6 +383,16 @@ impl HttpServer {
     }
 }
 
+impl Drop for HttpServer {
+    /// A bench that panics mid-run must not leave its server running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn call_params(tool: &'static str, arguments: Value) -> CallToolRequestParams {
     let Value::Object(map) = arguments else {
         unreachable!("arguments are an object")

@@ -145,3 +145,13 @@ impl StdioClient {
         }
     }
 }
+
+impl Drop for StdioClient {
+    /// A bench that panics mid-run must not leave its server running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
