@@ -3,6 +3,8 @@
 //!
 //! Pure functions over bytes and JSON values; no storage, no clock.
 
+use std::sync::LazyLock;
+
 use serde_json::Value;
 
 use super::LedgerError;
@@ -51,14 +53,16 @@ pub fn event_value_hash(value: &Value) -> Result<String, LedgerError> {
 }
 
 /// [`event_value_hash`] given the canonical bytes it hashes, in pieces (their concatenation is
-/// hashed): for `verify`, which has the stored canonical bytes at hand and cuts the `hash`
-/// member out of them rather than rebuilding the object without it.
-pub fn event_hash_of_canonical(pieces: &[&[u8]]) -> String {
-    let mut hasher = blake3::Hasher::new_derive_key(EVENT_CONTEXT);
+/// hashed), as bytes: for `verify`, which has the stored canonical bytes at hand and cuts the
+/// `hash` member out of them rather than rebuilding the object without it.
+pub fn event_hash_of_canonical(pieces: &[&[u8]]) -> [u8; 32] {
+    static EVENT: LazyLock<blake3::Hasher> =
+        LazyLock::new(|| blake3::Hasher::new_derive_key(EVENT_CONTEXT));
+    let mut hasher = EVENT.clone();
     for piece in pieces {
         hasher.update(piece);
     }
-    hex(hasher.finalize().as_bytes())
+    *hasher.finalize().as_bytes()
 }
 
 /// Digest of an audit export document: BLAKE3 derive-key over the given (canonical) bytes.
@@ -95,10 +99,19 @@ impl Default for AuditExportHasher {
 
 /// Commitment to one piece of free text: BLAKE3 derive-key over `salt ‖ UTF-8 text`.
 pub fn text_commitment(salt: &[u8; SALT_LEN], text: &str) -> String {
-    let mut hasher = blake3::Hasher::new_derive_key(TEXT_CONTEXT);
+    hex(&text_commitment_bytes(salt, text))
+}
+
+/// [`text_commitment`] as bytes: for `verify`, which re-hashes every stored text and compares
+/// bytes. The hasher keyed by the context is derived once and copied for each text, rather
+/// than derived again from the context string every time.
+pub fn text_commitment_bytes(salt: &[u8; SALT_LEN], text: &str) -> [u8; 32] {
+    static TEXT: LazyLock<blake3::Hasher> =
+        LazyLock::new(|| blake3::Hasher::new_derive_key(TEXT_CONTEXT));
+    let mut hasher = TEXT.clone();
     hasher.update(salt);
     hasher.update(text.as_bytes());
-    hex(hasher.finalize().as_bytes())
+    *hasher.finalize().as_bytes()
 }
 
 /// Digest of a response body (any JSON value) as the client received it.
@@ -131,25 +144,36 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Parses 64 lowercase hex digits into 32 bytes.
 pub fn parse_hex32(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 {
-        return None;
-    }
+    let digits: &[u8; 64] = s.as_bytes().try_into().ok()?;
     let mut out = [0u8; 32];
-    for (i, chunk) in s.as_bytes().chunks(2).enumerate() {
-        let hi = hex_digit(chunk[0])?;
-        let lo = hex_digit(chunk[1])?;
-        out[i] = (hi << 4) | lo;
+    // Invalid digits are marked, not returned on: `verify` parses several per event and this
+    // keeps the loop free of branches.
+    let mut invalid = 0;
+    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+        let (hi, lo) = (
+            HEX_VALUE[usize::from(pair[0])],
+            HEX_VALUE[usize::from(pair[1])],
+        );
+        invalid |= hi | lo;
+        *byte = (hi << 4) | (lo & 0x0f);
     }
-    Some(out)
+    (invalid & NOT_HEX == 0).then_some(out)
 }
 
-fn hex_digit(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// Marks a byte that is not a lowercase hex digit in [`HEX_VALUE`].
+const NOT_HEX: u8 = 0x80;
+
+/// The value of each lowercase hex digit; [`NOT_HEX`] for every other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut value: u8 = 0;
+    while value < 16 {
+        // Widening casts (`From` is not usable in a constant).
+        table[b"0123456789abcdef"[value as usize] as usize] = value;
+        value += 1;
     }
-}
+    table
+};
 
 #[cfg(test)]
 mod tests {
@@ -186,6 +210,16 @@ mod tests {
         assert_eq!(parse_hex32(&hex(&bytes)), Some(bytes));
         assert_eq!(parse_hex32(&"A".repeat(64)), None);
         assert_eq!(parse_hex32("00"), None);
+        // Every ASCII byte, as the high and as the low digit of the last byte.
+        for c in (0..128u8).map(char::from) {
+            let digit = u8::try_from(c.to_digit(16).unwrap_or(0)).unwrap();
+            let hex_digit = c.is_ascii_hexdigit() && !c.is_ascii_uppercase();
+            for (text, last) in [(format!("{c}0"), digit << 4), (format!("0{c}"), digit)] {
+                let parsed = parse_hex32(&format!("{}{text}", "0".repeat(62)));
+                assert_eq!(parsed.map(|p| p[31]), hex_digit.then_some(last), "{c:?}");
+            }
+        }
+        assert_eq!(parse_hex32(&format!("{}é", "0".repeat(62))), None);
     }
 
     /// The worked example of docs/ledger-format.md §8. The expected digests were computed

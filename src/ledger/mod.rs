@@ -6,6 +6,7 @@
 //! trait, which the application layer implements.
 
 pub mod canonical;
+mod canonical_scan;
 pub mod checkpoint;
 mod event_check;
 pub mod hash;

@@ -14,11 +14,11 @@ use serde_json::Value;
 
 use super::LedgerError;
 use super::checkpoint::NoteVerifier;
-use super::event_check::{Body, CheckedEvent, check_event};
-use super::hash::{GENESIS_PREV_HASH, hex, parse_hex32, text_commitment};
+use super::event_check::{Body, CheckedEvent, TextRefFound, check_event};
+use super::hash::{GENESIS_PREV_HASH, hex, text_commitment_bytes};
 use super::merkle::{Blake3Hasher, MerkleTree, NodeHash};
 use super::notary::check_checkpoints;
-use super::store::Store;
+use super::store::{Store, TextRecord};
 use super::view::SignedCheckpoint;
 use crate::events::ENVELOPE_VERSION;
 
@@ -83,12 +83,13 @@ pub fn verify_with_checkpoints<S: Store + ?Sized>(
 
 /// [`verify_with_checkpoints`], calling `progress(events read, last seq)` as it goes.
 ///
-/// One pass: the stored texts are read first, in file order, and their commitments checked;
-/// then the calling thread reads the events in seq order and hands them in batches to one
-/// worker per core, which parse, canonicalize and hash them ([`check_event`]); their results
-/// are put back in seq order for the checks that span events (gaps, links, texts, the tree).
-/// Queues are bounded, so memory does not grow with the ledger beyond the text statuses and
-/// the Merkle leaves.
+/// One pass, the calling thread reading and one worker per core checking. The stored texts are
+/// read first, in file order, and handed to the workers to re-hash; then the events are read in
+/// seq order and handed over in batches, each worker parsing, canonicalizing and hashing them
+/// ([`check_event`]). Their results are put back in seq order for the checks that span events
+/// (gaps, links, the tree); text references are judged once every text's status is in. Queues
+/// are bounded, so memory does not grow with the ledger beyond the text statuses, the text
+/// references and the Merkle leaves.
 pub fn verify_with_progress<S: Store + ?Sized>(
     store: &S,
     checkpoints: &[SignedCheckpoint],
@@ -99,28 +100,23 @@ pub fn verify_with_progress<S: Store + ?Sized>(
     let last = store.last_seq()?.unwrap_or(0);
     let meta = store.meta()?;
     let ledger_id = meta.as_ref().map(|m| m.ledger_id.clone());
-    let texts = StoredTexts::read(store)?;
+    let texts = store.texts_in_file_order()?;
     let workers = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let (work_tx, work_rx) = mpsc::sync_channel::<WorkBatch>(2 * workers);
+    let (work_tx, work_rx) = mpsc::sync_channel::<Work>(2 * workers);
     let work_rx = Mutex::new(work_rx);
     let chain = std::thread::scope(|scope| {
-        let (done_tx, done_rx) = mpsc::sync_channel::<Checked>(2 * workers);
+        let (done_tx, done_rx) = mpsc::sync_channel::<Done>(2 * workers);
         for _ in 0..workers {
             let work_rx = &work_rx;
             let done_tx = done_tx.clone();
             scope.spawn(move || {
-                let mut scratch = Vec::new();
                 loop {
                     let next = match work_rx.lock() {
                         Ok(rx) => rx.recv(),
                         Err(_) => return,
                     };
-                    let Ok((n, batch)) = next else { return };
-                    let checked = batch
-                        .into_iter()
-                        .map(|(seq, bytes)| (seq, check_event(&bytes, &mut scratch)))
-                        .collect();
-                    if done_tx.send((n, checked)).is_err() {
+                    let Ok(work) = next else { return };
+                    if done_tx.send(work.check()).is_err() {
                         return;
                     }
                 }
@@ -129,20 +125,39 @@ pub fn verify_with_progress<S: Store + ?Sized>(
         drop(done_tx);
         let ledger_id = ledger_id.clone();
         let consumer = scope.spawn(move || {
-            let mut chain = Chain::new(ledger_id, texts);
+            let mut chain = Chain::new(ledger_id);
             let mut pending = BTreeMap::new();
             let mut next = 0u64;
-            for (n, checked) in done_rx {
-                pending.insert(n, checked);
-                while let Some(checked) = pending.remove(&next) {
-                    for (seq, event) in checked {
-                        chain.event(seq, event)?;
+            for done in done_rx {
+                match done {
+                    Done::Texts(statuses) => chain.texts.extend(statuses),
+                    Done::Events(n, checked) => {
+                        pending.insert(n, checked);
+                        while let Some(checked) = pending.remove(&next) {
+                            for (seq, event) in checked {
+                                chain.event(seq, event);
+                            }
+                            next += 1;
+                        }
                     }
-                    next += 1;
                 }
             }
-            Ok::<Chain, LedgerError>(chain)
+            chain
         });
+        // A failed send means a worker stopped, which only a panic does: the join below says so.
+        let mut batch = Vec::with_capacity(TEXT_BATCH);
+        for text in texts {
+            batch.push(text);
+            if batch.len() == TEXT_BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(TEXT_BATCH));
+                if work_tx.send(Work::Texts(full)).is_err() {
+                    break;
+                }
+            }
+        }
+        if !batch.is_empty() {
+            let _ = work_tx.send(Work::Texts(batch));
+        }
         let mut read_error = None;
         let mut batch = Vec::with_capacity(BATCH);
         let mut n = 0u64;
@@ -161,26 +176,25 @@ pub fn verify_with_progress<S: Store + ?Sized>(
             }
             if batch.len() == BATCH {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                if work_tx.send((n, full)).is_err() {
+                if work_tx.send(Work::Events(n, full)).is_err() {
                     break;
                 }
                 n += 1;
             }
         }
         if !batch.is_empty() {
-            // A failed send means the checks already stopped on an error, reported below.
-            let _ = work_tx.send((n, batch));
+            let _ = work_tx.send(Work::Events(n, batch));
         }
         drop(work_tx);
-        let chain = consumer.join().map_err(|_| {
-            LedgerError::Io(std::io::Error::other("a verification thread failed"))
-        })??;
+        let chain = consumer
+            .join()
+            .map_err(|_| LedgerError::Io(std::io::Error::other("a verification thread failed")))?;
         match read_error {
             Some(e) => Err(e),
             None => Ok(chain),
         }
     })?;
-    let (mut report, leaves) = chain.finish();
+    let (mut report, leaves) = chain.finish()?;
     if !checkpoints.is_empty() || !kept.is_empty() {
         let tree = leaves.map(|leaves| MerkleTree::from_leaf_hashes(Blake3Hasher, leaves));
         match (&tree, verifier) {
@@ -222,11 +236,60 @@ pub fn verify_with_progress<S: Store + ?Sized>(
 /// Events handed to a worker at once: few enough to keep every core busy to the end, enough
 /// that channel traffic stays small beside the work.
 const BATCH: usize = 256;
+/// Texts handed to a worker at once: each takes a few hash blocks, far less than an event.
+const TEXT_BATCH: usize = 1024;
 
-/// A numbered batch of stored events, `(key seq, bytes)`.
-type WorkBatch = (u64, Vec<(u64, Vec<u8>)>);
-/// A numbered batch of checked events.
-type Checked = (u64, Vec<(u64, CheckedEvent)>);
+/// A stored text as read, with the commitment it is indexed under (see
+/// [`Store::texts_in_file_order`]).
+type StoredText = ([u8; 32], Result<Option<TextRecord>, LedgerError>);
+
+/// What a worker is handed.
+enum Work {
+    /// Stored texts as read, each with the commitment it is indexed under.
+    Texts(Vec<StoredText>),
+    /// The `n`th batch of stored events, `(key seq, bytes)`.
+    Events(u64, Vec<(u64, Vec<u8>)>),
+}
+
+/// What a worker hands back.
+enum Done {
+    /// Each text's status, or why it could not be read.
+    Texts(Vec<([u8; 32], Result<TextStatus, LedgerError>)>),
+    /// The `n`th batch of events, checked.
+    Events(u64, Vec<(u64, CheckedEvent)>),
+}
+
+impl Work {
+    fn check(self) -> Done {
+        match self {
+            Self::Texts(texts) => Done::Texts(
+                texts
+                    .into_iter()
+                    .map(|(commitment, record)| {
+                        let status = record.map(|record| match record {
+                            None => TextStatus::Gone,
+                            Some(record) => {
+                                if text_commitment_bytes(&record.salt, &record.text) == commitment {
+                                    TextStatus::Matches
+                                } else {
+                                    TextStatus::Differs
+                                }
+                            }
+                        });
+                        (commitment, status)
+                    })
+                    .collect(),
+            ),
+            Self::Events(n, events) => Done::Events(
+                n,
+                events
+                    .into_iter()
+                    .map(|(seq, bytes)| (seq, check_event(&bytes)))
+                    .collect(),
+            ),
+        }
+    }
+}
 
 /// What became of a stored text.
 #[derive(Clone, Copy)]
@@ -241,6 +304,7 @@ enum TextStatus {
 
 /// Every stored text's status, read in one forward pass over the text file: what
 /// [`Store::text`] would give for each commitment, judged once.
+#[derive(Default)]
 struct StoredTexts {
     status: HashMap<[u8; 32], TextStatus>,
     /// Texts that could not be read, with why: the first referenced one stops verification,
@@ -249,31 +313,17 @@ struct StoredTexts {
 }
 
 impl StoredTexts {
-    fn read<S: Store + ?Sized>(store: &S) -> Result<Self, LedgerError> {
-        let mut status = HashMap::new();
-        let mut errors = HashMap::new();
-        for (commitment, record) in store.texts_in_file_order()? {
-            match record {
-                Ok(None) => {
-                    status.insert(commitment, TextStatus::Gone);
-                }
-                Ok(Some(record)) => {
-                    let matches = text_commitment(&record.salt, &record.text) == hex(&commitment);
-                    status.insert(
-                        commitment,
-                        if matches {
-                            TextStatus::Matches
-                        } else {
-                            TextStatus::Differs
-                        },
-                    );
+    fn extend(&mut self, statuses: Vec<([u8; 32], Result<TextStatus, LedgerError>)>) {
+        for (commitment, status) in statuses {
+            match status {
+                Ok(status) => {
+                    self.status.insert(commitment, status);
                 }
                 Err(e) => {
-                    errors.insert(commitment, e);
+                    self.errors.insert(commitment, e);
                 }
             }
         }
-        Ok(Self { status, errors })
     }
 
     /// The status of the text under `key`; `None` when none is stored.
@@ -291,16 +341,17 @@ impl StoredTexts {
 /// The checks that span events, fed checked events in seq order.
 struct Chain {
     ledger_id: Option<String>,
+    /// Filled as the workers re-hash the texts, alongside the events.
     texts: StoredTexts,
     report: VerifyReport,
     /// Leaf hashes of the Merkle tree: each event's stored hash as found. `None` once an
     /// event's hash cannot be read, from which point checkpoints cannot be judged.
     leaves: Option<Vec<NodeHash>>,
-    /// Texts found missing, judged once every erasure is known; texts present, to flag erased
-    /// ones whose bytes are still on disk.
-    missing: Vec<(u64, String)>,
-    present: Vec<(u64, String)>,
-    erased: HashMap<String, u64>,
+    /// Every text reference with the seq of its event, in seq order, judged in [`Chain::finish`]
+    /// when every text's status is known.
+    text_refs: Vec<(u64, TextRefFound)>,
+    /// The seq of the first event that erased each commitment.
+    erased: HashMap<[u8; 32], u64>,
     expected_seq: u64,
     /// The stored hash of the previous event, as found (not as recomputed), so one altered
     /// event is reported once and its successor still links. `None` when the previous event's
@@ -309,7 +360,7 @@ struct Chain {
 }
 
 impl Chain {
-    fn new(ledger_id: Option<String>, texts: StoredTexts) -> Self {
+    fn new(ledger_id: Option<String>) -> Self {
         Self {
             report: VerifyReport {
                 ledger_id: ledger_id.clone(),
@@ -321,10 +372,9 @@ impl Chain {
                 problems: Vec::new(),
             },
             ledger_id,
-            texts,
+            texts: StoredTexts::default(),
             leaves: Some(Vec::new()),
-            missing: Vec::new(),
-            present: Vec::new(),
+            text_refs: Vec::new(),
             erased: HashMap::new(),
             expected_seq: 1,
             prev_hash: Some(GENESIS_PREV_HASH.to_owned()),
@@ -332,7 +382,7 @@ impl Chain {
     }
 
     /// Takes the next stored event, stored under `key_seq`.
-    fn event(&mut self, key_seq: u64, checked: CheckedEvent) -> Result<(), LedgerError> {
+    fn event(&mut self, key_seq: u64, checked: CheckedEvent) {
         let report = &mut self.report;
         report.events += 1;
         if key_seq != self.expected_seq {
@@ -358,13 +408,13 @@ impl Chain {
                 report.problems.push(problem("unparseable", detail));
                 self.prev_hash = None;
                 self.leaves = None;
-                return Ok(());
+                return;
             }
             Body::NotEvent { detail, hash } => {
                 report.problems.push(problem("unparseable", detail));
                 self.prev_hash = hash;
                 self.leaves = None;
-                return Ok(());
+                return;
             }
             Body::Event(event) => event,
         };
@@ -402,26 +452,8 @@ impl Chain {
         if let Some(detail) = event.hash_mismatch {
             report.problems.push(problem("hash_mismatch", detail));
         }
-        for commitment in event.text_refs {
-            let Some(key) = parse_hex32(&commitment) else {
-                report.problems.push(problem(
-                    "text_mismatch",
-                    format!("bad commitment {commitment}"),
-                ));
-                continue;
-            };
-            match self.texts.get(&key)? {
-                None => self.missing.push((key_seq, commitment)),
-                Some(TextStatus::Matches) => {
-                    report.texts_verified += 1;
-                    self.present.push((key_seq, commitment));
-                }
-                Some(_) => report.problems.push(problem(
-                    "text_mismatch",
-                    format!("stored text does not match commitment {commitment}"),
-                )),
-            }
-        }
+        self.text_refs
+            .extend(event.text_refs.into_iter().map(|r| (key_seq, r)));
         for c in event.erased {
             self.erased.entry(c).or_insert(key_seq);
         }
@@ -432,36 +464,67 @@ impl Chain {
         // An event out of place says nothing about the link of the one after it.
         self.prev_hash = (event.seq == key_seq).then(|| event.hash.clone());
         report.head_hash = Some(event.hash);
-        Ok(())
     }
 
-    /// The report once every event is in (checkpoints not yet checked), and the leaf hashes.
-    fn finish(self) -> (VerifyReport, Option<Vec<NodeHash>>) {
+    /// The report once every event and every text status is in (checkpoints not yet checked),
+    /// and the leaf hashes. Each text reference is judged here, in seq order: a problem it
+    /// has lands after the other problems of its event, as if judged with the event.
+    fn finish(mut self) -> Result<(VerifyReport, Option<Vec<NodeHash>>), LedgerError> {
         let mut report = self.report;
-        for (seq, commitment) in self.missing {
-            if self.erased.contains_key(&commitment) {
+        // Texts found missing, judged once every erasure is known; texts present, to flag
+        // erased ones whose bytes are still on disk.
+        let mut missing = Vec::new();
+        let mut present = Vec::new();
+        for (seq, found) in self.text_refs {
+            let key = match found {
+                TextRefFound::Commitment(key) => key,
+                TextRefFound::Malformed(commitment) => {
+                    report.problems.push(Problem {
+                        seq,
+                        code: "text_mismatch",
+                        detail: format!("bad commitment {commitment}"),
+                    });
+                    continue;
+                }
+            };
+            match self.texts.get(&key)? {
+                None => missing.push((seq, key)),
+                Some(TextStatus::Matches) => {
+                    report.texts_verified += 1;
+                    present.push((seq, key));
+                }
+                Some(_) => report.problems.push(Problem {
+                    seq,
+                    code: "text_mismatch",
+                    detail: format!("stored text does not match commitment {}", hex(&key)),
+                }),
+            }
+        }
+        for (seq, key) in missing {
+            if self.erased.contains_key(&key) {
                 report.texts_erased += 1;
             } else {
                 report.problems.push(Problem {
                     seq,
                     code: "text_missing",
-                    detail: format!("no stored text for {commitment}"),
+                    detail: format!("no stored text for {}", hex(&key)),
                 });
             }
         }
-        for (seq, commitment) in self.present {
-            if let Some(by) = self.erased.get(&commitment) {
+        for (seq, key) in present {
+            if let Some(by) = self.erased.get(&key) {
                 report.problems.push(Problem {
                     seq,
                     code: "text_not_erased",
                     detail: format!(
-                        "text {commitment} was erased by event {by} but is still stored; \
-                         opening the ledger finishes the erasure"
+                        "text {} was erased by event {by} but is still stored; \
+                         opening the ledger finishes the erasure",
+                        hex(&key)
                     ),
                 });
             }
         }
-        (report, self.leaves)
+        Ok((report, self.leaves))
     }
 }
 
@@ -496,11 +559,21 @@ mod tests {
     use super::*;
     use crate::events::Event;
     use crate::ledger::canonical::canonical_bytes;
-    use crate::ledger::hash::{GENESIS_PREV_HASH, event_hash};
-    use crate::ledger::store::{Batch, LedgerMeta, MemStore, StagedEvent};
+    use crate::ledger::hash::{GENESIS_PREV_HASH, event_hash, parse_hex32, text_commitment};
+    use crate::ledger::store::{Batch, LedgerMeta, MemStore, StagedEvent, TextRecord};
 
-    /// A store holding `n` chained, valid events.
-    fn chain(n: u64) -> MemStore {
+    /// The salt, text and commitment of the text event `seq` refers to.
+    fn text_of(seq: u64) -> ([u8; 32], String, String) {
+        let salt = [u8::try_from(seq).unwrap(); 32];
+        let text = format!("thought {seq}");
+        let commitment = text_commitment(&salt, &text);
+        (salt, text, commitment)
+    }
+
+    /// A store holding `n` chained, valid events, event `seq` referring to the stored text
+    /// [`text_of`]`(seq)`; with `erasure = Some((at, of))`, event `at` also erases the text of
+    /// event `of` (which stays stored, as if the erasure had not been carried out).
+    fn chain_erasing(n: u64, erasure: Option<(u64, u64)>) -> MemStore {
         let mut store = MemStore::default();
         store
             .init_meta(&LedgerMeta {
@@ -511,11 +584,18 @@ mod tests {
             .unwrap();
         let mut prev = GENESIS_PREV_HASH.to_owned();
         for seq in 1..=n {
+            let (salt, text, commitment) = text_of(seq);
+            let facts = match erasure {
+                Some((at, of)) if at == seq => json!([{"type": "TextsErased",
+                    "commitments": [text_of(of).2], "reason": "asked"}]),
+                _ => json!([]),
+            };
             let mut event: Event = serde_json::from_value(json!({
                 "v": 1, "kind": "ToolCallRecorded", "seq": seq, "ledgerId": "l", "sessionId": null,
                 "recordedAt": "2026-01-01T00:00:00.000000Z",
                 "actor": {"principal": "local", "transport": "stdio", "clientName": null, "clientVersion": null},
-                "call": {"tool": "search", "arguments": {}}, "facts": [],
+                "call": {"tool": "search", "arguments": {"thought": {"textCommitment": commitment}}},
+                "facts": facts,
                 "outcome": {"status": "ok", "responseDigest": "00", "error": null},
                 "provenance": {"kind": "rules", "name": "t", "version": "1"},
                 "prevHash": prev, "hash": ""
@@ -531,11 +611,15 @@ mod tests {
                         bytes,
                         session: None,
                     }],
-                    texts: vec![],
+                    texts: vec![(parse_hex32(&commitment).unwrap(), TextRecord { salt, text })],
                 })
                 .unwrap();
         }
         store
+    }
+
+    fn chain(n: u64) -> MemStore {
+        chain_erasing(n, None)
     }
 
     fn check(store: &MemStore, expect: &[(u64, &str)]) {
@@ -552,7 +636,8 @@ mod tests {
     #[test]
     fn an_intact_chain_verifies() {
         check(&chain(4), &[]);
-        assert_eq!(verify(&chain(4)).unwrap().events, 4);
+        let report = verify(&chain(4)).unwrap();
+        assert_eq!((report.events, report.texts_verified), (4, 4));
     }
 
     #[test]
@@ -586,5 +671,47 @@ mod tests {
         let mut store = chain(5);
         edit(&mut store, 2, |s| s.replace("{\"actor\"", "{ \"actor\""));
         check(&store, &[(2, "not_canonical")]);
+        let mut store = chain(5);
+        edit(&mut store, 3, |s| {
+            s.replace("\"ledgerId\":\"l\"", "\"ledgerId\":\"m\"")
+        });
+        check(&store, &[(3, "foreign_ledger"), (3, "hash_mismatch")]);
+
+        let mut store = chain(5);
+        let prev = verify(&store).unwrap().head_hash.unwrap();
+        edit(&mut store, 3, |s| {
+            let at = s.find("\"prevHash\":\"").unwrap() + 12;
+            format!("{}{prev}{}", &s[..at], &s[at + 64..])
+        });
+        check(&store, &[(3, "broken_link"), (3, "hash_mismatch")]);
+
+        // Text damage lands after the event's own problems, and at the event that refers to it.
+        let mut store = chain(5);
+        edit(&mut store, 2, |s| s.replace(&text_of(2).2, "not hex"));
+        check(&store, &[(2, "hash_mismatch"), (2, "text_mismatch")]);
+
+        let mut store = chain(5);
+        let (salt, _, commitment) = text_of(4);
+        let key = parse_hex32(&commitment).unwrap();
+        let text = "altered".to_owned();
+        store
+            .append_batch(&Batch {
+                events: vec![],
+                texts: vec![(key, TextRecord { salt, text })],
+            })
+            .unwrap();
+        check(&store, &[(4, "text_mismatch")]);
+
+        let mut store = chain(5);
+        store.erase_texts(&[key]).unwrap();
+        check(&store, &[(4, "text_missing")]);
+
+        // Erased by event 5: gone is as it should be; still stored is not.
+        let mut store = chain_erasing(5, Some((5, 4)));
+        check(&store, &[(4, "text_not_erased")]);
+        store.erase_texts(&[key]).unwrap();
+        check(&store, &[]);
+        let report = verify(&store).unwrap();
+        assert_eq!((report.texts_verified, report.texts_erased), (4, 1));
     }
 }
