@@ -43,7 +43,7 @@ pub fn key_path(data_dir: &Path) -> PathBuf {
 /// signing key (made, mode 0600, the first time) and its signed checkpoints, which the log must
 /// extend. Returns once it is open (offline commands).
 pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
-    let (store, notary) = prepare(data_dir)?;
+    let (store, notary) = prepare(data_dir, SledStore::open)?;
     let config = WriterConfig {
         notary: Some(notary),
         ..WriterConfig::default()
@@ -58,16 +58,22 @@ pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, Ledger
 pub fn start(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
     let data_dir = data_dir.to_path_buf();
     start_ledger(
-        move || prepare(&data_dir).map(|(store, notary)| (store, Some(notary))),
+        move || {
+            prepare(&data_dir, SledStore::open_for_serving)
+                .map(|(store, notary)| (store, Some(notary)))
+        },
         App::new(app),
         WriterConfig::default(),
     )
 }
 
-/// The store and notary of the ledger in `data_dir`.
-fn prepare(data_dir: &Path) -> Result<(SledStore, Notary), LedgerError> {
+/// The store (opened with `open_store`) and notary of the ledger in `data_dir`.
+fn prepare(
+    data_dir: &Path,
+    open_store: fn(&Path) -> Result<SledStore, LedgerError>,
+) -> Result<(SledStore, Notary), LedgerError> {
     let dir = ledger_dir(data_dir);
-    let mut store = SledStore::open(&dir)?;
+    let mut store = open_store(&dir)?;
     let meta = ensure_meta(&mut store)?;
     let signer = keyfile::load_or_create(&key_path(data_dir), &meta.ledger_id)?;
     Ok((store, Notary::open(&dir, signer)?))
@@ -79,6 +85,11 @@ pub const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_s
 /// Signs a checkpoint every [`CHECKPOINT_INTERVAL`] while the log grows, until `shutdown`.
 pub fn spawn_checkpoints(ledger: LedgerHandle<App>, shutdown: CancellationToken) {
     tokio::spawn(async move {
+        // Nothing to sign before the ledger is open, and nothing ever if it fails to open.
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            opened = ledger.opened() => if opened.is_err() { return },
+        }
         let mut tick = tokio::time::interval(CHECKPOINT_INTERVAL);
         tick.tick().await;
         loop {
