@@ -176,7 +176,13 @@ impl SledStore {
         let text_index = tree("text_index")?;
         let meta = tree("meta")?;
         let end = texts_end(&meta, &text_index)?;
-        let text_file = TextFile::open(&dir.join(TEXT_FILE), end)?;
+        // Records past `texts_end` that the index knows of were written by a build that did
+        // not keep `texts_end` (a downgrade, then an upgrade): kept.
+        let known = |commitment: &[u8; 32], slot: Slot| -> Result<bool, LedgerError> {
+            let indexed = text_index.get(&commitment[..]).map_err(sled_err)?;
+            Ok(indexed.is_some_and(|value| Slot::decode(&value) == Some(slot)))
+        };
+        let text_file = TextFile::open(&dir.join(TEXT_FILE), end, &known)?;
         let log_file = File::open(dir.join("db"))?;
         // The directory entry of a new database must be durable too.
         File::open(dir)?.sync_all()?;
@@ -593,6 +599,17 @@ mod tests {
                     store.meta.remove(TEXTS_END_KEY).unwrap();
                     store.sync().unwrap();
                 }
+                // A batch appended by a build that does not keep `texts_end`: its text and
+                // index entry are durable, the key still names the end before it.
+                let record = batch(4, &session).texts[0].1.clone();
+                let slot = store.text_file.append_all(&[([4; 32], record)]).unwrap()[0];
+                store.text_file.sync().unwrap();
+                store
+                    .text_index
+                    .insert(&[4u8; 32][..], &slot.encode()[..])
+                    .unwrap();
+                store.sync().unwrap();
+                let end = slot.end();
                 // A batch whose texts reached the file but whose index entries never did.
                 store
                     .text_file
@@ -610,6 +627,11 @@ mod tests {
                 "the torn record is cut off (with_key={with_key})"
             );
             assert_eq!(store.text(&[2; 32]).unwrap().unwrap().text, "text 2");
+            assert_eq!(
+                store.text(&[4; 32]).unwrap().unwrap().text,
+                "text 4",
+                "a record the index knows of is never cut off (with_key={with_key})"
+            );
         }
     }
 

@@ -51,6 +51,9 @@ impl Slot {
     }
 }
 
+/// Whether the store's index holds a record with this commitment at this slot.
+pub type Known<'a> = dyn Fn(&[u8; 32], Slot) -> Result<bool, LedgerError> + 'a;
+
 /// The open text file.
 #[derive(Debug)]
 pub struct TextFile {
@@ -62,9 +65,10 @@ pub struct TextFile {
 }
 
 impl TextFile {
-    /// Opens (or creates) the file. `end` is where the last record the index knows of ends;
-    /// anything after it (records of a batch that never became durable) is cut off.
-    pub fn open(path: &Path, end: Option<u64>) -> Result<Self, LedgerError> {
+    /// Opens (or creates) the file. `end` is where the store's last known record ends; the
+    /// records right after it that `known` still vouches for (commitment and slot) are kept,
+    /// and anything after those (records of a batch that never became durable) is cut off.
+    pub fn open(path: &Path, end: Option<u64>, known: &Known<'_>) -> Result<Self, LedgerError> {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -87,8 +91,24 @@ impl TextFile {
                 )));
             }
         }
-        let end = end.unwrap_or(MAGIC.len() as u64).max(MAGIC.len() as u64);
-        if file.metadata()?.len() > end {
+        let mut end = end.unwrap_or(MAGIC.len() as u64).max(MAGIC.len() as u64);
+        let file_len = file.metadata()?.len();
+        while end + HEADER <= file_len {
+            let mut header = [0u8; HEADER as usize];
+            file.seek(SeekFrom::Start(end))?;
+            file.read_exact(&mut header)?;
+            let (len, commitment) = header.split_at(4);
+            let slot = Slot {
+                offset: end,
+                len: u32::from_le_bytes(len.try_into().unwrap_or_default()),
+            };
+            let commitment: [u8; 32] = commitment.try_into().unwrap_or_default();
+            if slot.end() > file_len || !known(&commitment, slot)? {
+                break;
+            }
+            end = slot.end();
+        }
+        if file_len > end {
             file.set_len(end)?;
             file.sync_all()?;
         }
@@ -258,7 +278,7 @@ mod tests {
     fn records_round_trip_are_erased_in_place_and_torn_tails_are_cut() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("texts");
-        let mut file = TextFile::open(&path, None).unwrap();
+        let mut file = TextFile::open(&path, None, &|_, _| Ok(false)).unwrap();
         let a = file
             .append_all(&[([1; 32], record("first secret"))])
             .unwrap()[0];
@@ -297,7 +317,7 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         assert!(!bytes.windows(12).any(|w| w == b"first secret"));
         // Reopened with the index knowing only a and b: c's bytes are cut off.
-        let file = TextFile::open(&path, Some(b.end())).unwrap();
+        let file = TextFile::open(&path, Some(b.end()), &|_, _| Ok(false)).unwrap();
         assert_eq!(file.read(c, &[3; 32]).unwrap(), None);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), b.end());
         assert_eq!(Slot::decode(&b.encode()), Some(b));
