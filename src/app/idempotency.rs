@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::Rejection;
@@ -19,7 +20,7 @@ use crate::ledger::{Committed, LogView, NewText, TextState};
 pub const MAX_KEY_BYTES: usize = 255;
 
 /// What the first call with a key recorded.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Entry {
     seq: u64,
     hash: String,
@@ -32,9 +33,42 @@ struct Entry {
 }
 
 /// Keys used so far, per principal.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct IdempotencyIndex {
+    /// Kept as a list of `(principal, key, entry)` in snapshots: JSON maps need string keys.
+    #[serde(with = "pairs")]
     entries: HashMap<(String, String), Entry>,
+}
+
+/// `(principal, key) → entry` as a list of triples.
+mod pairs {
+    use std::collections::HashMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Entry;
+
+    pub fn serialize<S: Serializer>(
+        entries: &HashMap<(String, String), Entry>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut list: Vec<(&str, &str, &Entry)> = entries
+            .iter()
+            .map(|((principal, key), entry)| (principal.as_str(), key.as_str(), entry))
+            .collect();
+        list.sort_by_key(|(_, _, entry)| entry.seq);
+        list.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<HashMap<(String, String), Entry>, D::Error> {
+        let list = Vec::<(String, String, Entry)>::deserialize(deserializer)?;
+        Ok(list
+            .into_iter()
+            .map(|(principal, key, entry)| ((principal, key), entry))
+            .collect())
+    }
 }
 
 /// What to do with a call that carries a key.

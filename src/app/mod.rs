@@ -13,6 +13,7 @@ mod idempotency;
 mod lenient;
 mod maxential;
 pub mod replay;
+mod snapshot;
 mod texts;
 
 #[cfg(test)]
@@ -369,6 +370,18 @@ impl Decider for App {
 
     fn answer(&self, query: Query) -> Value {
         query(self)
+    }
+
+    fn state_version(&self) -> Option<&'static str> {
+        Some(snapshot::STATE_VERSION)
+    }
+
+    fn save_state(&self) -> Result<Vec<u8>, String> {
+        self.save_snapshot()
+    }
+
+    fn load_state(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.load_snapshot(bytes)
     }
 }
 

@@ -347,3 +347,268 @@ async fn reads_on_a_fresh_connection_start_no_session() {
     let c = g.think(1, json!({})).await;
     assert_eq!(c.body["sessionId"], g.connection.as_str());
 }
+
+/// Snapshots: a ledger opened from its snapshot has exactly the state a full replay gives; a
+/// damaged snapshot only costs time; no snapshot outlives an erasure.
+mod snapshots {
+    use super::*;
+    use crate::ledger::snapshot::FileSnapshots;
+
+    fn actor() -> Actor {
+        Actor {
+            principal: "local".into(),
+            transport: "test".into(),
+            client_name: None,
+            client_version: None,
+        }
+    }
+
+    fn open(dir: &std::path::Path, snapshot_every: u64) -> LedgerHandle<App> {
+        open_ledger(
+            SledStore::reopen(dir),
+            App::new(AppConfig::default()),
+            WriterConfig {
+                snapshot_every,
+                ..WriterConfig::default()
+            },
+        )
+        .unwrap()
+    }
+
+    async fn state(ledger: &LedgerHandle<App>) -> Value {
+        ledger
+            .query(Box::new(|app| {
+                serde_json::from_slice(&app.save_snapshot().unwrap()).unwrap()
+            }))
+            .await
+            .unwrap()
+    }
+
+    fn snapshot_file(dir: &std::path::Path) -> std::path::PathBuf {
+        dir.join(FileSnapshots::FILE_NAME)
+    }
+
+    /// Calls of every family the decider folds: thoughts with a branch and a tag, a
+    /// deliberation with nodes, an idempotent call, a refusal.
+    async fn record_some(ledger: &LedgerHandle<App>, connection: &SessionId, secret: &str) {
+        let call = |tool: &str, arguments: Value, key: Option<&str>| {
+            let mut command = Command::tool_call(tool, arguments, actor(), connection.clone());
+            command.idempotency_key = key.map(str::to_owned);
+            ledger.submit(command)
+        };
+        for n in 1..=3u32 {
+            let mut args = json!({"thought": format!("{secret} {n}"), "nextThoughtNeeded": true,
+                "thoughtNumber": n, "totalThoughts": 3});
+            if n == 3 {
+                args["branchFromThought"] = json!(1);
+                args["branchId"] = json!("alt");
+            }
+            call("sequentialthinking", args, None).await.unwrap();
+        }
+        call("tag", json!({"thoughtNumber": 1, "tags": ["kept"]}), None)
+            .await
+            .unwrap();
+        let started = call(
+            "start_deliberation",
+            json!({"goal": "choose a cache", "mode": "Explore"}),
+            Some("key-1"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(started.status, OutcomeStatus::Ok, "{}", started.body);
+        let session = started.body["session_id"].clone();
+        call(
+            "add_thought_node",
+            json!({"session_id": session, "content": "an LRU in front of sled"}),
+            None,
+        )
+        .await
+        .unwrap();
+        call("no_such_tool", json!({}), None).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_ledger_opened_from_its_snapshot_has_the_state_a_full_replay_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let connection = SessionId::random();
+        let ledger = open(dir.path(), 1);
+        record_some(&ledger, &connection, "thought").await;
+        ledger.shutdown().await;
+        assert!(snapshot_file(dir.path()).exists(), "shutdown saves one");
+
+        let from_snapshot = open(dir.path(), 1);
+        let restored = state(&from_snapshot).await;
+        // A call decided on the restored state, then everything once more.
+        let c = from_snapshot
+            .submit(Command::tool_call(
+                "search",
+                json!({"query": "thought"}),
+                actor(),
+                connection.clone(),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(c.body["totalMatches"], 3, "{}", c.body);
+        let after_call = state(&from_snapshot).await;
+        from_snapshot.shutdown().await;
+
+        std::fs::remove_file(snapshot_file(dir.path())).unwrap();
+        let replayed = open(dir.path(), 0);
+        assert_eq!(state(&replayed).await, after_call);
+        replayed.shutdown().await;
+        assert_ne!(
+            restored, after_call,
+            "the call after the restore changed state"
+        );
+        assert!(
+            !snapshot_file(dir.path()).exists(),
+            "snapshot_every 0 saves none"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_damaged_or_foreign_snapshot_is_ignored_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = open(dir.path(), 1);
+        record_some(&ledger, &SessionId::random(), "thought").await;
+        let expected = state(&ledger).await;
+        ledger.shutdown().await;
+        let good = std::fs::read(snapshot_file(dir.path())).unwrap();
+
+        let mut flipped = good.clone();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0x20;
+        let other = tempfile::tempdir().unwrap();
+        let foreign = open(other.path(), 1);
+        record_some(&foreign, &SessionId::random(), "thought").await;
+        foreign.shutdown().await;
+        let foreign = std::fs::read(snapshot_file(other.path())).unwrap();
+
+        for damaged in [
+            flipped,
+            good[..good.len() / 3].to_vec(),
+            foreign,
+            Vec::new(),
+        ] {
+            std::fs::write(snapshot_file(dir.path()), &damaged).unwrap();
+            let ledger = open(dir.path(), 1);
+            assert_eq!(state(&ledger).await, expected);
+            ledger.shutdown().await;
+            // Shutdown replaced it with a good one.
+            assert_eq!(
+                std::fs::read(snapshot_file(dir.path())).unwrap().len(),
+                good.len()
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_older_than_an_erasure_is_removed_before_anyone_is_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "the patient in room 4471";
+        let ledger = open(dir.path(), 1);
+        let connection = SessionId::random();
+        record_some(&ledger, &connection, secret).await;
+        ledger.shutdown().await;
+        let before = std::fs::read(snapshot_file(dir.path())).unwrap();
+        assert!(holds(&before, secret), "the snapshot holds the texts");
+
+        let ledger = open(dir.path(), 1);
+        let mut erase = Command::tool_call(
+            "erase",
+            json!({"sessionId": connection.as_str(), "reason": "subject request"}),
+            actor(),
+            SessionId::random(),
+        );
+        erase.admin = true;
+        let erased = ledger.submit(erase).await.unwrap();
+        assert_eq!(erased.status, OutcomeStatus::Ok, "{}", erased.body);
+        // Answered: no snapshot on disk holds the text any more.
+        assert!(!snapshot_file(dir.path()).exists());
+        ledger.shutdown().await;
+        let after = std::fs::read(snapshot_file(dir.path())).unwrap();
+        assert!(
+            !holds(&after, secret),
+            "the new snapshot has no erased text"
+        );
+
+        // A crash between the erasure and the snapshot's removal leaves the old one: the next
+        // open removes it and shows the texts erased.
+        std::fs::write(snapshot_file(dir.path()), &before).unwrap();
+        let ledger = open(dir.path(), 1);
+        assert!(!snapshot_file(dir.path()).exists());
+        let text = ledger
+            .query(Box::new(move |app| {
+                json!(
+                    app.state().session(&connection).unwrap().thoughts[0]
+                        .text
+                        .is_none()
+                )
+            }))
+            .await
+            .unwrap();
+        assert_eq!(text, json!(true));
+        ledger.shutdown().await;
+        assert!(!holds(
+            &std::fs::read(snapshot_file(dir.path())).unwrap(),
+            secret
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_log_changed_under_its_snapshot_is_caught_behind_and_calls_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = open(dir.path(), 1);
+        record_some(&ledger, &SessionId::random(), "thought").await;
+        ledger.shutdown().await;
+        let mut store = SledStore::reopen(dir.path());
+        let mut event: Value =
+            serde_json::from_slice(&store.event_bytes(2).unwrap().unwrap()).unwrap();
+        event["recordedAt"] = json!("2020-01-01T00:00:00.000000Z");
+        store
+            .tamper_event_bytes(2, &serde_json::to_vec(&event).unwrap())
+            .unwrap();
+        drop(store);
+
+        // Checked before the first call (a short log, or a one-shot command): refused to open.
+        let refused = open_ledger(
+            SledStore::reopen(dir.path()),
+            App::new(AppConfig::default()),
+            WriterConfig::default(),
+        );
+        let Err(e) = refused else {
+            panic!("a ledger whose log changed under its snapshot must not open")
+        };
+        assert!(e.to_string().contains("event 2"), "{e}");
+
+        // Checked behind: the server opens from the snapshot at once, then stops taking calls.
+        let path = dir.path().to_path_buf();
+        let ledger = crate::ledger::start_ledger(
+            move || Ok((SledStore::reopen(&path), None)),
+            App::new(AppConfig::default()),
+            WriterConfig {
+                check_at_open_max: 0,
+                ..WriterConfig::default()
+            },
+        )
+        .unwrap();
+        let mut refused = None;
+        for _ in 0..200 {
+            let command = Command::tool_call("search", json!({}), actor(), SessionId::random());
+            match ledger.submit(command).await {
+                Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        let refused = refused.expect("calls are refused once the check fails");
+        assert!(refused.to_string().contains("event 2"), "{refused}");
+        ledger.shutdown().await;
+    }
+
+    fn holds(hay: &[u8], needle: &str) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+    }
+}

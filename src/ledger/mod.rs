@@ -13,6 +13,7 @@ pub mod hash;
 pub mod keyfile;
 pub mod merkle;
 pub mod notary;
+pub mod snapshot;
 pub mod store;
 mod textfile;
 pub mod verify;

@@ -9,11 +9,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::LedgerError;
 use super::hash::SALT_LEN;
+use super::snapshot::{FileSnapshots, MemSnapshots, SnapshotStore};
 use super::textfile::{Slot, TextFile};
 use crate::events::SessionId;
 
@@ -83,6 +85,11 @@ pub trait Store: Send + 'static {
     /// Removes the texts and salts behind `commitments` from disk for good, durably, before
     /// returning. Commitments with no stored text are skipped.
     fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError>;
+    /// Where snapshots of the writer's state are kept beside the log (see
+    /// [`crate::ledger::snapshot`]); `None` (the default): opening always replays the whole log.
+    fn snapshots(&self) -> Option<Arc<dyn SnapshotStore>> {
+        None
+    }
 }
 
 /// The embedded on-disk store: one sled database in a directory.
@@ -429,11 +436,17 @@ impl Store for SledStore {
         }
         Ok(())
     }
+
+    fn snapshots(&self) -> Option<Arc<dyn SnapshotStore>> {
+        Some(Arc::new(FileSnapshots::new(&self.dir)))
+    }
 }
 
 /// An in-memory store with the same contract, for tests of the pure layers.
 #[derive(Default)]
 pub struct MemStore {
+    /// Snapshots, when a test gives it some ([`MemStore::with_snapshots`]).
+    snapshots: Option<Arc<MemSnapshots>>,
     meta: Option<LedgerMeta>,
     events: BTreeMap<u64, Vec<u8>>,
     sessions: BTreeMap<(SessionId, u64), ()>,
@@ -441,6 +454,12 @@ pub struct MemStore {
 }
 
 impl MemStore {
+    /// The store, keeping snapshots in `snapshots` (shared with the test that reopens it).
+    pub fn with_snapshots(mut self, snapshots: Arc<MemSnapshots>) -> Self {
+        self.snapshots = Some(snapshots);
+        self
+    }
+
     /// Replaces one event's bytes, as [`SledStore::tamper_event_bytes`] does.
     pub fn tamper_event_bytes(&mut self, seq: u64, bytes: &[u8]) {
         self.events.insert(seq, bytes.to_vec());
@@ -515,6 +534,10 @@ impl Store for MemStore {
             self.texts.remove(c);
         }
         Ok(())
+    }
+
+    fn snapshots(&self) -> Option<Arc<dyn SnapshotStore>> {
+        self.snapshots.clone().map(|s| s as Arc<dyn SnapshotStore>)
     }
 }
 

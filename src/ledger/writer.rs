@@ -18,9 +18,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::checkpoint::NoteSigner;
+use super::event_check;
 use super::hash::{GENESIS_PREV_HASH, event_hash, event_value_hash, parse_hex32, response_digest};
-use super::merkle::{Blake3Hasher, MerkleError, MerkleTree, NodeHash};
+use super::merkle::{Blake3Hasher, MerkleError, MerkleHasher, MerkleTree, NodeHash};
 use super::notary::{CHECKPOINT_EVERY_EVENTS, Notary};
+use super::snapshot::{self, SnapshotWorker};
 use super::store::{Batch, LedgerMeta, StagedEvent, Store, TextRecord};
 use super::view::{LogView, SignedCheckpoint, TextState};
 use super::{FORMAT, LedgerError, canonical::canonical_bytes, format_timestamp};
@@ -86,7 +88,24 @@ pub trait Decider: Send + 'static {
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>);
     /// Answers a read-only query from durable state.
     fn answer(&self, query: Self::Query) -> Self::Answer;
+    /// Names the layout and meaning of [`Decider::save_state`]'s bytes: a snapshot saved under
+    /// another version is ignored and state is rebuilt from the log. `None` (the default): the
+    /// decider keeps no snapshots.
+    fn state_version(&self) -> Option<&'static str> {
+        None
+    }
+    /// The whole state, as bytes [`Decider::load_state`] turns back into it.
+    fn save_state(&self) -> Result<Vec<u8>, String> {
+        Err("this decider keeps no snapshots".into())
+    }
+    /// Replaces the state by the one `bytes` hold; on error the state is unchanged.
+    fn load_state(&mut self, _bytes: &[u8]) -> Result<(), String> {
+        Err("this decider keeps no snapshots".into())
+    }
 }
+
+/// Default least number of events between two snapshots of state.
+pub const SNAPSHOT_EVERY_EVENTS: u64 = 10_000;
 
 /// Tuning of the writer.
 #[derive(Debug)]
@@ -102,6 +121,13 @@ pub struct WriterConfig {
     /// refused with [`LedgerError::Opening`]: below the 60 s request timeout common MCP clients
     /// apply, so the client hears why rather than timing out.
     pub open_wait: Duration,
+    /// Least number of events between two snapshots of state (see [`super::snapshot`]); a
+    /// snapshot is taken when the writer is idle, at most every tenth of the log, and at
+    /// shutdown. 0: never (every open replays the whole log).
+    pub snapshot_every: u64,
+    /// Up to this many events under a loaded snapshot, a server checks them before its first
+    /// call; above, behind, between calls (one-shot commands always check them first).
+    pub check_at_open_max: u64,
 }
 
 impl Default for WriterConfig {
@@ -111,6 +137,8 @@ impl Default for WriterConfig {
             queue_depth: 4096,
             notary: None,
             open_wait: Duration::from_secs(30),
+            snapshot_every: SNAPSHOT_EVERY_EVENTS,
+            check_at_open_max: 50_000,
         }
     }
 }
@@ -353,7 +381,7 @@ pub fn open_ledger<S: Store, D: Decider>(
     let meta = ensure_meta(&mut store)?;
     let gate = Arc::new(OpenGate::new(OpenState::Open, config.open_wait));
     let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
-    let writer = Writer::open(store, decider, meta.clone(), config, &gate)?;
+    let writer = Writer::open(store, decider, meta.clone(), config, &gate, false)?;
     std::thread::Builder::new()
         .name("thinkledger-writer".into())
         .spawn(move || writer.run(rx))?;
@@ -398,7 +426,7 @@ where
                     notary: notary.or(config.notary),
                     ..config
                 };
-                Writer::open(store, decider, meta, config, &thread_gate)
+                Writer::open(store, decider, meta, config, &thread_gate, true)
             });
             match opened {
                 Ok(writer) => {
@@ -462,20 +490,172 @@ struct Head {
     hash: String,
 }
 
-/// Rebuilds state from the log, refusing a log whose chain does not hold.
+impl Replayed {
+    /// Nothing replayed yet: the state of an empty log.
+    fn genesis() -> Self {
+        Self {
+            head: Head {
+                seq: 0,
+                hash: GENESIS_PREV_HASH.to_owned(),
+            },
+            tree: MerkleTree::new(Blake3Hasher),
+            erased: HashMap::new(),
+        }
+    }
+}
+
+/// Events checked under the snapshot each time the writer finds itself idle, and after each
+/// batch while it is busy.
+const PREFIX_CHECK_IDLE_STEP: u64 = 2_000;
+const PREFIX_CHECK_BUSY_STEP: u64 = 200;
+
+/// The check of the events a loaded snapshot stands for: what a replay would have refused (a
+/// gap, a broken link, an event that does not match its hash, another ledger's event) and
+/// that the snapshot's Merkle tree and erased commitments are the log's. It reads each event
+/// once and folds nothing.
+struct PrefixCheck {
+    next: u64,
+    upto: u64,
+    prev_hash: String,
+}
+
+impl PrefixCheck {
+    fn new(upto: u64) -> Self {
+        Self {
+            next: 1,
+            upto,
+            prev_hash: GENESIS_PREV_HASH.to_owned(),
+        }
+    }
+
+    /// Checks up to `max` more events; true once every one is checked.
+    fn step<S: Store>(
+        &mut self,
+        store: &S,
+        meta: &LedgerMeta,
+        tree: &MerkleTree<Blake3Hasher>,
+        erased: &HashMap<[u8; 32], u64>,
+        max: u64,
+    ) -> Result<bool, LedgerError> {
+        let left = (self.upto + 1).saturating_sub(self.next);
+        let count = left.min(max);
+        let end = self.next + count;
+        for item in store
+            .events_from(self.next)
+            .take(usize::try_from(count).unwrap_or(usize::MAX))
+        {
+            let (seq, bytes) = item?;
+            let expected = self.next;
+            let checked = event_check::check_event(&bytes);
+            let event_check::Body::Event(event) = checked.body else {
+                return Err(LedgerError::Corrupt(format!("event {seq} does not parse")));
+            };
+            if seq != expected || event.seq != seq {
+                return Err(LedgerError::Corrupt(format!(
+                    "expected event {expected}, found key {seq} holding event {}",
+                    event.seq
+                )));
+            }
+            if event.ledger_id != meta.ledger_id || event.prev_hash != self.prev_hash {
+                return Err(LedgerError::Corrupt(format!(
+                    "event {seq} does not chain to {}",
+                    seq - 1
+                )));
+            }
+            if event.hash_mismatch.is_some() {
+                return Err(LedgerError::Corrupt(format!(
+                    "event {seq} does not match its hash"
+                )));
+            }
+            if event.leaf.is_none() || event.leaf != tree.leaf_hash(seq - 1).ok() {
+                return Err(LedgerError::Corrupt(format!(
+                    "event {seq} is not the one the snapshot's Merkle tree holds"
+                )));
+            }
+            if event.erased.iter().any(|c| !erased.contains_key(c)) {
+                return Err(LedgerError::Corrupt(format!(
+                    "event {seq} erased texts the snapshot does not know of"
+                )));
+            }
+            self.prev_hash = event.hash;
+            self.next += 1;
+        }
+        if self.next < end {
+            return Err(LedgerError::Corrupt(format!(
+                "event {} is not in the log",
+                self.next
+            )));
+        }
+        Ok(self.next > self.upto)
+    }
+}
+
+/// Loads the saved snapshot into `decider` when it is usable, and says why not otherwise.
+/// Everything is checked before the decider's state is replaced (see [`super::snapshot`]).
+fn restore<S: Store, D: Decider>(
+    store: &S,
+    meta: &LedgerMeta,
+    decider: &mut D,
+    snapshots: &SnapshotWorker,
+) -> Result<Option<Replayed>, String> {
+    let Some(version) = decider.state_version() else {
+        return Ok(None);
+    };
+    let Some(bytes) = snapshots
+        .load()
+        .map_err(|e| format!("it cannot be read: {e}"))?
+    else {
+        return Ok(None);
+    };
+    let image = snapshot::decode(bytes, &meta.ledger_id, version)?;
+    let stored = store
+        .event_bytes(image.seq)
+        .map_err(|e| format!("its anchor, event {}, cannot be read: {e}", image.seq))?
+        .ok_or_else(|| format!("its anchor, event {}, is not in the log", image.seq))?;
+    let value: Value = serde_json::from_slice(&stored)
+        .map_err(|e| format!("its anchor, event {}, does not parse: {e}", image.seq))?;
+    let hash = event_value_hash(&value)
+        .map_err(|e| format!("its anchor, event {}, cannot be hashed: {e}", image.seq))?;
+    if hash != image.hash || value.get("hash").and_then(Value::as_str) != Some(&hash) {
+        return Err(format!(
+            "event {} of the log is not the event it was taken after",
+            image.seq
+        ));
+    }
+    let last_leaf = image
+        .seq
+        .checked_sub(1)
+        .and_then(|i| image.tree.leaf_hash(i).ok());
+    let anchor_leaf = leaf_data(&hash).map(|d| Blake3Hasher.hash_leaf(&d)).ok();
+    if last_leaf.is_none() || last_leaf != anchor_leaf {
+        return Err("its Merkle tree does not end in its anchor's leaf".into());
+    }
+    decider.load_state(&image.state)?;
+    Ok(Some(Replayed {
+        head: Head {
+            seq: image.seq,
+            hash,
+        },
+        tree: image.tree,
+        erased: image.erased,
+    }))
+}
+
+/// Folds the events after `start` into state, refusing a log whose chain does not hold.
 fn replay<S: Store, D: Decider>(
     store: &S,
     meta: &LedgerMeta,
     decider: &mut D,
     gate: &OpenGate,
+    start: Replayed,
 ) -> Result<Replayed, LedgerError> {
-    let mut head = Head {
-        seq: 0,
-        hash: GENESIS_PREV_HASH.to_owned(),
-    };
-    let mut tree = MerkleTree::new(Blake3Hasher);
-    let mut erased = HashMap::new();
-    for item in store.events_from(1) {
+    let Replayed {
+        mut head,
+        mut tree,
+        mut erased,
+    } = start;
+    gate.replayed.store(head.seq, Ordering::Relaxed);
+    for item in store.events_from(head.seq + 1) {
         if gate.abort.load(Ordering::Relaxed) {
             return Err(LedgerError::OpenAborted);
         }
@@ -628,6 +808,15 @@ struct Writer<S: Store, D: Decider> {
     /// Whether an event of the batch being built closed a session (a checkpoint is then due).
     session_closed: bool,
     max_batch: usize,
+    /// Saves snapshots of state; `None` when the store or the decider keeps none.
+    snapshots: Option<SnapshotWorker>,
+    /// Seq of the latest snapshot taken, loaded or still valid (0: none).
+    snapshot_seq: u64,
+    snapshot_every: u64,
+    /// The check of the events under the loaded snapshot, while it is still going on.
+    prefix_check: Option<PrefixCheck>,
+    /// Told when that check fails: calls are then refused, as for a ledger that failed to open.
+    gate: Arc<OpenGate>,
 }
 
 type Reply = oneshot::Sender<Result<Committed, LedgerError>>;
@@ -640,11 +829,62 @@ impl<S: Store, D: Decider> Writer<S, D> {
         mut decider: D,
         meta: LedgerMeta,
         config: WriterConfig,
-        gate: &OpenGate,
+        gate: &Arc<OpenGate>,
+        check_behind: bool,
     ) -> Result<Self, LedgerError> {
-        let replayed = replay(&store, &meta, &mut decider, gate)?;
+        let snapshots = (config.snapshot_every > 0 && decider.state_version().is_some())
+            .then(|| store.snapshots())
+            .flatten()
+            .and_then(|store| {
+                SnapshotWorker::start(store)
+                    .map_err(
+                        |e| tracing::warn!(error = %e, "snapshots are off: no thread for them"),
+                    )
+                    .ok()
+            });
+        let restored = match &snapshots {
+            Some(worker) => match restore(&store, &meta, &mut decider, worker) {
+                Ok(restored) => restored,
+                Err(reason) => {
+                    tracing::warn!(%reason, "the snapshot is not used; state is rebuilt from the log");
+                    None
+                }
+            },
+            None => None,
+        };
+        let restored_seq = restored.as_ref().map_or(0, |r| r.head.seq);
+        let replayed = replay(
+            &store,
+            &meta,
+            &mut decider,
+            gate,
+            restored.unwrap_or_else(Replayed::genesis),
+        )?;
+        tracing::info!(
+            from_snapshot = restored_seq,
+            replayed = replayed.head.seq - restored_seq,
+            "state rebuilt"
+        );
         if let Some(notary) = &config.notary {
             notary.check_log(&replayed.tree)?;
+        }
+        // A snapshot older than an erasure still holds the erased texts (a crash came between
+        // the erasure and its removal): remove it before serving anyone.
+        // The events a snapshot stands for are checked as a replay would have: at once for a
+        // one-shot command or a short log, else behind, between calls (see `PrefixCheck`).
+        let mut prefix_check = (restored_seq > 0).then(|| PrefixCheck::new(restored_seq));
+        if let Some(check) = &mut prefix_check
+            && (!check_behind || restored_seq <= config.check_at_open_max)
+        {
+            check.step(&store, &meta, &replayed.tree, &replayed.erased, u64::MAX)?;
+            prefix_check = None;
+        }
+        let mut snapshot_seq = restored_seq;
+        if restored_seq > 0 && replayed.erased.values().any(|seq| *seq > restored_seq) {
+            if let Some(worker) = &snapshots {
+                worker.invalidate(replayed.head.seq)?;
+            }
+            snapshot_seq = 0;
         }
         // Erasures whose event is durable but whose bytes may still be on disk (a crash between
         // the two): finish them before serving anyone.
@@ -669,16 +909,32 @@ impl<S: Store, D: Decider> Writer<S, D> {
             pending_erasures: Vec::new(),
             session_closed: false,
             max_batch: config.max_batch.max(1),
+            snapshots,
+            snapshot_seq,
+            snapshot_every: config.snapshot_every,
+            prefix_check,
+            gate: gate.clone(),
         })
     }
 
     fn run(mut self, mut rx: mpsc::Receiver<Message<D>>) {
         let mut stopped = false;
+        if self.snapshot_due(rx.is_empty()) {
+            self.take_snapshot();
+        }
         // A message that ended the previous batch early (a query or a shutdown).
         let mut carried: Option<Message<D>> = None;
         loop {
             let first = match carried.take() {
                 Some(m) => m,
+                None if self.prefix_check.is_some() && !stopped => match rx.try_recv() {
+                    Ok(m) => m,
+                    Err(mpsc::error::TryRecvError::Empty) => {
+                        stopped = !self.check_prefix(PREFIX_CHECK_IDLE_STEP);
+                        continue;
+                    }
+                    Err(mpsc::error::TryRecvError::Disconnected) => break,
+                },
                 None => match rx.blocking_recv() {
                     Some(m) => m,
                     None => break,
@@ -707,6 +963,10 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 } else if let Err(e) = self.commit_batch(commands) {
                     tracing::error!(error = %e, "ledger write failed; the writer stops");
                     stopped = true;
+                } else if self.prefix_check.is_some() {
+                    stopped = !self.check_prefix(PREFIX_CHECK_BUSY_STEP);
+                } else if self.snapshot_due(carried.is_none() && rx.is_empty()) {
+                    self.take_snapshot();
                 }
             }
             match carried.take() {
@@ -740,6 +1000,9 @@ impl<S: Store, D: Decider> Writer<S, D> {
                             tracing::error!(error = %e, "final checkpoint failed");
                         }
                     }
+                    if !stopped {
+                        self.final_snapshot();
+                    }
                     // Close the store (and release its file lock) before the caller hears that
                     // the ledger is shut, so it may be reopened at once.
                     drop(self);
@@ -749,6 +1012,95 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 Some(command @ Message::Command(..)) => carried = Some(command),
                 None => {}
             }
+        }
+        // Every sender is gone: everything staged was made durable by its batch.
+        if !stopped {
+            self.final_snapshot();
+        }
+    }
+
+    /// Checks up to `max` more events under the loaded snapshot. On a log that does not hold,
+    /// the ledger stops taking calls, saying why, and false is returned.
+    fn check_prefix(&mut self, max: u64) -> bool {
+        let Some(check) = &mut self.prefix_check else {
+            return true;
+        };
+        match check.step(&self.store, &self.meta, &self.tree, &self.erased, max) {
+            Ok(false) => true,
+            Ok(true) => {
+                tracing::info!(
+                    events = check.upto,
+                    "the events under the snapshot are checked"
+                );
+                self.prefix_check = None;
+                true
+            }
+            Err(e) => {
+                tracing::error!(
+                    error = %e,
+                    "the log does not hold under its snapshot; calls are refused"
+                );
+                self.prefix_check = None;
+                self.gate.state.send_replace(OpenState::Failed(Arc::new(e)));
+                false
+            }
+        }
+    }
+
+    /// Whether a snapshot of state should be taken now: enough events since the last one (at
+    /// least [`WriterConfig::snapshot_every`] and a tenth of the log), and either the writer is
+    /// idle or twice that many have passed. Only called when every staged event is durable.
+    fn snapshot_due(&self, idle: bool) -> bool {
+        let Some(worker) = &self.snapshots else {
+            return false;
+        };
+        if worker.busy() {
+            return false;
+        }
+        let since = self.head.seq.saturating_sub(self.snapshot_seq);
+        let due = self.snapshot_every.max(self.head.seq / 10);
+        since >= due && (idle || since >= due.saturating_mul(2))
+    }
+
+    /// Serializes state (on the writer: it must not change meanwhile) and hands the bytes to the
+    /// snapshot thread, which hashes and saves them.
+    fn take_snapshot(&mut self) {
+        let (Some(worker), Some(version)) = (&self.snapshots, self.decider.state_version()) else {
+            return;
+        };
+        let started = Instant::now();
+        let bytes = self.decider.save_state().and_then(|state| {
+            snapshot::encode(
+                &self.meta.ledger_id,
+                version,
+                self.head.seq,
+                &self.head.hash,
+                &self.tree,
+                &self.erased,
+                &state,
+            )
+        });
+        match bytes {
+            Ok(bytes) => {
+                tracing::debug!(
+                    seq = self.head.seq,
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "snapshot taken"
+                );
+                worker.save(self.head.seq, bytes);
+            }
+            Err(reason) => tracing::warn!(%reason, "no snapshot could be taken"),
+        }
+        self.snapshot_seq = self.head.seq;
+    }
+
+    /// At shutdown: a snapshot of every event, unless the latest is one, saved before returning.
+    fn final_snapshot(&mut self) {
+        if self.snapshots.is_some() && self.head.seq > self.snapshot_seq {
+            self.take_snapshot();
+        }
+        if let Some(worker) = &mut self.snapshots {
+            worker.finish();
         }
     }
 
@@ -782,7 +1134,17 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 // Erasures are carried out once their events are durable and before anyone
                 // hears of them; a crash in between is finished when the ledger reopens.
                 let erasures = std::mem::take(&mut self.pending_erasures);
-                if let Err(e) = self.store.erase_texts(&erasures) {
+                let erased = self.store.erase_texts(&erasures).and_then(|()| {
+                    // Snapshots taken before the erasure hold its texts too.
+                    match &self.snapshots {
+                        Some(worker) if !erasures.is_empty() => {
+                            self.snapshot_seq = 0;
+                            Ok(worker.invalidate(self.head.seq)?)
+                        }
+                        _ => Ok(()),
+                    }
+                });
+                if let Err(e) = erased {
                     for (reply, _) in answers {
                         let _ = reply.send(Err(LedgerError::WriterStopped));
                     }

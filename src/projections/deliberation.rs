@@ -10,6 +10,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::events::deliberation::{
     AnalysisMetadata, BlockingGap, Budgets, GuardCheck, Redaction, RouteDecision, ScannedText,
     Suitability,
@@ -17,7 +19,7 @@ use crate::events::deliberation::{
 use crate::events::{Event, Fact, SessionId, TextLookup, TextRef};
 
 /// A stored caller or derived text: its commitment, and the original's when it was redacted.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Text {
     pub commitment: String,
     pub original: Option<String>,
@@ -43,13 +45,13 @@ impl Text {
 }
 
 /// When an entity was recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     pub seq: u64,
     pub at: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Node {
     pub node_id: String,
     pub parent_ids: Vec<String>,
@@ -68,7 +70,7 @@ pub struct Node {
     pub pruned: Option<Stamp>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Edge {
     pub from: String,
     pub to: String,
@@ -76,7 +78,7 @@ pub struct Edge {
     pub created: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScoreRun {
     pub score_run_id: String,
     pub node_ids: Vec<String>,
@@ -84,7 +86,7 @@ pub struct ScoreRun {
     pub created: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Assumption {
     pub assumption_id: String,
     pub text: Text,
@@ -99,7 +101,7 @@ pub struct Assumption {
     pub updated: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Claim {
     pub claim_id: String,
     pub text: Text,
@@ -112,7 +114,7 @@ pub struct Claim {
     pub updated: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     pub evidence_id: String,
     pub source: Text,
@@ -124,13 +126,13 @@ pub struct Evidence {
     pub created: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Question {
     pub claim_id: String,
     pub question: Text,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
     pub verification_id: String,
     pub statuses: BTreeMap<String, String>,
@@ -138,7 +140,7 @@ pub struct Verification {
     pub created: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Route {
     pub route_id: String,
     pub source: String,
@@ -148,7 +150,7 @@ pub struct Route {
     pub created: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
     pub checkpoint_id: String,
     pub quality_score: f64,
@@ -161,7 +163,7 @@ pub struct Checkpoint {
     pub created: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkeletonPhase {
     pub phase_id: String,
     pub source_node_id: String,
@@ -180,7 +182,7 @@ pub struct SkeletonPhase {
     pub updated: Stamp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Consensus {
     pub answer: Text,
     pub confidence: f64,
@@ -191,7 +193,7 @@ pub struct Consensus {
 }
 
 /// One session's deliberation.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Deliberation {
     pub session_id: SessionId,
     pub deliberation_id: String,
@@ -275,7 +277,7 @@ impl Deliberation {
 }
 
 /// Every deliberation, and the texts they show.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct DeliberationState {
     deliberations: HashMap<SessionId, Deliberation>,
     order: Vec<SessionId>,

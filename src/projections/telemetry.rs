@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::events::{Event, Fact, OutcomeStatus};
 
 /// One tool's counters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolStats {
     pub calls: u64,
     pub ok: u64,
@@ -26,7 +26,7 @@ pub struct ToolStats {
 }
 
 /// Skeleton-of-thought counters.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkeletonStats {
     pub phases: u64,
     pub suitable: u64,
@@ -39,7 +39,7 @@ pub struct SkeletonStats {
 }
 
 /// Everything counted.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Telemetry {
     pub tools: BTreeMap<String, ToolStats>,
     /// Claim statuses as verification rounds set them (one count per claim per round).

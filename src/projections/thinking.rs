@@ -6,10 +6,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::events::{Event, Fact, SessionId, TextLookup, TextRef, ThoughtRecorded};
 
 /// One thought as the tools see it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Thought {
     /// Seq of the event that recorded it: its stable identity.
     pub seq: u64,
@@ -38,7 +40,7 @@ impl Thought {
 }
 
 /// A branch of a session's chain.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Branch {
     pub id: String,
     /// The thought number it branched from (as the client said).
@@ -47,7 +49,7 @@ pub struct Branch {
     pub thoughts: Vec<usize>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum SessionStatus {
     Active,
     Closed {
@@ -58,7 +60,7 @@ pub enum SessionStatus {
 }
 
 /// One thinking session.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     pub id: SessionId,
     /// The principal whose call started it; only that principal's calls may continue it.
@@ -95,7 +97,7 @@ impl Session {
 }
 
 /// All sessions.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct ThinkingState {
     sessions: HashMap<SessionId, Session>,
     /// Session ids in the order they started.

@@ -31,6 +31,11 @@ async fn an_erased_session_leaves_no_plaintext_on_disk_and_a_verifiable_trace() 
         holds(&all_bytes(dir.path()), secret),
         "the text is stored before erasure"
     );
+    let snapshot = dir.path().join("ledger").join("projections.snapshot");
+    assert!(
+        holds(&std::fs::read(&snapshot).expect("a snapshot"), secret),
+        "the snapshot of state the server saved at shutdown shows the text too"
+    );
 
     let run = cli(
         dir.path(),

@@ -106,6 +106,13 @@ pub enum MerkleError {
     /// A byte string offered as a node hash is not 32 bytes long.
     #[error("a node hash is 32 bytes long, not {len}")]
     HashLength { len: usize },
+    /// Stored levels offered to [`MerkleTree::from_levels`] whose sizes no tree has.
+    #[error("level {height} holds {len} nodes where the level below requires {expected}")]
+    LevelSizes {
+        height: usize,
+        len: usize,
+        expected: usize,
+    },
 }
 
 /// Reads a node hash from bytes received from elsewhere, refusing any other length.
@@ -176,6 +183,38 @@ impl<H: MerkleHasher> MerkleTree<H> {
             tree.push_leaf_hash(leaf_hash);
         }
         tree
+    }
+
+    /// A tree from its stored nodes as [`MerkleTree::levels`] gave them (kept in a snapshot), so
+    /// that nothing is rehashed. The sizes are checked; the hashes are the caller's to trust.
+    pub fn from_levels(hasher: H, levels: Vec<Vec<NodeHash>>) -> Result<Self, MerkleError> {
+        for (height, pair) in levels.windows(2).enumerate() {
+            let expected = pair[0].len() / 2;
+            if pair[1].len() != expected {
+                return Err(MerkleError::LevelSizes {
+                    height: height + 1,
+                    len: pair[1].len(),
+                    expected,
+                });
+            }
+        }
+        // The highest stored level holds exactly one node: a level exists once it holds one,
+        // and two would make the next.
+        if let Some(top) = levels.last()
+            && top.len() != 1
+        {
+            return Err(MerkleError::LevelSizes {
+                height: levels.len() - 1,
+                len: top.len(),
+                expected: 1,
+            });
+        }
+        Ok(Self { hasher, levels })
+    }
+
+    /// The stored nodes: `levels()[h][j]` is the hash of the leaves `[j·2^h, (j+1)·2^h)`.
+    pub fn levels(&self) -> &[Vec<NodeHash>] {
+        &self.levels
     }
 
     /// The hash function of this tree.

@@ -1,0 +1,120 @@
+//! The application's state as a snapshot: every projection, serialized as JSON, so that a
+//! ledger opens by loading it and folding only the events recorded since (see
+//! `ledger::snapshot`).
+//!
+//! [`STATE_VERSION`] names what these bytes mean. Change it whenever a projection's fields or
+//! the way an event is folded change: a snapshot saved under another version is ignored, and
+//! state is rebuilt from the log. The test `snapshot_state_version_is_bumped_with_its_sources`
+//! guards it: it pins the version to a digest of the sources that define the state.
+
+use serde::{Deserialize, Serialize};
+
+use super::App;
+use super::idempotency::IdempotencyIndex;
+use crate::projections::{DeliberationState, Telemetry, ThinkingState};
+
+/// The version of the snapshot state (see the module's documentation).
+pub const STATE_VERSION: &str = "app-state/1";
+
+#[derive(Serialize)]
+struct Saved<'a> {
+    thinking: &'a ThinkingState,
+    deliberation: &'a DeliberationState,
+    telemetry: &'a Telemetry,
+    idempotency: &'a IdempotencyIndex,
+}
+
+#[derive(Deserialize)]
+struct Loaded {
+    thinking: ThinkingState,
+    deliberation: DeliberationState,
+    telemetry: Telemetry,
+    idempotency: IdempotencyIndex,
+}
+
+impl App {
+    pub(super) fn save_snapshot(&self) -> Result<Vec<u8>, String> {
+        serde_json::to_vec(&Saved {
+            thinking: &self.state,
+            deliberation: &self.deliberation,
+            telemetry: &self.telemetry,
+            idempotency: &self.idempotency,
+        })
+        .map_err(|e| format!("the state does not serialize: {e}"))
+    }
+
+    pub(super) fn load_snapshot(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let loaded: Loaded = serde_json::from_slice(bytes)
+            .map_err(|e| format!("the snapshot's state does not parse: {e}"))?;
+        self.state = loaded.thinking;
+        self.deliberation = loaded.deliberation;
+        self.telemetry = loaded.telemetry;
+        self.idempotency = loaded.idempotency;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use sha2::{Digest, Sha256};
+
+    /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
+    /// when it was last set.
+    const PINNED: (&str, &str) = (
+        "app-state/1",
+        "cc942cf45d86cddc2a1d2af3e46ccbe2434c91ce3d035da3143f6e618b2298bc",
+    );
+
+    /// The files whose change may change what a snapshot means: the projections, the facts
+    /// they fold, the idempotency index and this module.
+    fn state_sources(root: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for dir in ["src/projections", "src/events"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        files.push(root.join("src/app/idempotency.rs"));
+        files.push(root.join("src/app/snapshot.rs"));
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn snapshot_state_version_is_bumped_with_its_sources() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut hasher = Sha256::new();
+        for path in state_sources(root) {
+            let text = std::fs::read_to_string(&path)
+                .unwrap()
+                .replace("\r\n", "\n");
+            // This file's own pin is not part of what it pins.
+            let text = match text.find("#[cfg(test)]\nmod tests {") {
+                Some(at) if path.ends_with("snapshot.rs") => text[..at].to_owned(),
+                _ => text,
+            };
+            let name = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            hasher.update(name.as_bytes());
+            hasher.update([0]);
+            hasher.update(text.as_bytes());
+            hasher.update([0]);
+        }
+        let digest = crate::ledger::hash::hex(&hasher.finalize());
+        assert!(
+            digest == PINNED.1 && super::STATE_VERSION == PINNED.0,
+            "the sources that define the snapshot state changed. If a projection's fields or \
+             the way an event is folded changed, bump STATE_VERSION in src/app/snapshot.rs (old \
+             snapshots are then ignored and state is rebuilt from the log). Then set PINNED to \
+             (STATE_VERSION, \"{digest}\")."
+        );
+    }
+}

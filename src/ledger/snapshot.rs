@@ -1,0 +1,462 @@
+//! Snapshots: the writer's state (the decider's projections, the Merkle tree's stored nodes,
+//! the erased commitments) saved at one point of the log, so that opening a ledger loads them
+//! and folds only the events recorded since, instead of every event ever recorded.
+//!
+//! A snapshot is never the truth, only a shortcut to it. It is anchored to `(seq, hash)` of the
+//! event it was taken after and carries a BLAKE3 digest of its own bytes. At open it is used only
+//! when its digest holds, it was saved by this ledger, under the decider's current
+//! [`Decider::state_version`](super::Decider::state_version), its anchor is an event of the log
+//! whose recomputed hash is the anchor's, and its tree ends in that event's leaf; anything else
+//! (missing, stale, corrupt, older version) is logged and state is rebuilt from the log. The
+//! signed checkpoints are then checked against the loaded tree as after a full replay, and
+//! `thinkledger verify` stays a full check of every event.
+//!
+//! Snapshots hold texts (the projections show them), so an erasure removes every snapshot taken
+//! before it, before the erasing call is answered (see [`SnapshotWorker::invalidate`]); a crash
+//! in between is caught at open, which drops a snapshot older than an erasure it replays.
+//!
+//! File layout (little-endian, all of it covered by the trailing digest):
+//!
+//! ```text
+//! "thinkledger-snapshot/1\n"
+//! header: one line of JSON, then "\n" (see `Header`)
+//! tree:   the tree's stored nodes, level 0 (the leaf hashes) first, 32 bytes each
+//! erased: JSON array of [commitment hex, seq]
+//! state:  the decider's bytes
+//! digest: 32 bytes, BLAKE3 of everything before it
+//! ```
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::hash::{hex, parse_hex32};
+use super::merkle::{Blake3Hasher, MerkleTree, NodeHash};
+
+/// The first line of every snapshot.
+const MAGIC: &[u8] = b"thinkledger-snapshot/1\n";
+
+/// Where a store keeps its snapshot. Implementations replace it atomically and durably: after a
+/// crash, [`SnapshotStore::load`] returns the old snapshot or the new one, never a mix.
+pub trait SnapshotStore: Send + Sync + 'static {
+    /// The snapshot saved last, if any.
+    fn load(&self) -> std::io::Result<Option<Vec<u8>>>;
+    /// Replaces the saved snapshot by `bytes`.
+    fn save(&self, bytes: &[u8]) -> std::io::Result<()>;
+    /// Removes the saved snapshot.
+    fn clear(&self) -> std::io::Result<()>;
+}
+
+/// A snapshot kept as one file in a directory (the sled store's).
+#[derive(Debug)]
+pub struct FileSnapshots {
+    path: PathBuf,
+    temp: PathBuf,
+    dir: PathBuf,
+}
+
+impl FileSnapshots {
+    /// The file name of the snapshot inside the store's directory.
+    pub const FILE_NAME: &'static str = "projections.snapshot";
+
+    pub fn new(dir: &Path) -> Self {
+        Self {
+            path: dir.join(Self::FILE_NAME),
+            temp: dir.join(format!("{}.tmp", Self::FILE_NAME)),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn sync_dir(&self) -> std::io::Result<()> {
+        std::fs::File::open(&self.dir)?.sync_all()
+    }
+}
+
+impl SnapshotStore for FileSnapshots {
+    fn load(&self) -> std::io::Result<Option<Vec<u8>>> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn save(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&self.temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&self.temp, &self.path)?;
+        self.sync_dir()
+    }
+
+    fn clear(&self) -> std::io::Result<()> {
+        for path in [&self.path, &self.temp] {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.sync_dir()
+    }
+}
+
+/// A snapshot kept in memory (for [`super::MemStore`]).
+#[derive(Debug, Default)]
+pub struct MemSnapshots {
+    bytes: Mutex<Option<Vec<u8>>>,
+}
+
+impl SnapshotStore for MemSnapshots {
+    fn load(&self) -> std::io::Result<Option<Vec<u8>>> {
+        Ok(self.bytes.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
+    fn save(&self, bytes: &[u8]) -> std::io::Result<()> {
+        *self.bytes.lock().unwrap_or_else(|p| p.into_inner()) = Some(bytes.to_vec());
+        Ok(())
+    }
+
+    fn clear(&self) -> std::io::Result<()> {
+        *self.bytes.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
+    }
+}
+
+/// The header line of a snapshot.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Header {
+    ledger_id: String,
+    state_version: String,
+    /// The anchor: the last event folded into this state, and its hash.
+    seq: u64,
+    hash: String,
+    tree_bytes: u64,
+    erased_bytes: u64,
+    state_bytes: u64,
+}
+
+/// What a snapshot restores besides the decider's state.
+pub(crate) struct Image {
+    pub seq: u64,
+    pub hash: String,
+    pub tree: MerkleTree<Blake3Hasher>,
+    pub erased: HashMap<[u8; 32], u64>,
+    pub state: Vec<u8>,
+}
+
+/// The bytes of a snapshot of the writer's state after event `seq` (whose hash is `hash`).
+pub(crate) fn encode(
+    ledger_id: &str,
+    state_version: &str,
+    seq: u64,
+    hash: &str,
+    tree: &MerkleTree<Blake3Hasher>,
+    erased: &HashMap<[u8; 32], u64>,
+    state: &[u8],
+) -> Result<Vec<u8>, String> {
+    let mut erased: Vec<(String, u64)> = erased.iter().map(|(c, s)| (hex(c), *s)).collect();
+    erased.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    let erased = serde_json::to_vec(&erased).map_err(|e| e.to_string())?;
+    let nodes: usize = tree.levels().iter().map(Vec::len).sum();
+    let header = Header {
+        ledger_id: ledger_id.to_owned(),
+        state_version: state_version.to_owned(),
+        seq,
+        hash: hash.to_owned(),
+        tree_bytes: (nodes * 32) as u64,
+        erased_bytes: erased.len() as u64,
+        state_bytes: state.len() as u64,
+    };
+    let header = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(
+        MAGIC.len() + header.len() + 1 + nodes * 32 + erased.len() + state.len() + 32,
+    );
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&header);
+    out.push(b'\n');
+    for level in tree.levels() {
+        for node in level {
+            out.extend_from_slice(node);
+        }
+    }
+    out.extend_from_slice(&erased);
+    out.extend_from_slice(state);
+    let digest = blake3::hash(&out);
+    out.extend_from_slice(digest.as_bytes());
+    Ok(out)
+}
+
+/// Reads a snapshot, checking its digest, its ledger and its state version; the anchor is the
+/// caller's to check against the log.
+pub(crate) fn decode(
+    mut bytes: Vec<u8>,
+    ledger_id: &str,
+    state_version: &str,
+) -> Result<Image, String> {
+    let body_len = bytes
+        .len()
+        .checked_sub(32)
+        .ok_or("the file is shorter than its digest")?;
+    if blake3::hash(&bytes[..body_len]).as_bytes() != &bytes[body_len..] {
+        return Err("its digest does not match its bytes".into());
+    }
+    bytes.truncate(body_len);
+    let rest = bytes
+        .strip_prefix(MAGIC)
+        .ok_or("it does not start with thinkledger-snapshot/1")?;
+    let newline = rest
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or("it has no header line")?;
+    let header: Header = serde_json::from_slice(&rest[..newline])
+        .map_err(|e| format!("its header does not parse: {e}"))?;
+    if header.ledger_id != ledger_id {
+        return Err(format!(
+            "it was saved by ledger {}, not this one ({ledger_id})",
+            header.ledger_id
+        ));
+    }
+    if header.state_version != state_version {
+        return Err(format!(
+            "it holds state version {}, this build reads {state_version}",
+            header.state_version
+        ));
+    }
+    let body = &rest[newline + 1..];
+    let sizes = [header.tree_bytes, header.erased_bytes, header.state_bytes];
+    let total = sizes
+        .iter()
+        .try_fold(0u64, |sum, s| sum.checked_add(*s))
+        .ok_or("its section sizes overflow")?;
+    if total != body.len() as u64 {
+        return Err(format!(
+            "its sections add up to {total} bytes, the file holds {}",
+            body.len()
+        ));
+    }
+    let (tree_bytes, rest) = body.split_at(header.tree_bytes as usize);
+    let (erased_bytes, state) = rest.split_at(header.erased_bytes as usize);
+    let tree = tree_from_nodes(header.seq, tree_bytes)?;
+    let erased: Vec<(String, u64)> = serde_json::from_slice(erased_bytes)
+        .map_err(|e| format!("its erased list does not parse: {e}"))?;
+    let erased = erased
+        .into_iter()
+        .map(|(c, s)| parse_hex32(&c).map(|c| (c, s)))
+        .collect::<Option<HashMap<_, _>>>()
+        .ok_or("its erased list holds a commitment that is not 64 hex digits")?;
+    Ok(Image {
+        seq: header.seq,
+        hash: header.hash,
+        tree,
+        erased,
+        state: state.to_vec(),
+    })
+}
+
+/// The tree of `leaves` leaves whose stored nodes are `bytes` (level by level, leaves first).
+fn tree_from_nodes(leaves: u64, bytes: &[u8]) -> Result<MerkleTree<Blake3Hasher>, String> {
+    let mut levels = Vec::new();
+    let mut at = 0usize;
+    let mut len = leaves;
+    while len > 0 {
+        let size = usize::try_from(len).map_err(|_| "its tree is too large")? * 32;
+        let level = bytes
+            .get(at..at + size)
+            .ok_or("its tree section is shorter than its anchor says")?
+            .chunks_exact(32)
+            .map(|c| {
+                let mut node: NodeHash = [0; 32];
+                node.copy_from_slice(c);
+                node
+            })
+            .collect::<Vec<_>>();
+        levels.push(level);
+        at += size;
+        len /= 2;
+    }
+    if at != bytes.len() {
+        return Err("its tree section is longer than its anchor says".into());
+    }
+    MerkleTree::from_levels(Blake3Hasher, levels).map_err(|e| format!("its tree: {e}"))
+}
+
+/// Saves snapshots on a thread of its own, so the writer only pays for serializing its state.
+///
+/// Saves and erasures are ordered by one lock: [`SnapshotWorker::invalidate`] waits for a save
+/// in progress, removes the saved snapshot and raises a watermark below which queued saves are
+/// dropped, so no snapshot older than an erasure survives the erasing call's answer.
+pub(crate) struct SnapshotWorker {
+    store: Arc<dyn SnapshotStore>,
+    /// Snapshots anchored below this seq are never saved (an erasure came after them).
+    watermark: Arc<Mutex<u64>>,
+    busy: Arc<AtomicBool>,
+    tx: Option<std::sync::mpsc::Sender<(u64, Vec<u8>)>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SnapshotWorker {
+    pub fn start(store: Arc<dyn SnapshotStore>) -> std::io::Result<Self> {
+        let (tx, rx) = std::sync::mpsc::channel::<(u64, Vec<u8>)>();
+        let watermark = Arc::new(Mutex::new(0u64));
+        let busy = Arc::new(AtomicBool::new(false));
+        let (thread_store, thread_watermark, thread_busy) =
+            (store.clone(), watermark.clone(), busy.clone());
+        let thread = std::thread::Builder::new()
+            .name("thinkledger-snapshot".into())
+            .spawn(move || {
+                for (seq, bytes) in rx {
+                    let floor = thread_watermark.lock().unwrap_or_else(|p| p.into_inner());
+                    if seq >= *floor {
+                        let started = std::time::Instant::now();
+                        match thread_store.save(&bytes) {
+                            Ok(()) => tracing::info!(
+                                seq,
+                                bytes = bytes.len(),
+                                took_ms = started.elapsed().as_millis() as u64,
+                                "snapshot saved"
+                            ),
+                            Err(e) => tracing::warn!(
+                                seq,
+                                error = %e,
+                                "saving a snapshot failed; the next open replays more of the log"
+                            ),
+                        }
+                    }
+                    drop(floor);
+                    thread_busy.store(false, Ordering::Release);
+                }
+            })?;
+        Ok(Self {
+            store,
+            watermark,
+            busy,
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Whether a save is queued or in progress.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// Queues `bytes` (a snapshot anchored at `seq`) to be saved.
+    pub fn save(&self, seq: u64, bytes: Vec<u8>) {
+        if let Some(tx) = &self.tx {
+            self.busy.store(true, Ordering::Release);
+            if tx.send((seq, bytes)).is_err() {
+                self.busy.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// Removes every snapshot anchored before `seq` (an erasure's), saved or queued.
+    pub fn invalidate(&self, seq: u64) -> std::io::Result<()> {
+        let mut floor = self.watermark.lock().unwrap_or_else(|p| p.into_inner());
+        *floor = (*floor).max(seq);
+        self.store.clear()
+    }
+
+    /// The saved snapshot's bytes, if any.
+    pub fn load(&self) -> std::io::Result<Option<Vec<u8>>> {
+        self.store.load()
+    }
+
+    /// Waits until every queued save is done.
+    pub fn finish(&mut self) {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for SnapshotWorker {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(n: u64) -> MerkleTree<Blake3Hasher> {
+        let mut tree = MerkleTree::new(Blake3Hasher);
+        for i in 0..n {
+            tree.push_leaf(&i.to_be_bytes());
+        }
+        tree
+    }
+
+    #[test]
+    fn a_snapshot_decodes_to_what_was_encoded() {
+        for n in [0u64, 1, 2, 3, 7, 8, 100] {
+            let tree = tree(n);
+            let erased = HashMap::from([([7u8; 32], 5u64)]);
+            let bytes = encode("L", "v1", n, "h", &tree, &erased, b"{\"x\":1}").unwrap();
+            let image = decode(bytes, "L", "v1").unwrap();
+            assert_eq!(image.seq, n);
+            assert_eq!(image.hash, "h");
+            assert_eq!(image.tree.len(), n);
+            assert_eq!(image.tree.root(), tree.root());
+            assert_eq!(image.tree.levels(), tree.levels());
+            assert_eq!(image.erased, erased);
+            assert_eq!(image.state, b"{\"x\":1}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_foreign_or_outdated_snapshot_is_refused_with_its_reason() {
+        let bytes = encode("L", "v1", 3, "h", &tree(3), &HashMap::new(), b"{}").unwrap();
+        for at in [0, MAGIC.len() + 3, bytes.len() - 40, bytes.len() - 1] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 1;
+            let why = decode(damaged, "L", "v1").err().unwrap();
+            assert!(why.contains("digest"), "{why}");
+        }
+        let why = decode(bytes[..bytes.len() - 10].to_vec(), "L", "v1")
+            .err()
+            .unwrap();
+        assert!(why.contains("digest"), "{why}");
+        let why = decode(bytes.clone(), "M", "v1").err().unwrap();
+        assert!(why.contains("ledger"), "{why}");
+        let why = decode(bytes, "L", "v2").err().unwrap();
+        assert!(why.contains("state version"), "{why}");
+    }
+
+    #[test]
+    fn an_erasure_drops_older_snapshots_saved_or_queued() {
+        let store = Arc::new(MemSnapshots::default());
+        let mut worker = SnapshotWorker::start(store.clone()).unwrap();
+        worker.save(5, b"five".to_vec());
+        worker.invalidate(6).unwrap();
+        worker.save(4, b"four".to_vec());
+        worker.finish();
+        assert_eq!(store.load().unwrap(), None);
+        let mut worker = SnapshotWorker::start(store.clone()).unwrap();
+        worker.save(7, b"seven".to_vec());
+        worker.finish();
+        assert_eq!(store.load().unwrap().as_deref(), Some(&b"seven"[..]));
+    }
+
+    #[test]
+    fn a_file_snapshot_is_replaced_whole_and_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = FileSnapshots::new(dir.path());
+        assert_eq!(files.load().unwrap(), None);
+        files.save(b"one").unwrap();
+        files.save(b"two").unwrap();
+        assert_eq!(files.load().unwrap().as_deref(), Some(&b"two"[..]));
+        files.clear().unwrap();
+        assert_eq!(files.load().unwrap(), None);
+        assert!(!dir.path().join("projections.snapshot.tmp").exists());
+    }
+}
