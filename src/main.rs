@@ -18,7 +18,7 @@ use serde_json::Value;
 use thinkledger::app::{AppConfig, Command as AppCommand, replay};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
-use thinkledger::ledger::checkpoint::Checkpoint;
+use thinkledger::ledger::checkpoint::{Checkpoint, kept_note};
 use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
 use thinkledger::ledger::{
     LedgerError, SignedCheckpoint, SledStore, Store, keyfile, verify_with_progress,
@@ -492,13 +492,14 @@ fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow:
 
 /// A checkpoint someone kept: a signed note whose body is a checkpoint.
 fn kept_checkpoint(note: &str) -> anyhow::Result<SignedCheckpoint> {
+    let note = kept_note(note);
     let body = note
         .find("\n\n")
         .map(|i| &note[..=i])
         .context("no blank line before the signatures")?;
     Ok(SignedCheckpoint {
         checkpoint: Checkpoint::parse_body(body)?,
-        note: note.to_owned(),
+        note: note.into_owned(),
         signed_at: String::new(),
     })
 }

@@ -15,7 +15,7 @@ use super::document::{
     AuditExport, ConsistencyProof, ExportedText, FORMAT, Selection, signed_body,
 };
 use crate::ledger::canonical::canonical_bytes;
-use crate::ledger::checkpoint::{Checkpoint, open_note, sign_note};
+use crate::ledger::checkpoint::{Checkpoint, kept_note, open_note, sign_note};
 use crate::ledger::hash::{AuditExportHasher, hex, parse_hex32};
 use crate::ledger::keyfile::key_name;
 use crate::ledger::merkle::{Blake3Hasher, MerkleHasher};
@@ -317,7 +317,8 @@ fn consistency_from(
     current: &Checkpoint,
     verifier: &crate::ledger::checkpoint::NoteVerifier,
 ) -> Result<ConsistencyProof, AuditError> {
-    let opened = open_note(note, std::slice::from_ref(verifier))
+    let note = kept_note(note);
+    let opened = open_note(&note, std::slice::from_ref(verifier))
         .map_err(|e| AuditError::ForeignCheckpoint(e.to_string()))?;
     let earlier = Checkpoint::parse_body(opened.text())
         .map_err(|e| AuditError::ForeignCheckpoint(format!("not a checkpoint: {e}")))?;

@@ -14,6 +14,7 @@
 
 mod build;
 mod document;
+pub mod json_schema;
 mod verify;
 
 #[cfg(test)]

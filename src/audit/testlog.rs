@@ -142,6 +142,29 @@ impl TestLog {
         seq
     }
 
+    /// Records a read outside any session, changed by `edit` as JSON before it is hashed: an
+    /// event a later version (or a faulty writer) could have recorded. Returns its seq.
+    pub fn record_edited(&mut self, edit: impl FnOnce(&mut Value)) -> u64 {
+        let seq = self.read();
+        self.tree = MerkleTree::new(Blake3Hasher);
+        for hash in &self.hashes[..self.hashes.len() - 1] {
+            self.tree.push_leaf(&parse_hex32(hash).expect("hex"));
+        }
+        let mut value: Value =
+            serde_json::from_slice(&self.events.pop().expect("the read")).expect("json");
+        self.hashes.pop();
+        if let Some(object) = value.as_object_mut() {
+            object.remove("hash");
+        }
+        edit(&mut value);
+        let hash = crate::ledger::hash::event_value_hash(&value).expect("hash");
+        value["hash"] = Value::String(hash.clone());
+        self.tree.push_leaf(&parse_hex32(&hash).expect("hex"));
+        self.hashes.push(hash);
+        self.events.push(canonical_bytes(&value).expect("jcs"));
+        seq
+    }
+
     /// Forgets a text without an erasure, as a damaged store would.
     pub fn lose_text(&mut self, commitment: &str) {
         self.texts.insert(key(commitment), TextState::Missing);

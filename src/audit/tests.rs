@@ -69,8 +69,25 @@ fn check(
 ) -> ExportReport {
     let report = verify_export(bytes, Some(pubkey), since);
     assert_eq!(problems(&report), expect, "{:#?}", report.problems);
+    assert_readable(&report);
     assert_eq!(report.passed, expect.is_empty());
     report
+}
+
+/// Every detail is a sentence for a person: no Rust debug text of an option or a JSON value.
+fn assert_readable(report: &ExportReport) {
+    for problem in &report.problems {
+        for debug in [
+            "Some(", "None", "Number(", "String(", "Bool(", "Object {", "Array [",
+        ] {
+            assert!(
+                !problem.detail.contains(debug),
+                "{} shows debug text: {}",
+                problem.code,
+                problem.detail
+            );
+        }
+    }
 }
 
 /// Applies `edit` to the export's JSON and writes it canonically again, re-signing it with
@@ -764,4 +781,244 @@ fn the_fuzz_seeds_still_pass() {
         seeds += 1;
     }
     assert!(seeds >= 2);
+}
+
+#[test]
+fn an_earlier_checkpoint_of_the_same_size_is_proven_by_an_empty_proof_of_equal_roots() {
+    let mut f = fixture();
+    let same = f.log.sign_checkpoint();
+    let export = build_export(&f.log, &session(&f.a), Some(&same)).unwrap();
+    let consistency = export.consistency.clone().expect("consistency");
+    assert_eq!((consistency.from_size, consistency.proof.len()), (6, 0));
+    let report = check(&bytes_of(&export), &f.log.vkey(), Some(&same), &[]);
+    assert_eq!(report.summary.extends_checkpoint, Some(6));
+    let report = check(&bytes_of(&export), &f.log.vkey(), None, &[]);
+    assert_eq!(report.notes.len(), 1, "{:?}", report.notes);
+
+    // The empty proof holds only between equal roots, and no other proof holds between equal
+    // sizes.
+    let key = f.log.key();
+    let other_root = tampered(&export, Some(key), |v| {
+        v["consistency"]["fromRoot"] = json!("ab".repeat(32));
+    });
+    let report = check(
+        &other_root,
+        &f.log.vkey(),
+        None,
+        &[("consistency_failed", None)],
+    );
+    assert!(
+        report.problems[0].detail.contains("root"),
+        "{}",
+        report.problems[0].detail
+    );
+    let padded = tampered(&export, Some(key), |v| {
+        v["consistency"]["proof"] = json!(["ab".repeat(32)]);
+    });
+    check(
+        &padded,
+        &f.log.vkey(),
+        None,
+        &[("consistency_failed", None)],
+    );
+}
+
+#[test]
+fn a_failed_proof_does_not_hide_that_it_is_from_another_tree() {
+    let mut g = fixture();
+    let size6 = g.log.sign_checkpoint();
+    g.log.read();
+    let size7 = g.log.sign_checkpoint();
+    g.log.read();
+    g.log.sign_checkpoint();
+    let export = build_export(&g.log, &session(&g.a), Some(&size6)).unwrap();
+    let key = g.log.key();
+    let broken = tampered(&export, Some(key), |v| {
+        v["consistency"]["proof"][0] = json!("ab".repeat(32));
+    });
+    check(
+        &broken,
+        &g.log.vkey(),
+        Some(&size7),
+        &[("consistency_failed", None), ("consistency_missing", None)],
+    );
+    let forked = tampered(&export, Some(key), |v| {
+        v["consistency"]["fromRoot"] = json!("ab".repeat(32));
+    });
+    let report = check(
+        &forked,
+        &g.log.vkey(),
+        Some(&size6),
+        &[("consistency_failed", None), ("fork", None)],
+    );
+    assert_eq!(report.summary.extends_checkpoint, None);
+}
+
+#[test]
+fn an_unparseable_public_key_is_also_not_the_pinned_key() {
+    let f = fixture();
+    let export = build_export(&f.log, &session(&f.a), None).unwrap();
+    let bad = tampered(&export, Some(f.log.key()), |v| {
+        v["publicKey"] = json!("not a key");
+    });
+    let report = check(
+        &bad,
+        &f.log.vkey(),
+        None,
+        &[("bad_public_key", None), ("key_mismatch", None)],
+    );
+    assert!(
+        report.problems[1].detail.contains("not a key"),
+        "{}",
+        report.problems[1].detail
+    );
+}
+
+#[test]
+fn a_signature_by_another_key_does_not_hide_a_changed_document() {
+    let f = fixture();
+    let export = build_export(&f.log, &session(&f.a), None).unwrap();
+    let changed = tampered(&export, None, |v| {
+        v["generatedAt"] = json!("2026-11-22T00:00:00.000000Z");
+    });
+    check(
+        &changed,
+        &TestLog::new().vkey(),
+        None,
+        &[
+            ("key_mismatch", None),
+            ("checkpoint_signature", None),
+            ("export_signature", None),
+            ("export_digest_mismatch", None),
+        ],
+    );
+    // Unchanged, only the signature fails; changed under the right key, only the digest.
+    check(
+        &bytes_of(&export),
+        &TestLog::new().vkey(),
+        None,
+        &[
+            ("key_mismatch", None),
+            ("checkpoint_signature", None),
+            ("export_signature", None),
+        ],
+    );
+    check(
+        &changed,
+        &f.log.vkey(),
+        None,
+        &[("export_digest_mismatch", None)],
+    );
+}
+
+#[test]
+fn a_kept_checkpoint_saved_with_a_final_newline_or_crlf_is_read_as_signed() {
+    let mut f = fixture();
+    let earlier = f.log.sign_checkpoint();
+    f.log.read();
+    f.log.sign_checkpoint();
+    let crlf = earlier.replace('\n', "\r\n");
+    for kept in [format!("{earlier}\n"), crlf.clone(), format!("{crlf}\r\n")] {
+        let export = build_export(&f.log, &session(&f.a), Some(&kept)).unwrap();
+        let report = check(&bytes_of(&export), &f.log.vkey(), Some(&kept), &[]);
+        assert_eq!(report.summary.extends_checkpoint, Some(6), "{kept:?}");
+    }
+}
+
+/// A change made to an event's JSON before it is hashed.
+type EventEdit = dyn FnOnce(&mut Value);
+
+/// A log of one event, recorded with `edit` applied, exported as the range 1..=1 and verified.
+fn verify_one_edited(edit: impl FnOnce(&mut Value)) -> ExportReport {
+    let mut log = TestLog::new();
+    log.record_edited(edit);
+    log.sign_checkpoint();
+    let export = build_export(&log, &range(1, 1), None).unwrap();
+    let report = verify_export(&bytes_of(&export), Some(&log.vkey()), None);
+    assert_readable(&report);
+    report
+}
+
+#[test]
+fn known_members_must_have_their_documented_form() {
+    let cases: Vec<(&str, Box<EventEdit>)> = vec![
+        ("kind", Box::new(|e| e["kind"] = json!("Other"))),
+        (
+            "recordedAt",
+            Box::new(|e| e["recordedAt"] = json!("yesterday")),
+        ),
+        (
+            "actor.transport",
+            Box::new(|e| e["actor"]["transport"] = json!("carrier-pigeon")),
+        ),
+        (
+            "outcome.responseDigest",
+            Box::new(|e| e["outcome"]["responseDigest"] = json!("nothex")),
+        ),
+        (
+            "provenance.kind",
+            Box::new(|e| e["provenance"]["kind"] = json!("magic")),
+        ),
+        (
+            "call.arguments",
+            Box::new(|e| e["call"]["arguments"] = json!(5)),
+        ),
+        (
+            "call.idempotencyKey",
+            Box::new(|e| e["call"]["idempotencyKey"] = json!("")),
+        ),
+        (
+            "facts[0].reason",
+            Box::new(|e| {
+                e["facts"] = json!([{"type": "SessionClosed",
+                    "sessionId": SessionId::random().as_str(), "reason": "bored"}]);
+            }),
+        ),
+        (
+            "facts[0].type",
+            Box::new(|e| e["facts"] = json!([{"type": 7}])),
+        ),
+    ];
+    for (member, edit) in cases {
+        let report = verify_one_edited(edit);
+        assert_eq!(
+            problems(&report),
+            [("event_malformed", Some(1))],
+            "{member}: {:#?}",
+            report.problems
+        );
+        assert_eq!(
+            report.problems[0].path,
+            format!("$.events[0].event.{member}")
+        );
+    }
+}
+
+#[test]
+fn unknown_members_and_fact_types_are_tolerated_and_other_versions_named() {
+    let tolerated: Vec<Box<EventEdit>> = vec![
+        Box::new(|e| e["addedLater"] = json!({"any": ["thing"]})),
+        Box::new(|e| e["actor"]["addedLater"] = json!(1)),
+        Box::new(|e| e["outcome"]["addedLater"] = json!(null)),
+        Box::new(|e| {
+            e["facts"] = json!([{"type": "SessionClosed",
+                "sessionId": SessionId::random().as_str(), "reason": "reset", "addedLater": 1}]);
+        }),
+        Box::new(|e| e["facts"] = json!([{"type": "ThoughtsMerged", "count": 4_294_967_296u64}])),
+        Box::new(|e| e["actor"]["transport"] = json!("cli")),
+        Box::new(|e| e["outcome"]["decideMicros"] = json!(9_007_199_254_740_991u64)),
+    ];
+    for edit in tolerated {
+        let report = verify_one_edited(edit);
+        assert!(report.passed, "{:#?}", report.problems);
+    }
+    let report = verify_one_edited(|e| {
+        e["v"] = json!(2);
+        e["kind"] = json!("SomethingElse");
+    });
+    assert_eq!(problems(&report), [("unknown_version", Some(1))]);
+    assert_eq!(
+        report.problems[0].detail,
+        "the envelope version is 2; this verifier reads version 1"
+    );
 }

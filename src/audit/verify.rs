@@ -1,7 +1,8 @@
 //! Offline verification of an export from its bytes alone: canonical form, the keys, the signed
 //! checkpoint, every event (canonical, hash, ledger, chain links, inclusion proof), completeness
 //! of a seq range, every text against its commitment or its erasure, the consistency proof to an
-//! earlier checkpoint, and the export signature. docs/ledger-format.md §9.3 is the algorithm.
+//! earlier checkpoint, and the export signature. docs/ledger-format.md §10.3 is the algorithm;
+//! the form of each event is judged by `schemas/event.v1.json` through [`super::json_schema`].
 //!
 //! Reports every problem it finds, each with a stable code, the seq it concerns and the JSON path
 //! of the offending member, rather than stopping at the first. Expected outcomes are values: it
@@ -14,10 +15,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::document::{FORMAT, SIGNATURE_MEMBER, Selection, signed_body};
-use crate::events::{ENVELOPE_VERSION, Event, SessionId};
+use super::json_schema::event_v1;
+use crate::events::{ENVELOPE_VERSION, SessionId};
 use crate::ledger::LedgerError;
 use crate::ledger::canonical::canonical_bytes;
-use crate::ledger::checkpoint::{Checkpoint, NoteVerifier, open_note};
+use crate::ledger::checkpoint::{Checkpoint, NoteVerifier, kept_note, open_note};
 use crate::ledger::hash::{
     AuditExportHasher, GENESIS_PREV_HASH, event_value_hash, parse_hex32, text_commitment,
 };
@@ -57,7 +59,7 @@ pub struct VerifyOptions<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportProblem {
-    /// Stable code (docs/ledger-format.md §9.4 lists them).
+    /// Stable code (docs/ledger-format.md §10.4 lists them).
     pub code: &'static str,
     /// The event concerned, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -267,11 +269,14 @@ impl Check {
         }
         match self.string(doc, "$", "format") {
             Some(FORMAT) | None => {}
-            Some(other) => self.fail(
+            Some(_) => self.fail(
                 "unknown_format",
                 None,
                 "$.format",
-                format!("format is {other:?}; this verifier reads {FORMAT:?}"),
+                format!(
+                    "format is {}; this verifier reads {FORMAT}",
+                    shown(doc.get("format"))
+                ),
             ),
         }
         let ledger_id = self.string(doc, "$", "ledgerId");
@@ -434,7 +439,8 @@ impl Check {
         origin: Option<&str>,
         pinned: Option<&str>,
     ) -> Option<NoteVerifier> {
-        let file_key = self.string(doc, "$", "publicKey").and_then(|text| {
+        let file_text = self.string(doc, "$", "publicKey");
+        let file_key = file_text.and_then(|text| {
             NoteVerifier::from_vkey(text)
                 .map_err(|e| self.fail("bad_public_key", None, "$.publicKey", e.to_string()))
                 .ok()
@@ -455,16 +461,20 @@ impl Check {
         let trusted = match pinned {
             Some(text) => match NoteVerifier::from_vkey(text.trim()) {
                 Ok(pinned) => {
-                    if let Some(file_key) = &file_key
-                        && *file_key != pinned
+                    // A file key that does not parse is not the pinned key either.
+                    let named = file_key
+                        .as_ref()
+                        .map(NoteVerifier::to_vkey)
+                        .or_else(|| file_text.map(str::to_owned));
+                    if let Some(named) = named
+                        && file_key.as_ref() != Some(&pinned)
                     {
                         self.fail(
                             "key_mismatch",
                             None,
                             "$.publicKey",
                             format!(
-                                "the export names key {}, not the pinned key {}",
-                                file_key.to_vkey(),
+                                "the export names key {named}, not the pinned key {}",
                                 pinned.to_vkey()
                             ),
                         );
@@ -735,22 +745,32 @@ impl Check {
         if let Err(e) = canonical_bytes(event) {
             self.fail("event_not_canonical", seq_at, &event_path, e.to_string());
         }
-        if let Err(e) = serde_json::from_value::<Event>(event.clone()) {
-            self.fail(
-                "event_malformed",
-                seq_at,
-                &event_path,
-                format!("not a v1 event: {e}"),
-            );
-        }
-        let version = event.get("v").and_then(Value::as_u64);
-        if !version.is_some_and(|v| v >= 1 && v <= u64::from(ENVELOPE_VERSION)) {
-            self.fail(
+        // An event of another version is judged by the rules of its own version, which this
+        // verifier does not know: only what every version shares (seq, ledgerId, hash, links,
+        // proofs, text references) is checked.
+        match event.get("v") {
+            Some(v) if v.as_u64() == Some(u64::from(ENVELOPE_VERSION)) => {
+                for violation in event_v1().violations(event) {
+                    self.fail(
+                        "event_malformed",
+                        seq_at,
+                        format!("{event_path}{}", violation.path),
+                        format!(
+                            "not a v{ENVELOPE_VERSION} event (schemas/event.v1.json): {}",
+                            violation.message
+                        ),
+                    );
+                }
+            }
+            v => self.fail(
                 "unknown_version",
                 seq_at,
                 format!("{event_path}.v"),
-                format!("envelope version {:?}", event.get("v")),
-            );
+                format!(
+                    "the envelope version is {}; this verifier reads version {ENVELOPE_VERSION}",
+                    shown(v)
+                ),
+            ),
         }
         let event_ledger = event.get("ledgerId").and_then(Value::as_str);
         if let Some(ledger_id) = ledger_id
@@ -760,18 +780,24 @@ impl Check {
                 "foreign_ledger",
                 seq_at,
                 format!("{event_path}.ledgerId"),
-                format!("the event belongs to ledger {event_ledger:?}, the export to {ledger_id}"),
+                format!(
+                    "the event belongs to ledger {}, the export to {ledger_id}",
+                    shown(event.get("ledgerId"))
+                ),
             );
         }
         let stated = event.get("hash").and_then(Value::as_str);
         let leaf = stated.and_then(parse_hex32);
         match (stated, event_value_hash(event)) {
             (Some(stated), Ok(computed)) if computed == stated => {}
-            (stated, Ok(computed)) => self.fail(
+            (_, Ok(computed)) => self.fail(
                 "hash_mismatch",
                 seq_at,
                 format!("{event_path}.hash"),
-                format!("the event's content hashes to {computed}; it states {stated:?}"),
+                format!(
+                    "the event's content hashes to {computed}; it states {}",
+                    shown(event.get("hash"))
+                ),
             ),
             (_, Err(e)) => self.fail(
                 "hash_mismatch",
@@ -796,7 +822,8 @@ impl Check {
                 seq_at,
                 format!("{event_path}.prevHash"),
                 format!(
-                    "prevHash is {prev_hash:?}, but the hash of seq {} is {expected}",
+                    "prevHash is {}, but the hash of seq {} is {expected}",
+                    shown(event.get("prevHash")),
                     seq - 1
                 ),
             );
@@ -1052,11 +1079,11 @@ impl Check {
         origin: Option<&str>,
         options: &VerifyOptions<'_>,
     ) {
-        let proven = doc
+        let claimed = doc
             .get("consistency")
             .and_then(|value| self.consistency_proof(value, checkpoint));
         let Some(note) = options.since_checkpoint else {
-            if let Some((size, _)) = proven {
+            if let Some((size, _, true)) = claimed {
                 self.notes.push(format!(
                     "the export proves its log extends a tree of {size} events, but no earlier \
                      checkpoint was given to anchor it (--since-checkpoint)"
@@ -1066,7 +1093,8 @@ impl Check {
         };
         let path = "--since-checkpoint";
         let before = self.problems.len();
-        let earlier = self.signed_checkpoint(note, trusted, origin, "earlier checkpoint", path);
+        let note = kept_note(note);
+        let earlier = self.signed_checkpoint(&note, trusted, origin, "earlier checkpoint", path);
         // An earlier checkpoint that is not this ledger's says nothing about this export.
         let Some(earlier) = earlier.filter(|_| self.problems.len() == before) else {
             return;
@@ -1110,35 +1138,41 @@ impl Check {
             }
             return;
         }
-        match (doc.get("consistency"), proven) {
+        // Judged on what the proof claims even when it failed (`consistency_failed`, already
+        // reported), so that a proof from the wrong tree is named as such too.
+        match (doc.get("consistency"), claimed) {
             (None, _) => self.fail(
                 "consistency_missing",
                 None,
                 "$.consistency",
                 format!("the export carries no consistency proof; export again with --since-checkpoint (from size {size})"),
             ),
-            (Some(_), Some((from, _))) if from != size => self.fail(
+            (Some(_), Some((from, _, _))) if from != size => self.fail(
                 "consistency_missing",
                 None,
                 "$.consistency.fromSize",
                 format!("the export proves consistency from size {from}, not from size {size} of the given checkpoint"),
             ),
-            (Some(_), Some((_, from_root))) if from_root != root => {
+            (Some(_), Some((_, from_root, _))) if from_root != root => {
                 self.fail("fork", None, "$.consistency.fromRoot", fork(size));
             }
-            (Some(_), Some(_)) => self.summary.extends_checkpoint = Some(size),
-            // The proof itself failed; already reported.
+            (Some(_), Some((_, _, holds))) => {
+                if holds {
+                    self.summary.extends_checkpoint = Some(size);
+                }
+            }
+            // Not a proof at all; already reported as malformed.
             (Some(_), None) => {}
         }
     }
 
-    /// Checks the `consistency` member against the checkpoint; returns (fromSize, fromRoot) when
-    /// the proof holds.
+    /// Checks the `consistency` member against the checkpoint; returns (fromSize, fromRoot,
+    /// whether the proof holds) when the member is well formed.
     fn consistency_proof(
         &mut self,
         value: &Value,
         checkpoint: Option<&Checkpoint>,
-    ) -> Option<(u64, NodeHash)> {
+    ) -> Option<(u64, NodeHash, bool)> {
         let at = "$.consistency";
         let Some(object) = value.as_object() else {
             self.fail(
@@ -1174,7 +1208,9 @@ impl Check {
             );
             return None;
         };
-        let (proof, checkpoint) = (proof?, checkpoint?);
+        let (Some(proof), Some(checkpoint)) = (proof, checkpoint) else {
+            return Some((from_size, from_root, false));
+        };
         let hasher = Blake3Hasher;
         let verdict = if from_size == 0 {
             (from_root == hasher.empty_root() && proof.is_empty())
@@ -1183,6 +1219,7 @@ impl Check {
                     "from the empty tree the root is H() and the proof is empty".to_owned()
                 })
         } else {
+            // m = n included: the proof is empty and the roots are equal (§10.3 step 7).
             verify_consistency(
                 &hasher,
                 from_size,
@@ -1194,7 +1231,7 @@ impl Check {
             .map_err(|e| e.to_string())
         };
         match verdict {
-            Ok(()) => Some((from_size, from_root)),
+            Ok(()) => Some((from_size, from_root, true)),
             Err(e) => {
                 self.fail(
                     "consistency_failed",
@@ -1204,11 +1241,14 @@ impl Check {
                         "the checkpoint's tree does not extend the tree of {from_size} events: {e}"
                     ),
                 );
-                None
+                Some((from_size, from_root, false))
             }
         }
     }
 
+    /// The signature must verify (`export_signature`) and sign this document's digest
+    /// (`export_digest_mismatch`). Both are judged whatever the other says: the digest is
+    /// compared with the note's body even when its signature fails or no key can check it.
     fn export_signature(
         &mut self,
         bytes: &[u8],
@@ -1221,26 +1261,33 @@ impl Check {
         let Some(note) = self.string(doc, "$", SIGNATURE_MEMBER) else {
             return;
         };
-        let Some(key) = trusted else {
-            self.fail(
+        match trusted {
+            None => self.fail(
                 "export_signature",
                 None,
                 path,
                 "no usable key to check the export signature with",
+            ),
+            Some(key) => {
+                if let Err(e) = open_note(note, std::slice::from_ref(key)) {
+                    self.fail(
+                        "export_signature",
+                        None,
+                        path,
+                        format!("the export signature does not verify: {e}"),
+                    );
+                }
+            }
+        }
+        // The body is the text up to and including the first `\n` of the last `\n\n`.
+        let Some(body) = note.rfind("\n\n").and_then(|at| note.get(..=at)) else {
+            self.fail(
+                "export_digest_mismatch",
+                None,
+                path,
+                "not a signed note: no blank line before the signatures, so no digest is signed",
             );
             return;
-        };
-        let opened = match open_note(note, std::slice::from_ref(key)) {
-            Ok(opened) => opened,
-            Err(e) => {
-                self.fail(
-                    "export_signature",
-                    None,
-                    path,
-                    format!("the export signature does not verify: {e}"),
-                );
-                return;
-            }
         };
         let digest = match self.digest(bytes, members) {
             Ok(digest) => digest,
@@ -1254,18 +1301,19 @@ impl Check {
                 return;
             }
         };
-        if opened.text() != signed_body(origin.unwrap_or_default(), &digest) {
+        if body != signed_body(origin.unwrap_or_default(), &digest) {
             self.fail(
                 "export_digest_mismatch",
                 None,
                 path,
                 format!(
-                    "the signature is valid but signs another document (this one digests to \
-                     {digest}): the export was changed after it was signed"
+                    "the note signs another document (this one digests to {digest}): the export \
+                     was changed after it was signed"
                 ),
             );
         }
     }
+
     /// The digest the export signature covers: of the canonical document without its
     /// signature. A canonical file is hashed as it stands, the signature member cut out; any
     /// other is canonicalized member by member (the events one at a time), never whole.
@@ -1328,6 +1376,16 @@ impl Check {
         }
         hasher.update(b"}");
         Ok(hasher.finalize())
+    }
+}
+
+/// A member's value as a report shows it: a string as it stands, anything else as JSON, a
+/// missing member as such.
+fn shown(value: Option<&Value>) -> String {
+    match value {
+        None => "missing".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
     }
 }
 

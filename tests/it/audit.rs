@@ -284,3 +284,103 @@ async fn the_export_reasoning_audit_tool_records_its_call_and_answers_with_a_ver
     assert_eq!(run.status.code(), Some(0), "{run:?}");
     assert!(run.stdout.contains("2 selected"), "{}", run.stdout);
 }
+
+/// A checkpoint kept the way reviewers save it — `jq -r .checkpoint export.json > kept` adds a
+/// newline, an editor may write CRLF — is read as the note it is by `audit`, `verify-export` and
+/// `verify`; and an export asked to extend a checkpoint of its own size carries the empty proof
+/// that holds between equal roots.
+#[tokio::test]
+async fn a_kept_checkpoint_saved_with_a_final_newline_or_crlf_is_accepted_everywhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = record_session(dir.path()).await;
+    let key = ledger_key(dir.path()).await;
+    let events = stored_events(dir.path()).len();
+    let kept = cli(dir.path(), &["checkpoint"]).await;
+    assert!(kept.status.success(), "checkpoint failed: {kept:?}");
+    let saved = [
+        ("jq.checkpoint", format!("{}\n", kept.stdout)),
+        ("crlf.checkpoint", kept.stdout.replace('\n', "\r\n")),
+    ];
+    for (name, text) in saved {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &text).expect("write");
+        let kept_arg = path.to_str().expect("path");
+        let file = dir.path().join(format!("{name}.audit.json"));
+        let file_arg = file.to_str().expect("path");
+        let run = cli(
+            dir.path(),
+            &[
+                "audit",
+                &session,
+                "--since-checkpoint",
+                kept_arg,
+                "-o",
+                file_arg,
+            ],
+        )
+        .await;
+        assert!(run.status.success(), "{name}: audit refused it: {run:?}");
+        let export: Value =
+            serde_json::from_slice(&std::fs::read(&file).expect("export")).expect("JSON");
+        assert_eq!(export["consistency"]["fromSize"], json!(events), "{name}");
+        assert_eq!(export["consistency"]["proof"], json!([]), "{name}");
+        let run = verify_export(dir.path(), &file, &key, &["--since-checkpoint", kept_arg]).await;
+        assert_eq!(run.status.code(), Some(0), "{name}: {run:?}");
+        assert!(
+            run.stdout.contains(&format!(
+                "the log extends the given checkpoint of {events} events"
+            )),
+            "{}",
+            run.stdout
+        );
+        let run = cli(dir.path(), &["verify", "--checkpoint", kept_arg]).await;
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "{name}: verify refused it: {run:?}"
+        );
+    }
+}
+
+/// `verify-export` judges known members by `schemas/event.v1.json`, names each member at fault
+/// in words (no debug text), and tolerates members it does not know: they only change the hash.
+#[tokio::test]
+async fn malformed_members_are_named_in_words_and_unknown_members_tolerated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = record_session(dir.path()).await;
+    let key = ledger_key(dir.path()).await;
+    let file = dir.path().join("session.audit.json");
+    let run = cli(
+        dir.path(),
+        &["audit", &session, "-o", file.to_str().expect("path")],
+    )
+    .await;
+    assert!(run.status.success(), "audit failed: {run:?}");
+    let mut export: Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("export")).expect("JSON");
+    export["events"][0]["event"]["actor"]["transport"] = json!("carrier-pigeon");
+    export["events"][1]["event"]["addedLater"] = json!(true);
+    export["events"][2]["event"]["prevHash"] = json!(7);
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, canonical(&export)).expect("write");
+    let run = verify_export(dir.path(), &edited, &key, &[]).await;
+    assert_eq!(run.status.code(), Some(2), "{run:?}");
+    let out = &run.stdout;
+    assert!(
+        out.contains("seq 1 event_malformed at $.events[0].event.actor.transport"),
+        "{out}"
+    );
+    assert!(out.contains("\"carrier-pigeon\" is not one of"), "{out}");
+    assert!(out.contains("seq 2 hash_mismatch"), "{out}");
+    assert!(!out.contains("at $.events[1].event.addedLater"), "{out}");
+    assert!(
+        out.contains("prevHash is 7, but the hash of seq 2 is"),
+        "{out}"
+    );
+    for debug in ["Some(", "None", "Number(", "String("] {
+        assert!(
+            !out.contains(debug),
+            "debug text {debug:?} in the report: {out}"
+        );
+    }
+}

@@ -96,21 +96,21 @@ fn golden_schemas_match_the_code() {
 
 /// The event envelope, version 1, as docs/ledger-format.md §3–§5 specify it.
 fn event_schema() -> Value {
-    let nullable_int = json!({ "type": ["integer", "null"], "minimum": 1 });
+    let nullable_int =
+        json!({ "type": ["integer", "null"], "minimum": 1, "maximum": 4_294_967_295u64 });
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "thinkledger event, envelope v1",
-        "description": "One recorded MCP tools/call, as specified in docs/ledger-format.md. Stored as the RFC 8785 (JCS) bytes of this object; `hash` is the hex BLAKE3 derive_key(\"thinkledger 2026-11 event v1\") of the JCS bytes of the event without its `hash` member.",
+        "description": "One recorded MCP tools/call, as specified in docs/ledger-format.md. Stored as the RFC 8785 (JCS) bytes of this object; `hash` is the hex BLAKE3 derive_key(\"thinkledger 2026-11 event v1\") of the JCS bytes of the event without its `hash` member. Members a version of this schema does not name, at any level, and facts of types it does not list are tolerated: they are hashed like the rest, and a verifier must not reject an event for them (docs/ledger-format.md §3.5).",
         "type": "object",
         "required": [
             "v", "kind", "seq", "ledgerId", "sessionId", "recordedAt", "actor", "call", "facts",
             "outcome", "provenance", "prevHash", "hash"
         ],
-        "additionalProperties": false,
         "properties": {
             "v": { "description": "Envelope version.", "type": "integer", "const": 1 },
             "kind": { "type": "string", "const": "ToolCallRecorded" },
-            "seq": { "description": "Position in the log: 1, 2, 3, … without gaps.", "type": "integer", "minimum": 1 },
+            "seq": { "description": "Position in the log: 1, 2, 3, … without gaps.", "type": "integer", "minimum": 1, "maximum": 9_007_199_254_740_991u64 },
             "ledgerId": { "$ref": "#/$defs/uuid" },
             "sessionId": {
                 "description": "The thinking session the call acted on, or null.",
@@ -125,7 +125,6 @@ fn event_schema() -> Value {
             "actor": {
                 "type": "object",
                 "required": ["principal", "transport", "clientName", "clientVersion"],
-                "additionalProperties": false,
                 "properties": {
                     "principal": { "description": "`local` for the process owner.", "type": "string" },
                     "transport": { "description": "`cli` for operator commands such as erase.", "type": "string", "enum": ["stdio", "http", "cli"] },
@@ -136,7 +135,6 @@ fn event_schema() -> Value {
             "call": {
                 "type": "object",
                 "required": ["tool", "arguments"],
-                "additionalProperties": false,
                 "properties": {
                     "tool": { "description": "The tool name as sent.", "type": "string" },
                     "arguments": {
@@ -159,7 +157,6 @@ fn event_schema() -> Value {
             "outcome": {
                 "type": "object",
                 "required": ["status", "responseDigest", "error"],
-                "additionalProperties": false,
                 "properties": {
                     "status": { "type": "string", "enum": ["ok", "rejected", "failed"] },
                     "responseDigest": { "$ref": "#/$defs/hex64" },
@@ -169,7 +166,6 @@ fn event_schema() -> Value {
                             {
                                 "type": "object",
                                 "required": ["code", "message", "suggestion"],
-                                "additionalProperties": false,
                                 "properties": {
                                     "code": { "type": "string" },
                                     "message": { "type": "string" },
@@ -185,14 +181,14 @@ fn event_schema() -> Value {
                     "decideMicros": {
                         "description": "Microseconds the writer spent deciding the call (excludes queueing and the durable write); omitted in events written before it was recorded.",
                         "type": "integer",
-                        "minimum": 0
+                        "minimum": 0,
+                        "maximum": 9_007_199_254_740_991u64
                     }
                 }
             },
             "provenance": {
                 "type": "object",
                 "required": ["kind", "name", "version"],
-                "additionalProperties": false,
                 "properties": {
                     "kind": { "type": "string", "enum": ["rules", "model"] },
                     "name": { "type": "string" },
@@ -221,34 +217,37 @@ fn event_schema() -> Value {
                 "items": { "type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[^A-Z]*$" }
             },
             "fact": {
-                "oneOf": [
-                    { "$ref": "#/$defs/SessionStarted" },
-                    { "$ref": "#/$defs/ThoughtRecorded" },
-                    { "$ref": "#/$defs/ThoughtTagged" },
-                    { "$ref": "#/$defs/SessionClosed" },
-                    { "$ref": "#/$defs/TextsErased" },
-                    { "$ref": "#/$defs/DeliberationStarted" },
-                    { "$ref": "#/$defs/NodeAdded" },
-                    { "$ref": "#/$defs/EdgeAdded" },
-                    { "$ref": "#/$defs/RubricSet" },
-                    { "$ref": "#/$defs/NodesScored" },
-                    { "$ref": "#/$defs/NodesPruned" },
-                    { "$ref": "#/$defs/AssumptionRecorded" },
-                    { "$ref": "#/$defs/AssumptionStatusSet" },
-                    { "$ref": "#/$defs/VerificationRecorded" },
-                    { "$ref": "#/$defs/RouteDecided" },
-                    { "$ref": "#/$defs/CheckpointRecorded" },
-                    { "$ref": "#/$defs/DeliberationStatusChanged" },
-                    { "$ref": "#/$defs/ConsensusReached" },
-                    { "$ref": "#/$defs/SkeletonPhaseStarted" },
-                    { "$ref": "#/$defs/SkeletonElaborated" }
+                "description": "A fact: an object whose `type` names it. A fact of a type listed here must match that type's definition; a fact of any other type is tolerated, unchecked but hashed (facts are only ever added: docs/ledger-format.md §5).",
+                "type": "object",
+                "required": ["type"],
+                "properties": { "type": { "type": "string" } },
+                "allOf": [
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "SessionStarted" } } }, "then": { "$ref": "#/$defs/SessionStarted" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "ThoughtRecorded" } } }, "then": { "$ref": "#/$defs/ThoughtRecorded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "ThoughtTagged" } } }, "then": { "$ref": "#/$defs/ThoughtTagged" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "SessionClosed" } } }, "then": { "$ref": "#/$defs/SessionClosed" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "TextsErased" } } }, "then": { "$ref": "#/$defs/TextsErased" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "DeliberationStarted" } } }, "then": { "$ref": "#/$defs/DeliberationStarted" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "NodeAdded" } } }, "then": { "$ref": "#/$defs/NodeAdded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "EdgeAdded" } } }, "then": { "$ref": "#/$defs/EdgeAdded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "RubricSet" } } }, "then": { "$ref": "#/$defs/RubricSet" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "NodesScored" } } }, "then": { "$ref": "#/$defs/NodesScored" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "NodesPruned" } } }, "then": { "$ref": "#/$defs/NodesPruned" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AssumptionRecorded" } } }, "then": { "$ref": "#/$defs/AssumptionRecorded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AssumptionStatusSet" } } }, "then": { "$ref": "#/$defs/AssumptionStatusSet" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "VerificationRecorded" } } }, "then": { "$ref": "#/$defs/VerificationRecorded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "RouteDecided" } } }, "then": { "$ref": "#/$defs/RouteDecided" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "CheckpointRecorded" } } }, "then": { "$ref": "#/$defs/CheckpointRecorded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "DeliberationStatusChanged" } } }, "then": { "$ref": "#/$defs/DeliberationStatusChanged" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "ConsensusReached" } } }, "then": { "$ref": "#/$defs/ConsensusReached" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "SkeletonPhaseStarted" } } }, "then": { "$ref": "#/$defs/SkeletonPhaseStarted" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "SkeletonElaborated" } } }, "then": { "$ref": "#/$defs/SkeletonElaborated" } }
                 ]
             },
             "TextsErased": {
                 "description": "Stored texts erased from disk; their commitments stay (docs/ledger-format.md §5).",
                 "type": "object",
                 "required": ["type", "commitments", "reason"],
-                "additionalProperties": false,
                 "properties": {
                     "type": { "type": "string", "const": "TextsErased" },
                     "commitments": { "type": "array", "minItems": 1, "items": { "$ref": "#/$defs/hex64" } },
@@ -259,7 +258,6 @@ fn event_schema() -> Value {
             "SessionStarted": {
                 "type": "object",
                 "required": ["type", "sessionId"],
-                "additionalProperties": false,
                 "properties": {
                     "type": { "type": "string", "const": "SessionStarted" },
                     "sessionId": { "$ref": "#/$defs/uuid" }
@@ -271,16 +269,16 @@ fn event_schema() -> Value {
                     "type", "sessionId", "text", "thoughtNumber", "totalThoughts", "nextThoughtNeeded",
                     "isRevision", "revisesThought", "branchFromThought", "branchId", "needsMoreThoughts", "tags"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": { "type": "string", "const": "ThoughtRecorded" },
                     "sessionId": { "$ref": "#/$defs/uuid" },
                     "text": { "$ref": "#/$defs/textRef" },
-                    "thoughtNumber": { "type": "integer", "minimum": 1 },
+                    "thoughtNumber": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
                     "totalThoughts": {
                         "description": "Already raised to thoughtNumber when lower.",
                         "type": "integer",
-                        "minimum": 1
+                        "minimum": 1,
+                        "maximum": 4_294_967_295u64
                     },
                     "nextThoughtNeeded": { "type": "boolean" },
                     "isRevision": { "type": "boolean" },
@@ -294,14 +292,14 @@ fn event_schema() -> Value {
             "ThoughtTagged": {
                 "type": "object",
                 "required": ["type", "sessionId", "thoughtSeq", "added", "removed"],
-                "additionalProperties": false,
                 "properties": {
                     "type": { "type": "string", "const": "ThoughtTagged" },
                     "sessionId": { "$ref": "#/$defs/uuid" },
                     "thoughtSeq": {
                         "description": "Seq of the event whose ThoughtRecorded created the thought.",
                         "type": "integer",
-                        "minimum": 1
+                        "minimum": 1,
+                        "maximum": 9_007_199_254_740_991u64
                     },
                     "added": { "$ref": "#/$defs/tags" },
                     "removed": { "$ref": "#/$defs/tags" }
@@ -313,7 +311,6 @@ fn event_schema() -> Value {
                 "required": [
                     "text"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "text": {
                         "$ref": "#/$defs/textRef"
@@ -332,7 +329,6 @@ fn event_schema() -> Value {
                                 "start",
                                 "end"
                             ],
-                            "additionalProperties": false,
                             "properties": {
                                 "field": {
                                     "type": "string"
@@ -342,11 +338,13 @@ fn event_schema() -> Value {
                                 },
                                 "start": {
                                     "type": "integer",
-                                    "minimum": 0
+                                    "minimum": 0,
+                                    "maximum": 4_294_967_295u64
                                 },
                                 "end": {
                                     "type": "integer",
-                                    "minimum": 0
+                                    "minimum": 0,
+                                    "maximum": 4_294_967_295u64
                                 }
                             }
                         }
@@ -364,7 +362,6 @@ fn event_schema() -> Value {
                     "sourceNodeIds",
                     "limitations"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "mode": {
                         "type": "string"
@@ -408,7 +405,6 @@ fn event_schema() -> Value {
                     "rationale",
                     "blockingGaps"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "decision": {
                         "type": "string"
@@ -435,7 +431,6 @@ fn event_schema() -> Value {
                     "subject",
                     "detail"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "check": {
                         "type": "string"
@@ -474,7 +469,6 @@ fn event_schema() -> Value {
                     "budgets",
                     "rootNodeId"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -533,23 +527,26 @@ fn event_schema() -> Value {
                             "maxExpansionsPerCall",
                             "maxVerificationQuestions"
                         ],
-                        "additionalProperties": false,
                         "properties": {
                             "maxNodes": {
                                 "type": "integer",
-                                "minimum": 1
+                                "minimum": 1,
+                                "maximum": 4_294_967_295u64
                             },
                             "maxDepth": {
                                 "type": "integer",
-                                "minimum": 1
+                                "minimum": 1,
+                                "maximum": 4_294_967_295u64
                             },
                             "maxExpansionsPerCall": {
                                 "type": "integer",
-                                "minimum": 1
+                                "minimum": 1,
+                                "maximum": 4_294_967_295u64
                             },
                             "maxVerificationQuestions": {
                                 "type": "integer",
-                                "minimum": 1
+                                "minimum": 1,
+                                "maximum": 4_294_967_295u64
                             }
                         }
                     },
@@ -572,7 +569,6 @@ fn event_schema() -> Value {
                     "tags",
                     "analysis"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -598,7 +594,8 @@ fn event_schema() -> Value {
                     },
                     "depth": {
                         "type": "integer",
-                        "minimum": 0
+                        "minimum": 0,
+                        "maximum": 4_294_967_295u64
                     },
                     "kind": {
                         "type": "string",
@@ -636,7 +633,6 @@ fn event_schema() -> Value {
                     "to",
                     "edgeType"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -676,7 +672,6 @@ fn event_schema() -> Value {
                     "sessionId",
                     "weights"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -704,7 +699,6 @@ fn event_schema() -> Value {
                     "weights",
                     "analysis"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -725,7 +719,6 @@ fn event_schema() -> Value {
                                 "score",
                                 "dimensions"
                             ],
-                            "additionalProperties": false,
                             "properties": {
                                 "nodeId": {
                                     "type": "string"
@@ -766,7 +759,6 @@ fn event_schema() -> Value {
                     "beamWidth",
                     "minScore"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -789,7 +781,8 @@ fn event_schema() -> Value {
                     },
                     "beamWidth": {
                         "type": "integer",
-                        "minimum": 1
+                        "minimum": 1,
+                        "maximum": 4_294_967_295u64
                     },
                     "minScore": {
                         "type": [
@@ -812,7 +805,6 @@ fn event_schema() -> Value {
                     "status",
                     "analysis"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -858,7 +850,6 @@ fn event_schema() -> Value {
                     "evidence",
                     "rationale"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -910,7 +901,6 @@ fn event_schema() -> Value {
                     "statuses",
                     "analysis"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -932,7 +922,6 @@ fn event_schema() -> Value {
                                 "criticality",
                                 "nodeIds"
                             ],
-                            "additionalProperties": false,
                             "properties": {
                                 "claimId": {
                                     "type": "string"
@@ -965,7 +954,6 @@ fn event_schema() -> Value {
                                 "supportsClaims",
                                 "refutesClaims"
                             ],
-                            "additionalProperties": false,
                             "properties": {
                                 "evidenceId": {
                                     "type": "string"
@@ -1018,7 +1006,6 @@ fn event_schema() -> Value {
                                 "outcome",
                                 "rationale"
                             ],
-                            "additionalProperties": false,
                             "properties": {
                                 "claimId": {
                                     "type": "string"
@@ -1044,7 +1031,6 @@ fn event_schema() -> Value {
                                 "claimId",
                                 "question"
                             ],
-                            "additionalProperties": false,
                             "properties": {
                                 "claimId": {
                                     "type": "string"
@@ -1084,7 +1070,6 @@ fn event_schema() -> Value {
                     "internalMethod",
                     "decision"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -1124,7 +1109,6 @@ fn event_schema() -> Value {
                     "phaseId",
                     "analysis"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -1178,7 +1162,6 @@ fn event_schema() -> Value {
                     "nodeId",
                     "qualityScore"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -1219,7 +1202,6 @@ fn event_schema() -> Value {
                     "checks",
                     "analysis"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -1247,7 +1229,6 @@ fn event_schema() -> Value {
                                 "passed",
                                 "detail"
                             ],
-                            "additionalProperties": false,
                             "properties": {
                                 "check": {
                                     "type": "string"
@@ -1279,7 +1260,6 @@ fn event_schema() -> Value {
                     "promptPack",
                     "analysis"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -1304,7 +1284,6 @@ fn event_schema() -> Value {
                             "score",
                             "reasons"
                         ],
-                        "additionalProperties": false,
                         "properties": {
                             "suitable": {
                                 "type": "boolean"
@@ -1345,7 +1324,6 @@ fn event_schema() -> Value {
                     "mergeNodeId",
                     "state"
                 ],
-                "additionalProperties": false,
                 "properties": {
                     "type": {
                         "type": "string",
@@ -1385,7 +1363,6 @@ fn event_schema() -> Value {
             "SessionClosed": {
                 "type": "object",
                 "required": ["type", "sessionId", "reason"],
-                "additionalProperties": false,
                 "properties": {
                     "type": { "type": "string", "const": "SessionClosed" },
                     "sessionId": { "$ref": "#/$defs/uuid" },
@@ -1517,12 +1494,17 @@ fn event_schema_names_exactly_the_members_docs_ledger_format_specifies() {
 
     let facts = table_after(&doc, "## 5. Facts");
     let documented: BTreeSet<String> = facts.iter().map(|(t, _)| t.clone()).collect();
-    let declared: BTreeSet<String> = schema["$defs"]["fact"]["oneOf"]
+    let declared: BTreeSet<String> = schema["$defs"]["fact"]["allOf"]
         .as_array()
-        .expect("oneOf")
+        .expect("allOf")
         .iter()
-        .map(|r| {
-            r["$ref"]
+        .map(|rule| {
+            assert_eq!(
+                rule["if"]["properties"]["type"]["const"],
+                rule["then"]["$ref"].as_str().expect("$ref")["#/$defs/".len()..],
+                "each fact type is checked by its own definition"
+            );
+            rule["then"]["$ref"]
                 .as_str()
                 .expect("$ref")
                 .trim_start_matches("#/$defs/")
@@ -1680,8 +1662,8 @@ async fn recorded_events_and_tool_results_conform_to_their_schemas() {
     let mut broken = events[1].clone();
     broken["outcome"]["surprise"] = json!(1);
     assert!(
-        subset::validate(&schema, &broken).is_err(),
-        "unknown member accepted"
+        subset::validate(&schema, &broken).is_ok(),
+        "an unknown member is tolerated (docs/ledger-format.md §3.5)"
     );
     let mut broken = events[1].clone();
     broken.as_object_mut().expect("object").remove("prevHash");
@@ -1839,5 +1821,98 @@ async fn deliberation_events_and_tool_results_conform_to_their_schemas() {
             fact_types.contains(fact),
             "{fact} was recorded and checked: {fact_types:?}"
         );
+    }
+}
+
+/// `schemas/event.v1.json` is exact for the members it names and open for the rest: the event of
+/// docs/ledger-format.md §8 conforms, each known member given a form the document forbids does
+/// not (at that member), and unknown members and fact types are tolerated.
+#[test]
+fn the_event_schema_checks_known_members_and_tolerates_unknown_ones() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ledger-format.md"),
+    )
+    .expect("read docs/ledger-format.md");
+    let example = doc
+        .lines()
+        .find(|line| line.starts_with("{\"actor\""))
+        .expect("the worked example of §8");
+    let mut event: Value = serde_json::from_str(example).expect("JSON");
+    event["hash"] = json!("e8f0c478f97bfd4162be4fb6c17141abc47493222fdf4c3c85660fd9ebe97dad");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(schemas_dir().join("event.v1.json")).expect("read"),
+    )
+    .expect("JSON");
+    subset::validate(&schema, &event).expect("the worked example conforms");
+
+    let refused: [(&str, &str, Value); 9] = [
+        ("/kind", "$.kind", json!("Other")),
+        ("/recordedAt", "$.recordedAt", json!("yesterday")),
+        (
+            "/actor/transport",
+            "$.actor.transport",
+            json!("carrier-pigeon"),
+        ),
+        (
+            "/outcome/responseDigest",
+            "$.outcome.responseDigest",
+            json!("nothex"),
+        ),
+        ("/provenance/kind", "$.provenance.kind", json!("magic")),
+        ("/call/arguments", "$.call.arguments", json!(5)),
+        ("/call/idempotencyKey", "$.call.idempotencyKey", json!("")),
+        (
+            "/facts/1/thoughtNumber",
+            "$.facts[1].thoughtNumber",
+            json!(4_294_967_296u64),
+        ),
+        ("/seq", "$.seq", json!(9_007_199_254_740_992u64)),
+    ];
+    for (pointer, path, value) in refused {
+        let mut bad = event.clone();
+        set(&mut bad, pointer, value);
+        let err = subset::validate(&schema, &bad).expect_err(pointer);
+        assert!(err.starts_with(&format!("{path}: ")), "{pointer}: {err}");
+        assert_eq!(err.lines().count(), 1, "{pointer}: {err}");
+    }
+
+    let tolerated: [(&str, Value); 6] = [
+        ("/addedLater", json!({"any": 1})),
+        ("/actor/addedLater", json!([])),
+        ("/actor/transport", json!("cli")),
+        ("/facts/1/addedLater", json!(null)),
+        (
+            "/facts/2",
+            json!({"type": "ThoughtsMerged", "into": 4_294_967_296u64}),
+        ),
+        ("/facts/1/thoughtNumber", json!(4_294_967_295u64)),
+    ];
+    for (pointer, value) in tolerated {
+        let mut later = event.clone();
+        set(&mut later, pointer, value);
+        if let Err(e) = subset::validate(&schema, &later) {
+            panic!("{pointer} must be tolerated: {e}");
+        }
+    }
+}
+
+/// Sets the member at a JSON pointer, creating the last step (an object member or the next
+/// array element).
+fn set(value: &mut Value, pointer: &str, to: Value) {
+    let (parent, last) = pointer.rsplit_once('/').expect("a pointer");
+    let parent = value.pointer_mut(parent).expect("the parent exists");
+    match parent {
+        Value::Array(items) => {
+            let i: usize = last.parse().expect("an index");
+            if i == items.len() {
+                items.push(to);
+            } else {
+                items[i] = to;
+            }
+        }
+        Value::Object(members) => {
+            members.insert(last.to_owned(), to);
+        }
+        _ => panic!("{pointer}: not a container"),
     }
 }

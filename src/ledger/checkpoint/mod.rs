@@ -415,6 +415,21 @@ pub fn sign_checkpoint(signer: &NoteSigner, checkpoint: &Checkpoint) -> String {
     signed_note(signer, &checkpoint.to_body())
 }
 
+/// A signed note as a reviewer may have saved it, put back in its signed form: CRLF line ends
+/// become `\n`, and the empty lines after the last signature line are dropped (`jq -r` and most
+/// editors add one), leaving the note's one final `\n`. A note's text never holds `\r` (it is
+/// refused) nor ends in an empty line, so nothing a signature covers is changed. Every command
+/// that reads a kept checkpoint from a file or a client passes it through here.
+pub fn kept_note(note: &str) -> std::borrow::Cow<'_, str> {
+    let trimmed = note.trim_end_matches(['\n', '\r']);
+    if !note.contains('\r') && trimmed.len() + 1 == note.len() {
+        return std::borrow::Cow::Borrowed(note);
+    }
+    let mut text = trimmed.replace("\r\n", "\n");
+    text.push('\n');
+    std::borrow::Cow::Owned(text)
+}
+
 /// Parses a signed note and verifies every signature by a key in `known` (matched by name and
 /// key id). Signatures by other keys are ignored; a failing signature by a known key rejects
 /// the note, and so does a note with no verified signature.

@@ -616,3 +616,46 @@ fn sign_note_takes_only_valid_note_text() {
         assert_eq!(opened.into_text(), text);
     }
 }
+
+#[test]
+fn a_verifier_key_splits_at_its_first_two_plus_signs() {
+    // About half of all keys have a `+` in their base64.
+    let signer = (0..200)
+        .map(|_| NoteSigner::generate("thinkledger/x").expect("key"))
+        .find(|s| {
+            let vkey = s.verifier().to_vkey();
+            vkey.splitn(3, '+').nth(2).is_some_and(|b| b.contains('+'))
+        })
+        .expect("a key whose base64 holds a +");
+    let vkey = signer.verifier().to_vkey();
+    let parsed = NoteVerifier::from_vkey(&vkey).expect("parses");
+    assert_eq!(parsed.name(), "thinkledger/x");
+    assert_eq!(
+        format!("{:08x}", parsed.key_id()),
+        vkey.split('+').nth(1).expect("id")
+    );
+    assert_eq!(parsed.to_vkey(), vkey);
+    // The name cannot hold a `+`, and the key id is exactly 8 hex digits.
+    assert!(NoteSigner::generate("a+b").is_err());
+    let short_id = vkey.replacen(&format!("+{:08x}+", parsed.key_id()), "+0+", 1);
+    assert!(NoteVerifier::from_vkey(&short_id).is_err());
+}
+
+#[test]
+fn a_kept_note_is_put_back_in_its_signed_form() {
+    let signer = NoteSigner::generate("thinkledger/x").expect("key");
+    let note = sign_note(&signer, "a\nb\n").expect("sign");
+    assert!(matches!(kept_note(&note), std::borrow::Cow::Borrowed(_)));
+    for saved in [
+        format!("{note}\n"),
+        format!("{note}\n\n\n"),
+        note.replace('\n', "\r\n"),
+        format!("{}\r\n", note.replace('\n', "\r\n")),
+    ] {
+        assert_eq!(kept_note(&saved), note, "{saved:?}");
+        assert!(open_note(&kept_note(&saved), &[signer.verifier()]).is_ok());
+    }
+    // A note cut short stays short: nothing is added but the one final newline.
+    let cut = note.trim_end_matches('\n');
+    assert_eq!(kept_note(cut), note);
+}
