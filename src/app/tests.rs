@@ -363,6 +363,9 @@ mod snapshots {
         }
     }
 
+    /// A `snapshot_every` no test ledger reaches: snapshots only at shutdown.
+    const RARELY: u64 = 1 << 40;
+
     fn open(dir: &std::path::Path, snapshot_every: u64) -> LedgerHandle<App> {
         open_ledger(
             SledStore::reopen(dir),
@@ -431,12 +434,20 @@ mod snapshots {
     async fn a_ledger_opened_from_its_snapshot_has_the_state_a_full_replay_gives() {
         let dir = tempfile::tempdir().unwrap();
         let connection = SessionId::random();
+        // Taken while the ledger runs, once enough events passed and the writer is idle.
         let ledger = open(dir.path(), 1);
         record_some(&ledger, &connection, "thought").await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !snapshot_file(dir.path()).exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no snapshot while running"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         ledger.shutdown().await;
-        assert!(snapshot_file(dir.path()).exists(), "shutdown saves one");
 
-        let from_snapshot = open(dir.path(), 1);
+        let from_snapshot = open(dir.path(), RARELY);
         let restored = state(&from_snapshot).await;
         // A call decided on the restored state, then everything once more.
         let c = from_snapshot
@@ -469,7 +480,7 @@ mod snapshots {
     #[tokio::test]
     async fn a_damaged_or_foreign_snapshot_is_ignored_and_replaced() {
         let dir = tempfile::tempdir().unwrap();
-        let ledger = open(dir.path(), 1);
+        let ledger = open(dir.path(), RARELY);
         record_some(&ledger, &SessionId::random(), "thought").await;
         let expected = state(&ledger).await;
         ledger.shutdown().await;
@@ -479,7 +490,7 @@ mod snapshots {
         let middle = flipped.len() / 2;
         flipped[middle] ^= 0x20;
         let other = tempfile::tempdir().unwrap();
-        let foreign = open(other.path(), 1);
+        let foreign = open(other.path(), RARELY);
         record_some(&foreign, &SessionId::random(), "thought").await;
         foreign.shutdown().await;
         let foreign = std::fs::read(snapshot_file(other.path())).unwrap();
@@ -491,7 +502,7 @@ mod snapshots {
             Vec::new(),
         ] {
             std::fs::write(snapshot_file(dir.path()), &damaged).unwrap();
-            let ledger = open(dir.path(), 1);
+            let ledger = open(dir.path(), RARELY);
             assert_eq!(state(&ledger).await, expected);
             ledger.shutdown().await;
             // Shutdown replaced it with a good one.
@@ -506,14 +517,14 @@ mod snapshots {
     async fn a_snapshot_older_than_an_erasure_is_removed_before_anyone_is_served() {
         let dir = tempfile::tempdir().unwrap();
         let secret = "the patient in room 4471";
-        let ledger = open(dir.path(), 1);
+        let ledger = open(dir.path(), RARELY);
         let connection = SessionId::random();
         record_some(&ledger, &connection, secret).await;
         ledger.shutdown().await;
         let before = std::fs::read(snapshot_file(dir.path())).unwrap();
         assert!(holds(&before, secret), "the snapshot holds the texts");
 
-        let ledger = open(dir.path(), 1);
+        let ledger = open(dir.path(), RARELY);
         let mut erase = Command::tool_call(
             "erase",
             json!({"sessionId": connection.as_str(), "reason": "subject request"}),
@@ -535,7 +546,7 @@ mod snapshots {
         // A crash between the erasure and the snapshot's removal leaves the old one: the next
         // open removes it and shows the texts erased.
         std::fs::write(snapshot_file(dir.path()), &before).unwrap();
-        let ledger = open(dir.path(), 1);
+        let ledger = open(dir.path(), RARELY);
         assert!(!snapshot_file(dir.path()).exists());
         let text = ledger
             .query(Box::new(move |app| {

@@ -107,6 +107,9 @@ pub trait Decider: Send + 'static {
 /// Default least number of events between two snapshots of state.
 pub const SNAPSHOT_EVERY_EVENTS: u64 = 10_000;
 
+/// Least number of events since the latest snapshot for shutdown to take a new one.
+const FINAL_SNAPSHOT_MIN_EVENTS: u64 = 1_000;
+
 /// Tuning of the writer.
 #[derive(Debug)]
 pub struct WriterConfig {
@@ -958,7 +961,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             if !commands.is_empty() {
                 if stopped {
                     for (_, reply) in commands {
-                        let _ = reply.send(Err(LedgerError::WriterStopped));
+                        let _ = reply.send(Err(self.refusal()));
                     }
                 } else if let Err(e) = self.commit_batch(commands) {
                     tracing::error!(error = %e, "ledger write failed; the writer stops");
@@ -972,7 +975,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             match carried.take() {
                 Some(Message::Query(query, reply)) => {
                     let answer = if stopped {
-                        Err(LedgerError::WriterStopped)
+                        Err(self.refusal())
                     } else {
                         Ok(self.decider.answer(query))
                     };
@@ -984,7 +987,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 Some(Message::Inspect(_)) => {}
                 Some(Message::Checkpoint(reply)) => {
                     let answer = if stopped {
-                        Err(LedgerError::WriterStopped)
+                        Err(self.refusal())
                     } else {
                         self.sign_checkpoint()
                     };
@@ -1016,6 +1019,15 @@ impl<S: Store, D: Decider> Writer<S, D> {
         // Every sender is gone: everything staged was made durable by its batch.
         if !stopped {
             self.final_snapshot();
+        }
+    }
+
+    /// What a stopped writer answers: why the log cannot be served when its check failed,
+    /// else that a write failed.
+    fn refusal(&self) -> LedgerError {
+        match &*self.gate.state.borrow() {
+            OpenState::Failed(e) => LedgerError::OpenFailed(e.to_string()),
+            _ => LedgerError::WriterStopped,
         }
     }
 
@@ -1094,9 +1106,13 @@ impl<S: Store, D: Decider> Writer<S, D> {
         self.snapshot_seq = self.head.seq;
     }
 
-    /// At shutdown: a snapshot of every event, unless the latest is one, saved before returning.
+    /// At shutdown: a snapshot of every event, saved before returning, when there is none or
+    /// the latest leaves at least [`FINAL_SNAPSHOT_MIN_EVENTS`] to fold at the next open (fewer
+    /// take less time to fold than a large snapshot takes to write).
     fn final_snapshot(&mut self) {
-        if self.snapshots.is_some() && self.head.seq > self.snapshot_seq {
+        let since = self.head.seq.saturating_sub(self.snapshot_seq);
+        let none = self.snapshot_seq == 0 && self.head.seq > 0;
+        if self.snapshots.is_some() && (none || since >= FINAL_SNAPSHOT_MIN_EVENTS) {
             self.take_snapshot();
         }
         if let Some(worker) = &mut self.snapshots {
