@@ -8,11 +8,19 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::thinking::{owned_session, parse, unknown_session_of_another};
+use super::call::{Decide, ToolSpec, owned_session, parse, unknown_session_of_another};
 use super::{App, Command, Decided, Outcome, Rejection};
 use crate::audit::{Selection, build_export};
 use crate::events::SessionId;
 use crate::ledger::LogView;
+
+/// The tool of this family.
+pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
+    name: "export_reasoning_audit",
+    known_fields: &["session_id", "since_checkpoint"],
+    text_fields: &[],
+    decide: Decide::WithLog(decide_audit_export),
+}];
 
 /// Arguments of `export_reasoning_audit`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

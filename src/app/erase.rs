@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::thinking::{Decide, ToolSpec, parse};
+use super::call::{Decide, ToolSpec, parse};
 use super::{App, Command, Decided, Outcome, Rejection};
 use crate::events::{Fact, SessionId};
 use crate::ledger::hash::parse_hex32;
@@ -18,17 +18,12 @@ use crate::ledger::verify::text_refs;
 use crate::ledger::{LogView, TextState};
 
 /// Commands only the operator may run (through the CLI), never offered over MCP.
-pub(super) const ADMIN_SPECS: &[ToolSpec] = &[ToolSpec {
+pub(crate) const ADMIN_SPECS: &[ToolSpec] = &[ToolSpec {
     name: "erase",
     known_fields: &["sessionId", "commitments", "reason"],
     text_fields: &[],
     decide: Decide::WithLog(decide_erase),
 }];
-
-/// The admin spec of `tool`, if there is one.
-pub(super) fn admin_spec(tool: &str) -> Option<&'static ToolSpec> {
-    ADMIN_SPECS.iter().find(|s| s.name == tool)
-}
 
 const USAGE: &str = "give --session ID or --commitment HEX (repeatable), and --reason";
 

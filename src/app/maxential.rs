@@ -6,10 +6,39 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::thinking::{Target, normalize_tags, parse, target};
+use super::call::{Decide, Target, ToolSpec, parse, target};
+use super::tags::normalize_tags;
 use super::{App, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::Fact;
 use crate::export::{self, ExportOptions, VisualizeOptions};
+
+/// The tools of the maxential family.
+pub(crate) const SPECS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "search",
+        known_fields: &["query", "tags", "branchId", "includeRevisions", "sessionId"],
+        text_fields: &["query"],
+        decide: Decide::Pure(decide_search),
+    },
+    ToolSpec {
+        name: "tag",
+        known_fields: &["thoughtNumber", "add", "remove", "sessionId"],
+        text_fields: &[],
+        decide: Decide::Pure(decide_tag),
+    },
+    ToolSpec {
+        name: "export",
+        known_fields: &["format", "includeBranches", "branchId", "sessionId"],
+        text_fields: &[],
+        decide: Decide::Pure(decide_export),
+    },
+    ToolSpec {
+        name: "visualize",
+        known_fields: &["format", "showTags", "showContent", "sessionId"],
+        text_fields: &[],
+        decide: Decide::Pure(decide_visualize),
+    },
+];
 
 /// Arguments of `search`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

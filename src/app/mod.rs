@@ -7,13 +7,16 @@
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
 mod audit_export;
+pub(crate) mod call;
 pub mod deliberation;
 mod erase;
 mod idempotency;
 mod lenient;
 mod maxential;
+mod registry;
 pub mod replay;
 mod snapshot;
+mod tags;
 mod texts;
 
 #[cfg(test)]
@@ -35,6 +38,7 @@ pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
 };
+pub use registry::TOOL_FAMILIES;
 pub use texts::TextPolicy;
 
 /// Limits applied to every call.
@@ -150,24 +154,6 @@ impl App {
         &self.config
     }
 }
-
-/// The names of the tools this layer decides, by family (for `--toolsets`).
-pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
-    ("thinking", &["sequentialthinking"]),
-    (
-        "maxential",
-        &["reset", "search", "tag", "export", "visualize"],
-    ),
-    (
-        "audit",
-        &[
-            "replay_reasoning_session",
-            "diff_sessions",
-            "export_reasoning_audit",
-        ],
-    ),
-    ("deliberation", deliberation::TOOLS),
-];
 
 /// Why a call was refused: shown to the client and recorded in the event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -440,11 +426,11 @@ impl App {
             return (recorded, Err((rejection, None)));
         }
         let spec = if command.admin {
-            erase::admin_spec(&command.tool)
+            registry::admin_spec(&command.tool)
         } else {
-            thinking::spec(&command.tool).filter(|_| command.tool_enabled)
+            registry::spec(&command.tool).filter(|_| command.tool_enabled)
         };
-        if spec.is_none() && thinking::spec(&command.tool).is_some() {
+        if spec.is_none() && registry::spec(&command.tool).is_some() {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
             let rejection = Rejection::new(
                 "tool_disabled",
@@ -488,9 +474,9 @@ impl App {
         };
         let sent = Value::Object(args.clone());
         let outcome = match spec.decide {
-            thinking::Decide::Pure(decide) => decide(self, command, &sent, &recorded),
-            thinking::Decide::WithLog(decide) => decide(self, command, log, &sent, &recorded),
-            thinking::Decide::Deliberation(decide) => {
+            call::Decide::Pure(decide) => decide(self, command, &sent, &recorded),
+            call::Decide::WithLog(decide) => decide(self, command, log, &sent, &recorded),
+            call::Decide::InContext(decide) => {
                 let fallback;
                 let at = match log.decided_at() {
                     Some(at) => at,
@@ -500,7 +486,7 @@ impl App {
                     }
                 };
                 let started = std::time::Instant::now();
-                let mut call = deliberation::common::Call::new(self, command, at, &sent, &recorded);
+                let mut call = call::Call::new(self, command, at, &sent, &recorded);
                 // A tool that takes a `provider` refuses a reserved one before anything else.
                 let outcome = if spec.known_fields.contains(&"provider") {
                     deliberation::providers::requested(&sent)

@@ -1,42 +1,22 @@
-//! The sequential-thinking tool (the reference server's contract) and `reset`, plus the table
-//! of tools this layer decides and the session rules every tool shares.
-
-use std::borrow::Cow;
+//! The thinking family: the sequential-thinking tool (the reference server's contract) and
+//! `reset`, which closes the chain it builds. Facts are `events`' session and thought facts;
+//! their fold is `projections::thinking`.
+//!
+//! Owns these two tools' rules. Must not know any other family: the session rules and argument
+//! parsing every family shares are `call`'s, tag normalization is `tags`'.
 
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{App, Command, Decided, Outcome, Rejection, audit_export, lenient, maxential, replay};
-use crate::events::{Fact, SessionId, TextRef, ThoughtRecorded};
-use crate::ledger::LogView;
-use crate::projections::{Session, SessionStatus};
+use super::call::{Decide, Target, ToolSpec, parse, target};
+use super::tags::normalize_tags;
+use super::{App, Command, Decided, Outcome, Rejection, lenient};
+use crate::events::{Fact, TextRef, ThoughtRecorded};
+use crate::projections::SessionStatus;
 
-/// How the application handles one tool.
-pub struct ToolSpec {
-    pub name: &'static str,
-    /// Argument names recorded in the event; others are ignored and not recorded.
-    pub known_fields: &'static [&'static str],
-    /// Arguments holding free text: committed, stored beside the event, erasable.
-    pub text_fields: &'static [&'static str],
-    /// Decides the call from its arguments as sent and as recorded (the recorded form carries
-    /// the commitments of its text fields).
-    pub decide: Decide,
-}
-
-/// How a tool is decided: from application state alone, or also reading the log itself
-/// (stored events, texts, proofs, checkpoints), read-only.
-#[derive(Clone, Copy)]
-pub enum Decide {
-    Pure(fn(&App, &Command, &Value, &Value) -> Outcome),
-    WithLog(fn(&App, &Command, &dyn LogView, &Value, &Value) -> Outcome),
-    /// A deliberation tool: decided from state at the ledger's decision time (which the call
-    /// context carries), never reading the log.
-    Deliberation(fn(&mut super::deliberation::common::Call<'_>) -> Outcome),
-}
-
-const SPECS: &[ToolSpec] = &[
+/// The tools of the thinking family.
+pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: "sequentialthinking",
         known_fields: &[
@@ -61,57 +41,7 @@ const SPECS: &[ToolSpec] = &[
         text_fields: &[],
         decide: Decide::Pure(decide_reset),
     },
-    ToolSpec {
-        name: "search",
-        known_fields: &["query", "tags", "branchId", "includeRevisions", "sessionId"],
-        text_fields: &["query"],
-        decide: Decide::Pure(maxential::decide_search),
-    },
-    ToolSpec {
-        name: "tag",
-        known_fields: &["thoughtNumber", "add", "remove", "sessionId"],
-        text_fields: &[],
-        decide: Decide::Pure(maxential::decide_tag),
-    },
-    ToolSpec {
-        name: "export",
-        known_fields: &["format", "includeBranches", "branchId", "sessionId"],
-        text_fields: &[],
-        decide: Decide::Pure(maxential::decide_export),
-    },
-    ToolSpec {
-        name: "visualize",
-        known_fields: &["format", "showTags", "showContent", "sessionId"],
-        text_fields: &[],
-        decide: Decide::Pure(maxential::decide_visualize),
-    },
-    ToolSpec {
-        name: "replay_reasoning_session",
-        known_fields: &["session_id", "reexecute"],
-        text_fields: &[],
-        decide: Decide::WithLog(replay::tools::decide_replay),
-    },
-    ToolSpec {
-        name: "diff_sessions",
-        known_fields: &["session_a", "session_b"],
-        text_fields: &[],
-        decide: Decide::Pure(replay::tools::decide_diff),
-    },
-    ToolSpec {
-        name: "export_reasoning_audit",
-        known_fields: &["session_id", "since_checkpoint"],
-        text_fields: &[],
-        decide: Decide::WithLog(audit_export::decide_audit_export),
-    },
 ];
-
-/// The spec of `tool`, if this layer knows it.
-pub fn spec(tool: &str) -> Option<&'static ToolSpec> {
-    SPECS
-        .iter()
-        .chain(super::deliberation::SPECS)
-        .find(|s| s.name == tool)
-}
 
 /// Arguments of `sequentialthinking`: exactly the reference server's, plus `sessionId` and
 /// `tags`. Numbers and booleans may be sent as strings.
@@ -210,176 +140,6 @@ pub struct ResetOutput {
 pub struct Cleared {
     pub thoughts: usize,
     pub branches: usize,
-}
-
-/// Parses typed arguments; a failure names the problem and the expected shape.
-pub(crate) fn parse<T: DeserializeOwned>(args: &Value, usage: &str) -> Result<T, Rejection> {
-    serde_json::from_value(args.clone()).map_err(|e| {
-        Rejection::new(
-            "invalid_arguments",
-            format!("invalid arguments: {e}"),
-            usage.to_owned(),
-        )
-    })
-}
-
-/// The session a call acts on.
-pub(crate) enum Target<'a> {
-    Existing(&'a Session),
-    /// The connection's session, not started yet: the call starts it.
-    New(SessionId),
-}
-
-impl Target<'_> {
-    pub(super) fn id(&self) -> SessionId {
-        match self {
-            Target::Existing(s) => s.id.clone(),
-            Target::New(id) => id.clone(),
-        }
-    }
-
-    /// The id to attribute a refused call to: only a session that exists (a refused call does
-    /// not start one).
-    pub(super) fn existing_id(&self) -> Option<SessionId> {
-        match self {
-            Target::Existing(s) => Some(s.id.clone()),
-            Target::New(_) => None,
-        }
-    }
-
-    /// The `SessionStarted` fact a call on a new session must carry.
-    pub(super) fn start_facts(&self) -> Vec<Fact> {
-        match self {
-            Target::Existing(_) => Vec::new(),
-            Target::New(id) => vec![Fact::SessionStarted {
-                session_id: id.clone(),
-            }],
-        }
-    }
-
-    /// The session as it stands (an empty one for a new session), borrowed: a decision must
-    /// not copy a long session's thoughts on every call.
-    pub(super) fn view(&self) -> Cow<'_, Session> {
-        match self {
-            Target::Existing(s) => Cow::Borrowed(*s),
-            Target::New(id) => Cow::Owned(Session {
-                id: id.clone(),
-                principal: String::new(),
-                started_seq: 0,
-                started_at: String::new(),
-                status: SessionStatus::Active,
-                thoughts: Vec::new(),
-                branches: Vec::new(),
-                events: 0,
-                last_seq: 0,
-                updated_at: String::new(),
-            }),
-        }
-    }
-}
-
-/// Resolves the session of a call: the named one, else the caller's current one (new if not
-/// started). A session belongs to the principal whose call started it: to any other principal it
-/// does not exist, and its caller's current session is never another principal's.
-pub(crate) fn target<'a>(
-    app: &'a App,
-    command: &Command,
-    requested: Option<&str>,
-) -> Result<Target<'a>, (Rejection, Option<SessionId>)> {
-    let Some(raw) = requested else {
-        let own = &command.connection_session;
-        return match (owned_session(app, command, own), app.state.session(own)) {
-            (Some(session), _) => Ok(Target::Existing(session)),
-            (None, None) => Ok(Target::New(own.clone())),
-            // Only a hand-made command could name another principal's session as its caller's
-            // current one: refused as if that session did not exist.
-            (None, Some(_)) => Err((
-                Rejection::new(
-                    "unknown_session",
-                    format!("there is no session {own} in this ledger"),
-                    "pass sessionId to name one of your own sessions",
-                ),
-                None,
-            )),
-        };
-    };
-    let Some(id) = SessionId::parse(raw) else {
-        return Err((
-            Rejection::new(
-                "unknown_session",
-                format!("\"{raw}\" is not a session id"),
-                "session ids are lowercase UUIDs as returned in `sessionId`; omit sessionId to \
-                 continue your current session, or read ledger://sessions to list them",
-            ),
-            None,
-        ));
-    };
-    match owned_session(app, command, &id) {
-        Some(session) => Ok(Target::Existing(session)),
-        None => Err((
-            Rejection::new(
-                "unknown_session",
-                format!("there is no session {id} in this ledger"),
-                "omit sessionId to continue your current session, or read ledger://sessions to \
-                 list the sessions that exist",
-            ),
-            None,
-        )),
-    }
-}
-
-/// The session `id` if it exists and belongs to the calling principal.
-pub(crate) fn owned_session<'a>(
-    app: &'a App,
-    command: &Command,
-    id: &SessionId,
-) -> Option<&'a Session> {
-    app.state
-        .session(id)
-        .filter(|s| s.principal == command.actor.principal)
-}
-
-/// The refusal for a session that belongs to another principal: the same answer as for a
-/// session that does not exist, so its existence is not revealed.
-pub(crate) fn unknown_session_of_another(id: &SessionId) -> (Rejection, Option<SessionId>) {
-    (
-        Rejection::new(
-            "unknown_session",
-            format!("there is no session {id} in this ledger"),
-            "pass the sessionId of one of your own sessions, as returned by earlier calls",
-        ),
-        None,
-    )
-}
-
-/// Lowercased, trimmed, deduplicated tags, in first-seen order; refuses unusable ones.
-pub(super) fn normalize_tags(raw: &[String]) -> Result<Vec<String>, Rejection> {
-    let mut tags: Vec<String> = Vec::new();
-    for tag in raw {
-        let tag = tag.trim().to_lowercase();
-        if tag.is_empty() {
-            continue;
-        }
-        if tag.chars().count() > 64 || tag.chars().any(char::is_control) {
-            return Err(Rejection::new(
-                "invalid_tag",
-                "a tag must be at most 64 characters with no control characters",
-                "use short labels such as hypothesis, evidence, counter, decision, question, \
-                 rejected, key",
-            ));
-        }
-        if !tags.contains(&tag) {
-            tags.push(tag);
-        }
-    }
-    if tags.len() > 32 {
-        return Err(Rejection::new(
-            "invalid_tag",
-            "at most 32 tags per thought",
-            "keep the few that matter",
-        ));
-    }
-    Ok(tags)
 }
 
 const SEQUENTIAL_USAGE: &str = "required: thought (string), nextThoughtNeeded (boolean), \

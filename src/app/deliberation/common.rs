@@ -6,20 +6,15 @@
 use std::collections::HashSet;
 
 use regex::{Regex, RegexBuilder};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
-use super::super::thinking::{Target, target};
-use super::super::{App, Command, Decided, Rejection, TextPolicy};
+use super::super::Rejection;
+pub use super::super::call::{Call, PathStep, Refusal};
+use super::super::call::{Target, target};
 use crate::events::deliberation::{
     AnalysisMetadata, Budgets, EdgeAdded, NodeAdded, Redaction, ScannedText,
 };
-use crate::events::{Fact, SessionId, TextRef};
-use crate::ledger::NewText;
+use crate::events::{Fact, SessionId};
 use crate::projections::Deliberation;
-
-/// A refusal, attributed to the session it concerns (if that session exists).
-pub type Refusal = (Rejection, Option<SessionId>);
 
 /// The eleven edge types of the thought graph.
 pub const EDGE_TYPES: &[&str] = &[
@@ -81,66 +76,9 @@ pub fn profile_budgets(profile: &str) -> Budgets {
     }
 }
 
-/// The context of one deliberation call: who, when, the arguments as sent and as recorded,
-/// and the texts the decision derives (committed as it goes).
-pub struct Call<'a> {
-    pub app: &'a App,
-    pub command: &'a Command,
-    /// The decision time: the `recordedAt` the event will carry.
-    pub at: &'a str,
-    pub args: &'a Value,
-    pub recorded: &'a Value,
-    pub texts: Vec<NewText>,
-}
-
+/// What a deliberation call adds to the shared call context: caller text scanned for
+/// injection, analysis metadata, and the deliberation the call acts on.
 impl<'a> Call<'a> {
-    pub fn new(
-        app: &'a App,
-        command: &'a Command,
-        at: &'a str,
-        args: &'a Value,
-        recorded: &'a Value,
-    ) -> Self {
-        Self {
-            app,
-            command,
-            at,
-            args,
-            recorded,
-            texts: Vec::new(),
-        }
-    }
-
-    fn policy(&self) -> TextPolicy {
-        TextPolicy {
-            max_text_bytes: self.app.config().max_text_bytes,
-        }
-    }
-
-    /// Parses the typed arguments; a failure names the problem and the expected shape.
-    pub fn parse<T: DeserializeOwned>(&self, usage: &str) -> Result<T, Refusal> {
-        super::super::thinking::parse(self.args, usage).map_err(|r| (r, None))
-    }
-
-    /// Commits a text the decision derived (a template, a question, a redacted text).
-    pub fn derive_text(&mut self, text: &str) -> TextRef {
-        let (text_ref, new) = self.policy().commit(text);
-        self.texts.push(new);
-        text_ref
-    }
-
-    /// The commitment the recorded arguments hold at `path` (e.g. `["claims", 1, "text"]`).
-    pub fn recorded_ref(&self, path: &[PathStep]) -> Option<TextRef> {
-        let mut at = self.recorded;
-        for step in path {
-            at = match step {
-                PathStep::Key(k) => at.get(*k)?,
-                PathStep::Index(i) => at.get(*i)?,
-            };
-        }
-        serde_json::from_value(at.clone()).ok()
-    }
-
     /// A caller text as stored: scanned for prompt injection; when something matched, the shown
     /// text is the redacted one (a derived text) and the original stays only behind its
     /// commitment in the arguments. `field` names it in the redaction record; `path` finds its
@@ -214,23 +152,6 @@ impl<'a> Call<'a> {
         }
         Ok(d)
     }
-
-    /// The successful outcome, carrying the derived texts.
-    pub fn done(
-        &mut self,
-        session_id: Option<SessionId>,
-        facts: Vec<Fact>,
-        body: impl serde::Serialize,
-    ) -> Result<Decided, Refusal> {
-        Ok(Decided::new(session_id, facts, body).with_texts(std::mem::take(&mut self.texts)))
-    }
-}
-
-/// One step of a path into the recorded arguments.
-#[derive(Debug, Clone, Copy)]
-pub enum PathStep {
-    Key(&'static str),
-    Index(usize),
 }
 
 fn no_deliberation() -> Rejection {

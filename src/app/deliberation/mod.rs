@@ -19,7 +19,7 @@ pub mod skeleton;
 #[cfg(test)]
 pub mod testing;
 
-use super::thinking::{Decide, ToolSpec};
+use super::call::{Decide, ToolSpec};
 
 /// The deliberation family's tools, in catalog order.
 pub const TOOLS: &[&str] = &[
@@ -59,19 +59,19 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "session_id",
         ],
         text_fields: &["goal", "constraints[]"],
-        decide: Decide::Deliberation(modes::decide_run_thinking_mode),
+        decide: Decide::InContext(modes::decide_run_thinking_mode),
     },
     ToolSpec {
         name: "reasoning_intent_router",
         known_fields: &["query", "profile", "session_id"],
         text_fields: &["query"],
-        decide: Decide::Deliberation(modes::decide_intent_router),
+        decide: Decide::InContext(modes::decide_intent_router),
     },
     ToolSpec {
         name: "reasoning_autopilot",
         known_fields: &["goal", "profile", "constraints", "budgets", "session_id"],
         text_fields: &["goal", "constraints[]"],
-        decide: Decide::Deliberation(modes::decide_autopilot),
+        decide: Decide::InContext(modes::decide_autopilot),
     },
     ToolSpec {
         name: "start_deliberation",
@@ -84,7 +84,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "session_id",
         ],
         text_fields: &["goal", "constraints[]"],
-        decide: Decide::Deliberation(graph::decide_start),
+        decide: Decide::InContext(graph::decide_start),
     },
     ToolSpec {
         name: "add_thought_node",
@@ -97,43 +97,43 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "session_id",
         ],
         text_fields: &["content"],
-        decide: Decide::Deliberation(graph::decide_add_node),
+        decide: Decide::InContext(graph::decide_add_node),
     },
     ToolSpec {
         name: "expand_thoughts",
         known_fields: &["node_id", "count", "candidates", "provider", "session_id"],
         text_fields: &["candidates[]"],
-        decide: Decide::Deliberation(graph::decide_expand),
+        decide: Decide::InContext(graph::decide_expand),
     },
     ToolSpec {
         name: "apply_algorithm_template",
         known_fields: &["template", "node_id", "session_id"],
         text_fields: &[],
-        decide: Decide::Deliberation(graph::decide_template),
+        decide: Decide::InContext(graph::decide_template),
     },
     ToolSpec {
         name: "set_scoring_rubric",
         known_fields: &["weights", "session_id"],
         text_fields: &[],
-        decide: Decide::Deliberation(graph::decide_rubric),
+        decide: Decide::InContext(graph::decide_rubric),
     },
     ToolSpec {
         name: "score_thoughts",
         known_fields: &["node_ids", "agent_scores", "provider", "session_id"],
         text_fields: &[],
-        decide: Decide::Deliberation(graph::decide_score),
+        decide: Decide::InContext(graph::decide_score),
     },
     ToolSpec {
         name: "prune_thoughts",
         known_fields: &["beam_width", "min_score", "session_id"],
         text_fields: &[],
-        decide: Decide::Deliberation(graph::decide_prune),
+        decide: Decide::InContext(graph::decide_prune),
     },
     ToolSpec {
         name: "refine_thoughts",
         known_fields: &["node_id", "feedback", "refined_content", "session_id"],
         text_fields: &["feedback", "refined_content"],
-        decide: Decide::Deliberation(graph::decide_refine),
+        decide: Decide::InContext(graph::decide_refine),
     },
     ToolSpec {
         name: "record_assumption",
@@ -145,7 +145,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "session_id",
         ],
         text_fields: &["text"],
-        decide: Decide::Deliberation(governance::decide_record_assumption),
+        decide: Decide::InContext(governance::decide_record_assumption),
     },
     ToolSpec {
         name: "set_assumption_status",
@@ -157,13 +157,13 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "session_id",
         ],
         text_fields: &["evidence[]", "rationale"],
-        decide: Decide::Deliberation(governance::decide_assumption_status),
+        decide: Decide::InContext(governance::decide_assumption_status),
     },
     ToolSpec {
         name: "apply_reasoning_pattern",
         known_fields: &["pattern", "node_id", "session_id"],
         text_fields: &[],
-        decide: Decide::Deliberation(graph::decide_pattern),
+        decide: Decide::InContext(graph::decide_pattern),
     },
     ToolSpec {
         name: "verify_thoughts",
@@ -181,37 +181,37 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "evidence[].excerpt",
             "resolutions[].rationale",
         ],
-        decide: Decide::Deliberation(governance::decide_verify),
+        decide: Decide::InContext(governance::decide_verify),
     },
     ToolSpec {
         name: "evaluate_reasoning_quality",
         known_fields: &["session_id"],
         text_fields: &[],
-        decide: Decide::Deliberation(governance::decide_evaluate),
+        decide: Decide::InContext(governance::decide_evaluate),
     },
     ToolSpec {
         name: "run_reasoning_checkpoint",
         known_fields: &["quality_threshold", "phase_id", "session_id"],
         text_fields: &[],
-        decide: Decide::Deliberation(governance::decide_checkpoint),
+        decide: Decide::InContext(governance::decide_checkpoint),
     },
     ToolSpec {
         name: "converge_reasoning",
         known_fields: &["quality_threshold", "summary", "session_id"],
         text_fields: &["summary"],
-        decide: Decide::Deliberation(governance::decide_converge),
+        decide: Decide::InContext(governance::decide_converge),
     },
     ToolSpec {
         name: "run_reasonkit_pipeline",
         known_fields: &["profile", "stages", "session_id"],
         text_fields: &[],
-        decide: Decide::Deliberation(modes::decide_pipeline),
+        decide: Decide::InContext(modes::decide_pipeline),
     },
     ToolSpec {
         name: "consensus_answer",
         known_fields: &["answer", "session_id"],
         text_fields: &["answer"],
-        decide: Decide::Deliberation(governance::decide_consensus),
+        decide: Decide::InContext(governance::decide_consensus),
     },
     ToolSpec {
         name: "start_skeleton_of_thought",
@@ -223,7 +223,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "session_id",
         ],
         text_fields: &["points[]"],
-        decide: Decide::Deliberation(skeleton::decide_start_skeleton),
+        decide: Decide::InContext(skeleton::decide_start_skeleton),
     },
     ToolSpec {
         name: "run_skeleton_elaboration",
@@ -235,6 +235,6 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "session_id",
         ],
         text_fields: &["elaborations[].content", "merge_summary"],
-        decide: Decide::Deliberation(skeleton::decide_elaboration),
+        decide: Decide::InContext(skeleton::decide_elaboration),
     },
 ];

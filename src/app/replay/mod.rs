@@ -34,8 +34,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::thinking::{self, Decide};
-use super::{Command, erase};
+use super::call::Decide;
+use super::{Command, registry};
 use crate::events::{Event, Fact, OutcomeStatus, SessionId, TextRef};
 use crate::ledger::hash::{parse_hex32, text_commitment};
 use crate::ledger::{Decider, LedgerError, LogView, TextState};
@@ -183,8 +183,8 @@ impl ReexecutionReport {
 /// Whether `tool` reads the log while it is decided (a `Decide::WithLog` tool, admin commands
 /// included): its answer depends on the log as it stood then, which has grown since.
 pub fn reads_log(tool: &str) -> bool {
-    thinking::spec(tool)
-        .or_else(|| erase::admin_spec(tool))
+    registry::spec(tool)
+        .or_else(|| registry::admin_spec(tool))
         .is_some_and(|spec| matches!(spec.decide, Decide::WithLog(_)))
 }
 

@@ -9,11 +9,27 @@ use super::timeline::{TimelineEntry, render_text as timeline_text, timeline};
 use super::{
     ReexecutionReport, ReplayError, reexecute, render_text as report_text, session_events,
 };
-use crate::app::thinking::{owned_session, parse, unknown_session_of_another};
+use crate::app::call::{Decide, ToolSpec, owned_session, parse, unknown_session_of_another};
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
 use crate::export::diff::{SessionDiff, diff, render_text};
 use crate::ledger::LogView;
+
+/// The tools of the replay family.
+pub(crate) const SPECS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "replay_reasoning_session",
+        known_fields: &["session_id", "reexecute"],
+        text_fields: &[],
+        decide: Decide::WithLog(decide_replay),
+    },
+    ToolSpec {
+        name: "diff_sessions",
+        known_fields: &["session_a", "session_b"],
+        text_fields: &[],
+        decide: Decide::Pure(decide_diff),
+    },
+];
 
 /// Arguments of `replay_reasoning_session`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -14,7 +14,7 @@ use super::super::common::{
 };
 use super::{BudgetRemaining, EdgeOut, derived, edit_at_live_node, finish, invalid, node_text};
 use crate::app::Outcome;
-use crate::app::thinking::normalize_tags;
+use crate::app::tags::normalize_tags;
 use crate::events::Fact;
 use crate::events::deliberation::Budgets;
 use crate::projections::Deliberation;

@@ -38,7 +38,7 @@ pub use run::{AutopilotArgs, AutopilotOutput, RunModeArgs, RunModeOutput};
 pub(crate) use run::{decide_autopilot, decide_run_thinking_mode};
 
 use super::common::{Call, PROFILES, Refusal};
-use crate::app::thinking::{owned_session, target};
+use crate::app::call::{owned_session, target};
 use crate::projections::Deliberation;
 
 // ---------------------------------------------------------------------------------------------

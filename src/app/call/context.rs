@@ -1,0 +1,92 @@
+//! The context of one call decided at the ledger's decision time ([`super::Decide::InContext`]):
+//! who calls, when (the `recordedAt` the event will carry), the arguments as sent and as
+//! recorded, and the texts the decision derives, committed as it goes.
+//!
+//! Families add their own methods to [`Call`] in their own modules (the deliberation finds its
+//! deliberation and scans caller text through it). Must not know any family.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::super::{App, Command, Decided, TextPolicy};
+use super::Refusal;
+use crate::events::{Fact, SessionId, TextRef};
+use crate::ledger::NewText;
+
+/// The context of one call: who, when, the arguments as sent and as recorded, and the texts
+/// the decision derives (committed as it goes).
+pub struct Call<'a> {
+    pub app: &'a App,
+    pub command: &'a Command,
+    /// The decision time: the `recordedAt` the event will carry.
+    pub at: &'a str,
+    pub args: &'a Value,
+    pub recorded: &'a Value,
+    pub texts: Vec<NewText>,
+}
+
+impl<'a> Call<'a> {
+    pub fn new(
+        app: &'a App,
+        command: &'a Command,
+        at: &'a str,
+        args: &'a Value,
+        recorded: &'a Value,
+    ) -> Self {
+        Self {
+            app,
+            command,
+            at,
+            args,
+            recorded,
+            texts: Vec::new(),
+        }
+    }
+
+    fn policy(&self) -> TextPolicy {
+        TextPolicy {
+            max_text_bytes: self.app.config().max_text_bytes,
+        }
+    }
+
+    /// Parses the typed arguments; a failure names the problem and the expected shape.
+    pub fn parse<T: DeserializeOwned>(&self, usage: &str) -> Result<T, Refusal> {
+        super::parse(self.args, usage).map_err(|r| (r, None))
+    }
+
+    /// Commits a text the decision derived (a template, a question, a redacted text).
+    pub fn derive_text(&mut self, text: &str) -> TextRef {
+        let (text_ref, new) = self.policy().commit(text);
+        self.texts.push(new);
+        text_ref
+    }
+
+    /// The commitment the recorded arguments hold at `path` (e.g. `["claims", 1, "text"]`).
+    pub fn recorded_ref(&self, path: &[PathStep]) -> Option<TextRef> {
+        let mut at = self.recorded;
+        for step in path {
+            at = match step {
+                PathStep::Key(k) => at.get(*k)?,
+                PathStep::Index(i) => at.get(*i)?,
+            };
+        }
+        serde_json::from_value(at.clone()).ok()
+    }
+
+    /// The successful outcome, carrying the derived texts.
+    pub fn done(
+        &mut self,
+        session_id: Option<SessionId>,
+        facts: Vec<Fact>,
+        body: impl serde::Serialize,
+    ) -> Result<Decided, Refusal> {
+        Ok(Decided::new(session_id, facts, body).with_texts(std::mem::take(&mut self.texts)))
+    }
+}
+
+/// One step of a path into the recorded arguments.
+#[derive(Debug, Clone, Copy)]
+pub enum PathStep {
+    Key(&'static str),
+    Index(usize),
+}

@@ -1,0 +1,58 @@
+//! The call machinery every tool family shares: how a tool is described to the dispatcher
+//! ([`ToolSpec`], [`Decide`]), typed argument parsing, the session a call acts on
+//! ([`session`]) and the per-call context of tools decided at the ledger's decision time
+//! ([`context`]).
+//!
+//! Owns no tool. Must not know any family (thinking, maxential, deliberation, replay, audit
+//! export, erase): families import this module, never each other.
+
+pub mod context;
+pub mod session;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{App, Command, Outcome, Rejection};
+use crate::events::SessionId;
+use crate::ledger::LogView;
+
+pub use context::{Call, PathStep};
+pub(crate) use session::{Target, owned_session, target, unknown_session_of_another};
+
+/// A refusal, attributed to the session it concerns (if that session exists).
+pub type Refusal = (Rejection, Option<SessionId>);
+
+/// How the application handles one tool.
+pub struct ToolSpec {
+    pub name: &'static str,
+    /// Argument names recorded in the event; others are ignored and not recorded.
+    pub known_fields: &'static [&'static str],
+    /// Arguments holding free text: committed, stored beside the event, erasable.
+    pub text_fields: &'static [&'static str],
+    /// Decides the call from its arguments as sent and as recorded (the recorded form carries
+    /// the commitments of its text fields).
+    pub decide: Decide,
+}
+
+/// How a tool is decided: from application state alone, or also reading the log itself
+/// (stored events, texts, proofs, checkpoints), read-only.
+#[derive(Clone, Copy)]
+pub enum Decide {
+    Pure(fn(&App, &Command, &Value, &Value) -> Outcome),
+    WithLog(fn(&App, &Command, &dyn LogView, &Value, &Value) -> Outcome),
+    /// Decided from state at the ledger's decision time, which the call context carries with
+    /// the texts the decision derives; never reads the log, and is held to the tool time limit
+    /// (the deliberation tools).
+    InContext(fn(&mut Call<'_>) -> Outcome),
+}
+
+/// Parses typed arguments; a failure names the problem and the expected shape.
+pub(crate) fn parse<T: DeserializeOwned>(args: &Value, usage: &str) -> Result<T, Rejection> {
+    serde_json::from_value(args.clone()).map_err(|e| {
+        Rejection::new(
+            "invalid_arguments",
+            format!("invalid arguments: {e}"),
+            usage.to_owned(),
+        )
+    })
+}
