@@ -9,7 +9,7 @@ use rmcp::model::{Resource, ResourceTemplate};
 use serde_json::{Map, Value, json};
 
 use crate::app::App;
-use crate::app::deliberation::common::{
+use crate::app::deliberation::outputs::{
     AnalysisOut, BlockingGapOut, NodeOut, RedactionOut, RouteDecisionOut, assumption_blocks,
 };
 use crate::app::deliberation::{graph, modes, providers};

@@ -9,13 +9,19 @@
 //! evaluation of caller-supplied evidence. Model-backed and retrieval providers are boundaries
 //! that fail closed (see `providers`). Owns: the rules. Must not know: MCP, storage.
 
-pub mod common;
+pub mod budgets;
+pub mod context;
 pub mod governance;
 pub mod graph;
+pub mod graph_edit;
+pub mod injection;
+pub mod mode;
 pub mod modes;
+pub mod outputs;
 pub mod providers;
 pub mod scaffold;
 pub mod skeleton;
+pub mod start;
 #[cfg(test)]
 pub mod testing;
 

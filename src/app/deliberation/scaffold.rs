@@ -7,7 +7,11 @@
 
 use serde_json::Value;
 
-use super::common::{Call, GraphEdit, NodeOut, PathStep, Refusal, Started, shown};
+use crate::app::call::{Call, PathStep, Refusal};
+use crate::app::deliberation::graph_edit::GraphEdit;
+use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::outputs::NodeOut;
+use crate::app::deliberation::start::Started;
 use crate::events::Fact;
 use crate::events::deliberation::{AnalysisMetadata, ScannedText};
 use crate::projections::{Deliberation, DeliberationState};

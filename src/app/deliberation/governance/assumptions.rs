@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 use super::{
     MAX_IDS, assumption_blocks, criticality_or_refuse, empty_text, require_nodes, too_many,
 };
-use crate::app::deliberation::common::{AnalysisOut, Call, PathStep, RedactionOut, refuse, shown};
+use crate::app::call::{Call, PathStep};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::outputs::{AnalysisOut, RedactionOut};
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::{AssumptionRecorded, AssumptionStatusSet};

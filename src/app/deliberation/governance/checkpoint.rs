@@ -12,9 +12,9 @@ use super::{
     GAP_QUALITY, QualityComponent, assess, count, threshold_or_refuse,
 };
 use crate::app::Outcome;
-use crate::app::deliberation::common::{
-    AnalysisOut, BlockingGapOut, Call, RouteDecisionOut, refuse,
-};
+use crate::app::call::Call;
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::outputs::{AnalysisOut, BlockingGapOut, RouteDecisionOut};
 use crate::events::Fact;
 use crate::events::deliberation::{CheckpointRecorded, RouteDecision};
 use crate::projections::Deliberation;

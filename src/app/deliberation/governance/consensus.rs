@@ -13,8 +13,11 @@ use super::{
     CheckOut, assess, empty_text, guard_checks, ratio, round3,
 };
 use crate::app::Outcome;
-use crate::app::deliberation::common::{
-    AnalysisOut, BlockingGapOut, Call, PathStep, RedactionOut, RouteDecisionOut, refuse, shown,
+use crate::app::call::{Call, PathStep};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::outputs::{
+    AnalysisOut, BlockingGapOut, RedactionOut, RouteDecisionOut,
 };
 use crate::events::Fact;
 use crate::events::deliberation::{ConsensusReached, RouteDecision, ScannedText};

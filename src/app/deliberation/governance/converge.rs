@@ -13,9 +13,11 @@ use serde_json::{Map, Value, json};
 use super::claims::quote;
 use super::{assess, empty_text, is_candidate, threshold_or_refuse};
 use crate::app::Outcome;
-use crate::app::deliberation::common::{
-    BlockingGapOut, Call, GraphEdit, NodeOut, PathStep, refuse, shown,
-};
+use crate::app::call::{Call, PathStep};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::graph_edit::GraphEdit;
+use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::outputs::{BlockingGapOut, NodeOut};
 use crate::events::Fact;
 use crate::events::deliberation::{BlockingGap, DeliberationStatusChanged, ScannedText};
 use crate::projections::Deliberation;

@@ -15,7 +15,8 @@ use super::{
     Assessment, CHECK_ROUTE, CheckOut, QualityComponent, assess, is_candidate, is_high, ratio,
 };
 use crate::app::Outcome;
-use crate::app::deliberation::common::{AnalysisOut, Call};
+use crate::app::call::Call;
+use crate::app::deliberation::outputs::AnalysisOut;
 use crate::projections::Deliberation;
 
 /// Arguments of `evaluate_reasoning_quality`.

@@ -36,7 +36,10 @@ mod tests;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::common::{BlockingGapOut, CRITICALITIES, GraphEdit, Refusal, refuse};
+use crate::app::call::Refusal;
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::graph_edit::GraphEdit;
+use crate::app::deliberation::outputs::BlockingGapOut;
 use crate::events::deliberation::GuardCheck;
 use crate::projections::Deliberation;
 
@@ -66,6 +69,9 @@ pub use self::verify::{
 // ---------------------------------------------------------------------------------------------
 // Shared rules
 // ---------------------------------------------------------------------------------------------
+
+/// How critical an assumption may be.
+pub const CRITICALITIES: &[&str] = &["low", "medium", "high", "critical"];
 
 /// Node kinds that are candidate reasoning (what diversity, scoring and convergence look at);
 /// the goal, skeleton outlines, merges, stage markers and convergence nodes are not.

@@ -19,7 +19,10 @@ use super::{
     MAX_CLAIMS_PER_CALL, MAX_EVIDENCE_PER_CALL, MAX_IDS, Tally, VerificationMatrix, claim_status,
     criticality_or_refuse, empty_text, require_nodes, tier_weight, too_many,
 };
-use crate::app::deliberation::common::{AnalysisOut, Call, PathStep, RedactionOut, refuse, shown};
+use crate::app::call::{Call, PathStep};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::outputs::{AnalysisOut, RedactionOut};
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::{

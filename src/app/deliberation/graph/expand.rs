@@ -7,10 +7,13 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::common::{AnalysisOut, Call, NodeOut, PathStep, refuse, shown};
 use super::{
     BudgetRemaining, derived, edit_at_live_node, finish, fresh_branch, invalid, node_text,
 };
+use crate::app::call::{Call, PathStep};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
 use crate::app::{Outcome, lenient};
 
 /// An expansion lens: a fixed way of opening a new line of thought from a node.

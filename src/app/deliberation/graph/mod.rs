@@ -45,7 +45,10 @@ pub use scoring::{
 };
 pub(crate) use scoring::{decide_prune, decide_rubric, decide_score};
 
-use super::common::{Call, GraphEdit, NodeOut, Refusal, refuse};
+use crate::app::call::{Call, Refusal};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::graph_edit::GraphEdit;
+use crate::app::deliberation::outputs::NodeOut;
 use crate::events::Fact;
 use crate::events::deliberation::ScannedText;
 use crate::projections::Deliberation;

@@ -7,13 +7,16 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::common::{
-    AnalysisOut, BudgetArgs, Call, GraphEdit, NodeOut, PathStep, RedactionOut, Refusal, StartPlan,
-    budgets_or_refuse, mode_or_refuse, parse_mode, plan_start, profile_or_refuse, refuse, scan,
-    shown,
-};
 use super::{BudgetRemaining, EdgeOut, derived, edit_at_live_node, finish, invalid, node_text};
 use crate::app::Outcome;
+use crate::app::call::{Call, PathStep, Refusal};
+use crate::app::deliberation::budgets::{BudgetArgs, budgets_or_refuse, profile_or_refuse};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::graph_edit::GraphEdit;
+use crate::app::deliberation::injection::{scan, shown};
+use crate::app::deliberation::mode::{mode_or_refuse, parse_mode};
+use crate::app::deliberation::outputs::{AnalysisOut, NodeOut, RedactionOut};
+use crate::app::deliberation::start::{StartPlan, plan_start};
 use crate::app::tags::normalize_tags;
 use crate::events::Fact;
 use crate::events::deliberation::Budgets;

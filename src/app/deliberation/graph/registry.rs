@@ -7,11 +7,13 @@ use std::collections::{BTreeSet, HashMap};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::common::{AnalysisOut, Call, NodeOut, Refusal, refuse};
 use super::{
     BudgetRemaining, EdgeOut, derived, edit_at_live_node, finish, fresh_branch, node_text,
 };
 use crate::app::Outcome;
+use crate::app::call::{Call, Refusal};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
 use crate::projections::Deliberation;
 
 /// A registry whose entries a caller names: templates and patterns are looked up alike.

@@ -8,8 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, json};
 
-use super::super::common::{AnalysisOut, Call, GraphEdit, Refusal, refuse};
 use super::invalid;
+use crate::app::call::{Call, Refusal};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::graph_edit::GraphEdit;
+use crate::app::deliberation::outputs::AnalysisOut;
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::{

@@ -8,8 +8,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::super::common::{MODES, Mode, PROFILES, profile_budgets};
 use super::plans::autopilot_steps;
+use crate::app::deliberation::budgets::{PROFILES, profile_budgets};
+use crate::app::deliberation::mode::{MODES, Mode};
 
 /// What running a mode is expected to cost under one profile. An ordinal estimate from the
 /// mode's workflow, not a measurement.

@@ -4,7 +4,7 @@
 //! stage markers of `run_reasonkit_pipeline`.
 //!
 //! Every workflow here is deterministic heuristic scaffolding: rule-written prompts added as
-//! nodes through [`GraphEdit`](super::common::GraphEdit), which the client answers with its own
+//! nodes through [`GraphEdit`](super::graph_edit::GraphEdit), which the client answers with its own
 //! reasoning. No model is invoked (see `providers`); route confidences are margins between rule
 //! scores.
 //! Owns: which mode a query routes to and why, what each mode scaffolds, what each stage finds
@@ -37,8 +37,9 @@ pub(super) use router::{Cue, matched_cues, words};
 pub use run::{AutopilotArgs, AutopilotOutput, RunModeArgs, RunModeOutput};
 pub(crate) use run::{decide_autopilot, decide_run_thinking_mode};
 
-use super::common::{Call, PROFILES, Refusal};
+use crate::app::call::{Call, Refusal};
 use crate::app::call::{owned_session, target};
+use crate::app::deliberation::budgets::PROFILES;
 use crate::projections::Deliberation;
 
 // ---------------------------------------------------------------------------------------------

@@ -10,11 +10,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::super::common::{AnalysisOut, Call, NodeOut, profile_or_refuse, refuse};
 use super::super::providers::HEURISTIC;
 use super::super::scaffold::{NodeSpec, Scaffold};
 use super::profile_of;
 use crate::app::Outcome;
+use crate::app::call::Call;
+use crate::app::deliberation::budgets::profile_or_refuse;
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
 use crate::projections::Deliberation;
 
 /// The ReasonKit stages, in pipeline order: name, title, prompt.

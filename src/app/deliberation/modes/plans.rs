@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::super::common::Mode;
+use crate::app::deliberation::mode::Mode;
 
 /// One step of a recommended workflow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]

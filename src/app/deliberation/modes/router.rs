@@ -9,12 +9,16 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::common::{AnalysisOut, Call, Mode, RouteDecisionOut, profile_or_refuse, shown};
 use super::super::providers::HEURISTIC;
 use super::catalog::{
     EstimatedCost, ThinkingModeContract, contract, estimated_cost, mode_named, strings,
 };
 use super::{existing_deliberation, profile_of};
+use crate::app::call::Call;
+use crate::app::deliberation::budgets::profile_or_refuse;
+use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::mode::Mode;
+use crate::app::deliberation::outputs::{AnalysisOut, RouteDecisionOut};
 use crate::app::{Outcome, Rejection};
 use crate::events::Fact;
 use crate::events::deliberation::{RouteDecided, RouteDecision};

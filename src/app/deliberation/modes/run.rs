@@ -6,10 +6,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::common::{
-    AnalysisOut, BudgetArgs, Call, Mode, NodeOut, PathStep, Refusal, RouteDecisionOut, StartPlan,
-    budgets_or_refuse, mode_or_refuse, plan_start, profile_or_refuse, shown,
-};
 use super::super::providers::{HEURISTIC, SOT_HEURISTIC_SCAFFOLD};
 use super::super::scaffold::{NodeSpec, Scaffold, preview};
 use super::super::skeleton::{self, SkeletonPlan};
@@ -19,6 +15,12 @@ use super::catalog::{
 use super::plans::{PlanStep, autopilot_steps, next_tools};
 use super::router::{classify, route_fact, safety_notes};
 use super::{existing_deliberation, profile_of};
+use crate::app::call::{Call, PathStep, Refusal};
+use crate::app::deliberation::budgets::{BudgetArgs, budgets_or_refuse, profile_or_refuse};
+use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::mode::{Mode, mode_or_refuse};
+use crate::app::deliberation::outputs::{AnalysisOut, NodeOut, RouteDecisionOut};
+use crate::app::deliberation::start::{StartPlan, plan_start};
 use crate::app::{Outcome, Rejection};
 use crate::events::deliberation::RouteDecision;
 use crate::events::{Fact, SessionId};

@@ -5,10 +5,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
-use super::super::common::{PROFILES, parse_mode};
 use super::super::testing::{Given, given};
 use super::catalog::mode_named;
 use super::{autopilot_steps, classify, contracts, prompt_packs};
+use crate::app::deliberation::budgets::PROFILES;
+use crate::app::deliberation::mode::parse_mode;
 
 /// The connection's deliberation, read back: (node kinds, edge types, route sources).
 async fn graph(g: &Given) -> (Vec<String>, Vec<String>, Vec<String>) {

@@ -6,9 +6,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::common::{AnalysisOut, Call, NodeOut, Refusal, refuse};
 use super::super::scaffold::Scaffold;
 use super::{DEFAULT_SCAFFOLD_POINTS, MAX_POINTS, STYLES, SkeletonPlan, plan_skeleton};
+use crate::app::call::{Call, Refusal};
+use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
 use crate::app::{Outcome, Rejection, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::Suitability;

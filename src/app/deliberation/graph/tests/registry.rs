@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use super::{ids, started};
-use crate::app::deliberation::common::EDGE_TYPES;
 use crate::app::deliberation::graph::{patterns, templates};
+use crate::app::deliberation::graph_edit::EDGE_TYPES;
 
 #[tokio::test]
 async fn templates_scaffold_ordered_steps() {
