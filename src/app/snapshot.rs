@@ -64,7 +64,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/1",
-        "cc942cf45d86cddc2a1d2af3e46ccbe2434c91ce3d035da3143f6e618b2298bc",
+        "99fe78beab6c604ac3b4800ae9b7ac2f7066b2a9bb2f7339e5c2631915a16fbe",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

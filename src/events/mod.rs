@@ -5,13 +5,19 @@
 //! ledger and hashed, so changes must be additive: a new fact variant or an optional field, never
 //! a rename. Names are past tense (`ThoughtRecorded`, `SessionClosed`) because an event states
 //! what happened, not what was asked.
+//!
+//! The facts one family makes live in its own submodule (`thinking`, `deliberation`); the
+//! envelope, the session lifecycle and erasure, which every family shares, stay here.
 
 pub mod deliberation;
+pub mod thinking;
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use thinking::ThoughtRecorded;
 
 /// The envelope version written by this build. Readers accept every version up to this one.
 pub const ENVELOPE_VERSION: u32 = 1;
@@ -243,23 +249,6 @@ pub enum Fact {
     ConsensusReached(deliberation::ConsensusReached),
     SkeletonPhaseStarted(deliberation::SkeletonPhaseStarted),
     SkeletonElaborated(deliberation::SkeletonElaborated),
-}
-
-/// The body of [`Fact::ThoughtRecorded`]: the reference server's thought fields plus tags.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ThoughtRecorded {
-    pub session_id: SessionId,
-    pub text: TextRef,
-    pub thought_number: u32,
-    pub total_thoughts: u32,
-    pub next_thought_needed: bool,
-    pub is_revision: bool,
-    pub revises_thought: Option<u32>,
-    pub branch_from_thought: Option<u32>,
-    pub branch_id: Option<String>,
-    pub needs_more_thoughts: bool,
-    pub tags: Vec<String>,
 }
 
 #[cfg(test)]
