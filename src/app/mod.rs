@@ -13,6 +13,7 @@ mod erase;
 mod idempotency;
 mod lenient;
 mod maxential;
+pub(crate) mod providers;
 mod registry;
 pub mod replay;
 mod snapshot;
@@ -38,7 +39,6 @@ pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
 };
-pub use registry::TOOL_FAMILIES;
 pub use texts::TextPolicy;
 
 /// Limits applied to every call.
@@ -444,10 +444,7 @@ impl App {
         }
         let Some(spec) = spec else {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
-            let known: Vec<&str> = TOOL_FAMILIES
-                .iter()
-                .flat_map(|(_, t)| t.iter().copied())
-                .collect();
+            let known: Vec<&str> = registry::tool_names().collect();
             let rejection = Rejection::new(
                 "unknown_tool",
                 format!("there is no tool named \"{}\"", command.tool),
@@ -489,7 +486,7 @@ impl App {
                 let mut call = call::Call::new(self, command, at, &sent, &recorded);
                 // A tool that takes a `provider` refuses a reserved one before anything else.
                 let outcome = if spec.known_fields.contains(&"provider") {
-                    deliberation::providers::requested(&sent)
+                    providers::requested(&sent)
                         .map_err(|r| (r, None))
                         .and_then(|()| decide(&mut call))
                 } else {

@@ -1,9 +1,7 @@
-//! Where each tool is decided: every family's specs in one list, looked up by tool name, and
-//! the families' names for `--toolsets`.
+//! Where each tool is decided: every family's specs in one list, looked up by tool name.
 //!
 //! The one module under `app/` besides the root that knows every family: adding a family is one
-//! line in [`FAMILY_SPECS`] (and one in [`TOOL_FAMILIES`] when it is served as a toolset of its
-//! own). Owns no rules.
+//! line in [`FAMILY_SPECS`]. Owns no rules.
 
 use super::call::ToolSpec;
 use super::{audit_export, deliberation, erase, maxential, replay, thinking};
@@ -17,23 +15,13 @@ const FAMILY_SPECS: &[&[ToolSpec]] = &[
     deliberation::SPECS,
 ];
 
-/// The names of the tools this layer decides, by family (for `--toolsets`).
-pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
-    ("thinking", &["sequentialthinking"]),
-    (
-        "maxential",
-        &["reset", "search", "tag", "export", "visualize"],
-    ),
-    (
-        "audit",
-        &[
-            "replay_reasoning_session",
-            "diff_sessions",
-            "export_reasoning_audit",
-        ],
-    ),
-    ("deliberation", deliberation::TOOLS),
-];
+/// The names of every tool offered over MCP, family by family, in catalog order.
+pub(crate) fn tool_names() -> impl Iterator<Item = &'static str> {
+    FAMILY_SPECS
+        .iter()
+        .flat_map(|specs| specs.iter())
+        .map(|s| s.name)
+}
 
 /// The spec of `tool`, if this layer offers it over MCP.
 pub(crate) fn spec(tool: &str) -> Option<&'static ToolSpec> {
@@ -47,4 +35,20 @@ pub(crate) fn spec(tool: &str) -> Option<&'static ToolSpec> {
 /// one.
 pub(crate) fn admin_spec(tool: &str) -> Option<&'static ToolSpec> {
     erase::ADMIN_SPECS.iter().find(|s| s.name == tool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_one_spec_and_the_deliberation_list_follows_its_specs() {
+        let names: Vec<&str> = tool_names().collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "a tool name has two specs");
+        let specs: Vec<&str> = deliberation::SPECS.iter().map(|s| s.name).collect();
+        assert_eq!(specs, deliberation::TOOLS);
+    }
 }

@@ -12,7 +12,8 @@ use crate::app::App;
 use crate::app::deliberation::outputs::{
     AnalysisOut, BlockingGapOut, NodeOut, RedactionOut, RouteDecisionOut, assumption_blocks,
 };
-use crate::app::deliberation::{graph, modes, providers};
+use crate::app::deliberation::{graph, modes};
+use crate::app::providers;
 use crate::events::SessionId;
 use crate::ledger::LedgerHandle;
 use crate::projections::deliberation::Text;

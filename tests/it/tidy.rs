@@ -100,6 +100,7 @@ const SHARED: &[&str] = &[
     "app/lenient.rs",
     "app/idempotency.rs",
     "app/snapshot.rs",
+    "app/providers.rs",
 ];
 
 /// The module path of a source file (`app/deliberation/graph/mod.rs` → app, deliberation, graph).

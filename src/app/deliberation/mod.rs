@@ -7,7 +7,7 @@
 //! decision time the ledger fixes (so a replay re-derives the same output). Analysis is the
 //! deterministic heuristic provider: templates, rule checks, weighted structural scores and
 //! evaluation of caller-supplied evidence. Model-backed and retrieval providers are boundaries
-//! that fail closed (see `providers`). Owns: the rules. Must not know: MCP, storage.
+//! that fail closed (see `app::providers`). Owns: the rules. Must not know: MCP, storage.
 
 pub mod budgets;
 pub mod context;
@@ -18,7 +18,6 @@ pub mod injection;
 pub mod mode;
 pub mod modes;
 pub mod outputs;
-pub mod providers;
 pub mod scaffold;
 pub mod skeleton;
 pub mod start;

@@ -10,7 +10,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::super::providers::HEURISTIC;
 use super::super::scaffold::{NodeSpec, Scaffold};
 use super::profile_of;
 use crate::app::Outcome;
@@ -18,6 +17,7 @@ use crate::app::call::Call;
 use crate::app::deliberation::budgets::profile_or_refuse;
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
+use crate::app::providers::HEURISTIC;
 use crate::projections::Deliberation;
 
 /// The ReasonKit stages, in pipeline order: name, title, prompt.

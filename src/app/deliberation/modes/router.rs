@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::providers::HEURISTIC;
 use super::catalog::{
     EstimatedCost, ThinkingModeContract, contract, estimated_cost, mode_named, strings,
 };
@@ -19,6 +18,7 @@ use crate::app::deliberation::budgets::profile_or_refuse;
 use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::mode::Mode;
 use crate::app::deliberation::outputs::{AnalysisOut, RouteDecisionOut};
+use crate::app::providers::HEURISTIC;
 use crate::app::{Outcome, Rejection};
 use crate::events::Fact;
 use crate::events::deliberation::{RouteDecided, RouteDecision};

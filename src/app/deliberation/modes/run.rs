@@ -6,7 +6,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::providers::{HEURISTIC, SOT_HEURISTIC_SCAFFOLD};
 use super::super::scaffold::{NodeSpec, Scaffold, preview};
 use super::super::skeleton::{self, SkeletonPlan};
 use super::catalog::{
@@ -21,6 +20,7 @@ use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::mode::{Mode, mode_or_refuse};
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut, RouteDecisionOut};
 use crate::app::deliberation::start::{StartPlan, plan_start};
+use crate::app::providers::{HEURISTIC, SOT_HEURISTIC_SCAFFOLD};
 use crate::app::{Outcome, Rejection};
 use crate::events::deliberation::RouteDecision;
 use crate::events::{Fact, SessionId};

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::providers::SOT_HEURISTIC_SCAFFOLD;
 use super::super::scaffold::{NodeSpec, Scaffold};
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
+use crate::app::providers::SOT_HEURISTIC_SCAFFOLD;
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::SkeletonElaborated;

@@ -22,9 +22,9 @@ pub(crate) use start::decide_start_skeleton;
 pub use start::{StartSkeletonArgs, StartSkeletonOutput, SuitabilityOut};
 pub use suitability::suitability;
 
-use super::providers::SOT_HEURISTIC_SCAFFOLD;
 use super::scaffold::{NodeSpec, Scaffold};
 use crate::app::call::{Call, PathStep, Refusal};
+use crate::app::providers::SOT_HEURISTIC_SCAFFOLD;
 use crate::events::deliberation::SkeletonPhaseStarted;
 use suitability::{outline_for, styled};
 

@@ -11,10 +11,13 @@
 //! Owns: the provider names, the environment variable names, the report and the refusal.
 //! Must not know: the values of those variables (only whether they are set, and only for the
 //! report; decisions never read the environment, so replay re-derives them).
+//!
+//! Shared machinery: the dispatcher refuses a reserved provider for every tool that takes a
+//! `provider` argument, whatever its family; it knows no family.
 
 use serde_json::{Value, json};
 
-use super::super::Rejection;
+use super::Rejection;
 
 /// The active provider of every derived output.
 pub const HEURISTIC: &str = "heuristic";
