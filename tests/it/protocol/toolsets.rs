@@ -1,7 +1,8 @@
 //! Dynamic toolsets over a real client: what a client that passes no options sees (within the
 //! 32 KB budget), finding the other tools through `list_toolsets`, enabling `deliberation` at
 //! run time with `notifications/tools/list_changed`, and a disabled set's tool refused, naming
-//! its set, and recorded — over stdio, an HTTP session and stateless HTTP.
+//! its set, and recorded — over stdio, an HTTP session and stateless HTTP, and a 2026-07-28
+//! `subscriptions/listen` stream told of its principal's change.
 
 use std::sync::Arc;
 
@@ -264,4 +265,118 @@ async fn listed_names(client: &Client) -> Vec<String> {
             .await
             .expect("tools/list"),
     )
+}
+
+/// The `_meta` every 2026-07-28 request carries.
+fn meta_2026() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "listen-test", "version": "1"}
+    })
+}
+
+/// A raw 2026-07-28 request: its method (and tool name) also in the headers, as the revision
+/// requires.
+fn request_2026(
+    http: &reqwest::Client,
+    url: &str,
+    method: &str,
+    name: Option<&str>,
+    id: u64,
+    mut params: Value,
+) -> reqwest::RequestBuilder {
+    params["_meta"] = meta_2026();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    request.body(body.to_string())
+}
+
+/// Reads SSE `data:` lines from `response` until one holds `wanted`; every JSON message seen.
+async fn frames_until(response: &mut reqwest::Response, wanted: &str) -> Vec<Value> {
+    let mut frames = Vec::new();
+    let mut buffer = String::new();
+    while !frames
+        .iter()
+        .any(|f: &Value| f["method"] == wanted || f.to_string().contains(wanted))
+    {
+        let chunk = within(wanted, response.chunk())
+            .await
+            .expect("read the stream")
+            .unwrap_or_else(|| panic!("the stream ended before {wanted}: {frames:?}"));
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find('\n') {
+            let line: String = buffer.drain(..=end).collect();
+            if let Some(data) = line.trim().strip_prefix("data:")
+                && let Ok(frame) = serde_json::from_str::<Value>(data.trim())
+            {
+                frames.push(frame);
+            }
+        }
+    }
+    frames
+}
+
+#[tokio::test]
+async fn a_stateless_listen_stream_hears_its_principals_toolset_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = HttpServer::start_as_given(dir.path(), &["--stateless"]).await;
+    let http = reqwest::Client::new();
+    let mut stream = within(
+        "subscriptions/listen",
+        request_2026(
+            &http,
+            &server.url,
+            "subscriptions/listen",
+            None,
+            1,
+            json!({"notifications": {"toolsListChanged": true}}),
+        )
+        .send(),
+    )
+    .await
+    .expect("listen");
+    assert_eq!(stream.status(), 200);
+    let frames = frames_until(&mut stream, "notifications/subscriptions/acknowledged").await;
+    assert_eq!(
+        frames[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+
+    let enabled = within(
+        "enable_toolset",
+        request_2026(
+            &http,
+            &server.url,
+            "tools/call",
+            Some("enable_toolset"),
+            2,
+            json!({"name": "enable_toolset", "arguments": {"toolset": "audit"}}),
+        )
+        .send(),
+    )
+    .await
+    .expect("tools/call");
+    let answer = within("answer", enabled.text()).await.expect("body");
+    assert!(answer.contains("\"changed\":true"), "{answer}");
+
+    let frames = frames_until(&mut stream, "notifications/tools/list_changed").await;
+    let changed = frames
+        .iter()
+        .find(|f| f["method"] == "notifications/tools/list_changed")
+        .expect("list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(1),
+        "{changed}"
+    );
+    server.kill().await;
 }
