@@ -110,6 +110,7 @@ pub fn spec(tool: &str) -> Option<&'static ToolSpec> {
     SPECS
         .iter()
         .chain(super::deliberation::SPECS)
+        .chain(super::toolsets::SPECS)
         .find(|s| s.name == tool)
 }
 
