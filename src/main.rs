@@ -191,11 +191,13 @@ struct ServeArgs {
     /// With --http: no MCP sessions, every request stands alone (pass sessionId to continue).
     #[arg(long, requires = "http")]
     stateless: bool,
-    /// Tool families to offer, comma-separated: thinking (sequentialthinking), maxential
-    /// (reset, search, tag, export, visualize), audit (replay_reasoning_session, diff_sessions,
-    /// export_reasoning_audit), deliberation (the ReasonKit Think v2 workspace: modes, thought
-    /// graph, scoring, assumptions, verification, checkpoints, consensus), or all.
-    #[arg(long, default_value = "all", value_name = "LIST")]
+    /// Tool families each client starts with, comma-separated: thinking (sequentialthinking),
+    /// maxential (reset, search, tag, export, visualize), audit (replay_reasoning_session,
+    /// diff_sessions, export_reasoning_audit), deliberation (the ReasonKit Think v2 workspace:
+    /// modes, thought graph, scoring, assumptions, verification, checkpoints, consensus),
+    /// default (thinking,maxential) or all. list_toolsets, enable_toolset and disable_toolset
+    /// are always offered: a client enables the other families at run time.
+    #[arg(long, default_value = "default", value_name = "LIST")]
     toolsets: String,
     /// With --http: an extra Host header value to accept besides loopback names (repeatable).
     #[arg(long = "allow-host", requires = "http")]
@@ -247,7 +249,7 @@ fn data_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let dir = data_dir(&cli)?;
     let command = cli.command.unwrap_or(Command::Serve(ServeArgs {
-        toolsets: "all".into(),
+        toolsets: "default".into(),
         max_text_bytes: 64 * 1024,
         tool_time_limit_ms: 5_000,
         ..Default::default()

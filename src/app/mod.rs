@@ -19,6 +19,7 @@ pub mod replay;
 mod snapshot;
 mod tags;
 mod texts;
+pub mod toolsets;
 
 #[cfg(test)]
 mod tests;
@@ -39,6 +40,7 @@ pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
 };
+pub use registry::TOOL_FAMILIES;
 pub use texts::TextPolicy;
 
 /// Limits applied to every call.
@@ -85,8 +87,12 @@ pub struct Command {
     pub actor: Actor,
     /// The caller's current session, used when a call names none; started on first use (see `tools::current`).
     pub connection_session: SessionId,
-    /// False when the tool exists but its family is not served (`--toolsets`).
+    /// False when the tool exists but its family is not offered to the caller (`--toolsets`,
+    /// `disable_toolset`).
     pub tool_enabled: bool,
+    /// The toolsets offered to the caller, for the toolset tools' answers (empty where no MCP
+    /// caller is behind the command: the CLI, re-execution).
+    pub toolsets: Vec<toolsets::ToolsetStatus>,
     /// True for the operator's own commands from the CLI (`erase`), never for MCP calls.
     pub admin: bool,
     /// A client-chosen key (MCP `_meta.idempotencyKey`): a call whose key this principal
@@ -108,6 +114,7 @@ impl Command {
             actor,
             connection_session,
             tool_enabled: true,
+            toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
         }
@@ -432,19 +439,27 @@ impl App {
         };
         if spec.is_none() && registry::spec(&command.tool).is_some() {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
+            let family = toolsets::family_of(&command.tool).unwrap_or("all");
             let rejection = Rejection::new(
                 "tool_disabled",
                 format!(
-                    "the tool \"{}\" is not offered by this server",
+                    "the tool \"{}\" is in the toolset \"{family}\", which is not enabled",
                     command.tool
                 ),
-                "restart thinkledger with a --toolsets list that includes its family",
+                format!(
+                    "call enable_toolset with {{\"toolset\": \"{family}\"}}, then call {} \
+                     again (list_toolsets shows every set)",
+                    command.tool
+                ),
             );
             return (recorded, Err((rejection, None)));
         }
         let Some(spec) = spec else {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
-            let known: Vec<&str> = registry::tool_names().collect();
+            let known: Vec<&str> = TOOL_FAMILIES
+                .iter()
+                .flat_map(|(_, t)| t.iter().copied())
+                .collect();
             let rejection = Rejection::new(
                 "unknown_tool",
                 format!("there is no tool named \"{}\"", command.tool),

@@ -43,6 +43,7 @@ impl Given {
             actor,
             connection_session: self.connection.clone(),
             tool_enabled: tool != "disabled-probe",
+            toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
         };

@@ -27,7 +27,7 @@ use crate::ledger::{
     LedgerError, LedgerHandle, SledStore, WriterConfig, ensure_meta, keyfile, open_ledger,
     start_ledger,
 };
-use crate::tools::{Catalog, CurrentSessions, Principal, ThinkServer};
+use crate::tools::{Catalog, CurrentSessions, Principal, ThinkServer, ToolsetsByPrincipal};
 
 /// Where the sled database lives inside a data directory.
 pub fn ledger_dir(data_dir: &Path) -> PathBuf {
@@ -137,11 +137,13 @@ pub fn router(
     shutdown: &CancellationToken,
 ) -> axum::Router {
     let current = Arc::new(CurrentSessions::default());
+    let toolsets = Arc::new(ToolsetsByPrincipal::default());
     let (ledger_for_edge, catalog_for_edge) = (ledger.clone(), catalog.clone());
     let service = StreamableHttpService::new(
         move || {
             Ok(ThinkServer::new(ledger.clone(), catalog.clone(), "http")
-                .with_current_sessions(current.clone()))
+                .with_current_sessions(current.clone())
+                .with_principal_toolsets(toolsets.clone()))
         },
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default()

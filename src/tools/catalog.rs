@@ -13,75 +13,123 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{audit, deliberation, maxential, replay, thinking};
+use super::{audit, deliberation, maxential, replay, thinking, toolsets};
+use crate::app::toolsets::ToolsetStatus;
 use portable::{Side, make_portable};
 
 /// One tool as listed to clients.
 pub struct ToolEntry {
     /// The family `--toolsets` selects it by.
     pub family: &'static str,
+    /// The definition `tools/list` shows: its output schema is [`terse`].
     pub tool: Tool,
+    /// The output schema with every description, served at `reasoning://schemas/{name}`.
+    pub documented_output: Arc<JsonObject>,
     /// The text content block of a successful result (structured content carries the rest).
     pub render_text: fn(&Value) -> String,
 }
 
-/// The families a server offers.
+/// A choice of families: what a server offers a new caller (`--toolsets`), or what one caller
+/// has enabled since. The `toolsets` family (the tools that change this choice) is always in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Toolsets(Vec<String>);
 
 /// A `--toolsets` name that is not a family.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown toolset \"{name}\"; choose from: all, {}", FAMILIES.join(", "))]
+#[error("unknown toolset \"{name}\"; choose from: all, default, {}", FAMILIES.join(", "))]
 pub struct UnknownToolset {
     pub name: String,
 }
 
-/// Families implemented, in listing order.
+/// Families a caller can choose, in listing order.
 pub const FAMILIES: &[&str] = &["thinking", "maxential", "audit", "deliberation"];
+
+/// The families offered when `--toolsets` is not given: the everyday tools, in well under the
+/// 32 KB `tools/list` budget (a test holds it there). The others are one `enable_toolset` away.
+pub const DEFAULT_FAMILIES: &[&str] = &["thinking", "maxential"];
+
+/// The family of `list_toolsets`, `enable_toolset` and `disable_toolset`: always offered.
+pub const META_FAMILY: &str = crate::app::toolsets::FAMILY;
 
 impl Toolsets {
     pub fn all() -> Self {
         Self(FAMILIES.iter().map(|f| (*f).to_owned()).collect())
     }
 
-    /// Parses a comma-separated list such as `thinking,maxential` or `all`.
+    /// [`DEFAULT_FAMILIES`].
+    pub fn default_sets() -> Self {
+        Self(DEFAULT_FAMILIES.iter().map(|f| (*f).to_owned()).collect())
+    }
+
+    /// Parses a comma-separated list such as `thinking,maxential`, `default` or `all`.
     pub fn parse(list: &str) -> Result<Self, UnknownToolset> {
-        let mut out = Vec::new();
+        let mut out = Self(Vec::new());
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            if name == "all" {
-                return Ok(Self::all());
-            }
-            if !FAMILIES.contains(&name) {
-                return Err(UnknownToolset {
-                    name: name.to_owned(),
-                });
-            }
-            if !out.iter().any(|o: &String| o == name) {
-                out.push(name.to_owned());
+            match name {
+                "all" => return Ok(Self::all()),
+                "default" => {
+                    for family in DEFAULT_FAMILIES {
+                        out.insert(family);
+                    }
+                }
+                META_FAMILY => {}
+                _ if FAMILIES.contains(&name) => out.insert(name),
+                _ => {
+                    return Err(UnknownToolset {
+                        name: name.to_owned(),
+                    });
+                }
             }
         }
-        Ok(Self(out))
+        Ok(out)
     }
 
     pub fn contains(&self, family: &str) -> bool {
-        self.0.iter().any(|f| f == family)
+        family == META_FAMILY || self.0.iter().any(|f| f == family)
+    }
+
+    /// Adds `family` (a name from [`FAMILIES`]); adding one twice changes nothing.
+    pub fn insert(&mut self, family: &str) {
+        if FAMILIES.contains(&family) && !self.contains(family) {
+            self.0.push(family.to_owned());
+        }
+    }
+
+    /// Removes `family`; the meta family stays.
+    pub fn remove(&mut self, family: &str) {
+        self.0.retain(|f| f != family);
     }
 }
 
-/// All tools, and which of them this server offers.
+/// All tools, what each family weighs in `tools/list`, and which families a new caller is
+/// offered.
 pub struct Catalog {
     entries: Vec<ToolEntry>,
-    toolsets: Toolsets,
+    /// Compact JSON bytes of each entry's `tools/list` definition, in entry order.
+    sizes: Vec<u64>,
+    defaults: Toolsets,
 }
 
 impl Catalog {
-    pub fn new(toolsets: Toolsets) -> Self {
+    pub fn new(defaults: Toolsets) -> Self {
         let mut entries = thinking::entries();
         entries.extend(maxential::entries());
         entries.extend(replay::entries());
         entries.extend(audit::entries());
         entries.extend(deliberation::entries());
-        Self { entries, toolsets }
+        entries.extend(toolsets::entries());
+        let sizes = entries
+            .iter()
+            .map(|e| {
+                serde_json::to_vec(&e.tool)
+                    .map_or(0, |bytes| u64::try_from(bytes.len()).unwrap_or(u64::MAX))
+            })
+            .collect();
+        Self {
+            entries,
+            sizes,
+            defaults,
+        }
     }
 
     /// Every tool of every family, offered or not (for schema generation).
@@ -93,17 +141,45 @@ impl Catalog {
         self.entries.iter().find(|e| e.tool.name == name)
     }
 
-    pub fn is_enabled(&self, name: &str) -> bool {
-        self.entry(name)
-            .is_some_and(|e| self.toolsets.contains(e.family))
+    /// The families a new caller is offered (`--toolsets`).
+    pub fn defaults(&self) -> &Toolsets {
+        &self.defaults
     }
 
-    /// The tools listed to clients.
-    pub fn tools(&self) -> Vec<Tool> {
+    /// Whether `name` is a tool of a family in `enabled`.
+    pub fn is_enabled(&self, name: &str, enabled: &Toolsets) -> bool {
+        self.entry(name).is_some_and(|e| enabled.contains(e.family))
+    }
+
+    /// The tools listed to a caller with `enabled`.
+    pub fn tools(&self, enabled: &Toolsets) -> Vec<Tool> {
         self.entries
             .iter()
-            .filter(|e| self.toolsets.contains(e.family))
+            .filter(|e| enabled.contains(e.family))
             .map(|e| e.tool.clone())
+            .collect()
+    }
+
+    /// Every family with its tools, their `tools/list` bytes and whether `enabled` holds it:
+    /// the selectable families in listing order, then the meta family.
+    pub fn statuses(&self, enabled: &Toolsets) -> Vec<ToolsetStatus> {
+        FAMILIES
+            .iter()
+            .chain(std::iter::once(&META_FAMILY))
+            .map(|family| {
+                let members = self.entries.iter().zip(&self.sizes);
+                let members: Vec<(&ToolEntry, &u64)> =
+                    members.filter(|(e, _)| e.family == *family).collect();
+                ToolsetStatus {
+                    name: (*family).to_owned(),
+                    tools: members
+                        .iter()
+                        .map(|(e, _)| e.tool.name.to_string())
+                        .collect(),
+                    bytes: members.iter().map(|(_, size)| **size).sum(),
+                    enabled: enabled.contains(family),
+                }
+            })
             .collect()
     }
 }
@@ -135,21 +211,84 @@ pub(super) fn entry<Args: JsonSchema + Any, Output: JsonSchema + Any>(
         .destructive(false)
         .idempotent(!matches!(effect, Effect::Appends))
         .open_world(false);
+    let documented_output = with_receipt(tidy(schema_for_output::<Output>(), Side::Output));
     let tool = Tool::new(
         name,
         description,
         tidy(schema_for_type::<Args>(), Side::Input),
     )
     .with_title(title)
-    .with_raw_output_schema(with_receipt(tidy(
-        schema_for_output::<Output>(),
-        Side::Output,
-    )))
+    .with_raw_output_schema(terse(&documented_output))
     .with_annotations(annotations);
     ToolEntry {
         family,
         tool,
+        documented_output,
         render_text,
+    }
+}
+
+/// An output schema as `tools/list` carries it: the result's own members keep their
+/// descriptions; the descriptions of everything nested in them (the shared definitions in
+/// `$defs`, which many tools repeat, and their members) are left to the documented form at
+/// `reasoning://schemas/{name}`. Only the `description` keyword goes: names, types, `required`,
+/// enums and bounds, the whole contract a client validates against, stay.
+fn terse(documented: &Arc<JsonObject>) -> Arc<JsonObject> {
+    let mut schema = (**documented).clone();
+    schema.remove("description");
+    for (keyword, value) in &mut schema {
+        match (keyword.as_str(), value) {
+            ("properties", Value::Object(members)) => {
+                for member in members.values_mut() {
+                    if let Value::Object(member) = member {
+                        for (inner, sub) in member.iter_mut() {
+                            if inner != "description" {
+                                strip_descriptions(inner, sub);
+                            }
+                        }
+                    }
+                }
+            }
+            (keyword, value) => strip_descriptions(keyword, value),
+        }
+    }
+    Arc::new(schema)
+}
+
+/// Removes the `description` keyword from every schema under `value`, which sits under
+/// `keyword` in its parent schema. Member names are never mistaken for keywords: a property
+/// called `description` stays.
+fn strip_descriptions(keyword: &str, value: &mut Value) {
+    match (keyword, value) {
+        // Maps from names to schemas.
+        ("properties" | "$defs" | "definitions" | "patternProperties", Value::Object(map)) => {
+            for schema in map.values_mut() {
+                strip_schema(schema);
+            }
+        }
+        // Lists of schemas.
+        ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(list)) => {
+            for schema in list {
+                strip_schema(schema);
+            }
+        }
+        // One schema.
+        (
+            "items" | "additionalProperties" | "not" | "contains" | "if" | "then" | "else",
+            schema,
+        ) => strip_schema(schema),
+        _ => {}
+    }
+}
+
+fn strip_schema(schema: &mut Value) {
+    if let Value::Object(map) = schema {
+        if map.get("description").is_some_and(Value::is_string) {
+            map.remove("description");
+        }
+        for (keyword, value) in map.iter_mut() {
+            strip_descriptions(keyword, value);
+        }
     }
 }
 
@@ -178,6 +317,10 @@ fn with_receipt(schema: Arc<JsonObject>) -> Arc<JsonObject> {
 fn tidy(schema: Arc<JsonObject>, side: Side) -> Arc<JsonObject> {
     let mut value = Value::Object((*schema).clone());
     make_portable(&mut value, side);
+    if let (Side::Input, Value::Object(map)) = (side, &mut value) {
+        // A tool without parameters still lists them, as an empty object (clients expect it).
+        map.entry("properties").or_insert_with(|| json!({}));
+    }
     match value {
         Value::Object(map) => Arc::new(map),
         _ => schema,
@@ -207,10 +350,84 @@ mod tests {
     #[test]
     fn a_catalog_lists_only_its_families() {
         let catalog = Catalog::new(Toolsets::parse("maxential").unwrap());
-        let names: Vec<String> = catalog.tools().iter().map(|t| t.name.to_string()).collect();
-        assert_eq!(names, ["reset", "search", "tag", "export", "visualize"]);
-        assert!(!catalog.is_enabled("sequentialthinking"));
+        let names: Vec<String> = catalog
+            .tools(catalog.defaults())
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "reset",
+                "search",
+                "tag",
+                "export",
+                "visualize",
+                "list_toolsets",
+                "enable_toolset",
+                "disable_toolset"
+            ]
+        );
+        assert!(!catalog.is_enabled("sequentialthinking", catalog.defaults()));
         assert!(catalog.entry("sequentialthinking").is_some());
+    }
+
+    #[test]
+    fn the_default_list_stays_within_its_budget_and_every_tool_is_in_a_set() {
+        let catalog = Catalog::new(Toolsets::default_sets());
+        let list = rmcp::model::ListToolsResult::with_all_items(catalog.tools(catalog.defaults()));
+        let bytes = serde_json::to_vec(&list).unwrap().len();
+        assert!(
+            bytes <= 32 * 1024,
+            "the default tools/list is {bytes} bytes"
+        );
+        let statuses = catalog.statuses(catalog.defaults());
+        let listed: usize = statuses.iter().map(|s| s.tools.len()).sum();
+        assert_eq!(listed, catalog.all_entries().len());
+        let enabled: Vec<&str> = statuses
+            .iter()
+            .filter(|s| s.enabled)
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(enabled, ["thinking", "maxential", META_FAMILY]);
+    }
+
+    #[test]
+    fn listed_output_schemas_keep_the_contract_and_lose_only_nested_descriptions() {
+        let documented = json!({
+            "description": "root",
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "kept: a member of the result"},
+                "node": {"$ref": "#/$defs/Node", "description": "kept"},
+                "list": {"type": "array", "items": {"type": "string", "description": "nested"}}
+            },
+            "required": ["description", "node", "list"],
+            "$defs": {"Node": {"type": "object", "description": "gone", "properties": {
+                "description": {"type": "string", "description": "gone"},
+                "kind": {"enum": ["a", "b"], "description": "gone"}
+            }, "required": ["description", "kind"]}}
+        });
+        let Value::Object(map) = documented else {
+            unreachable!()
+        };
+        let listed = Value::Object((*terse(&Arc::new(map))).clone());
+        assert_eq!(
+            listed,
+            json!({
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "description": "kept: a member of the result"},
+                    "node": {"$ref": "#/$defs/Node", "description": "kept"},
+                    "list": {"type": "array", "items": {"type": "string"}}
+                },
+                "required": ["description", "node", "list"],
+                "$defs": {"Node": {"type": "object", "properties": {
+                    "description": {"type": "string"},
+                    "kind": {"enum": ["a", "b"]}
+                }, "required": ["description", "kind"]}}
+            })
+        );
     }
 
     #[test]

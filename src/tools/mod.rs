@@ -18,6 +18,7 @@ mod rejected;
 mod replay;
 mod resources;
 mod thinking;
+mod toolsets;
 
 use std::sync::Arc;
 
@@ -26,16 +27,17 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 pub use arrival::{Admission, ArrivalHook, Ticket};
-pub use catalog::{Catalog, ToolEntry, Toolsets, UnknownToolset};
+pub use catalog::{Catalog, DEFAULT_FAMILIES, FAMILIES, ToolEntry, Toolsets, UnknownToolset};
 pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
+pub use toolsets::{EnabledToolsets, ToolsetsByPrincipal};
 
 use crate::app::{App, Command};
 use crate::events::{Actor, OutcomeStatus, SessionId};
@@ -48,10 +50,14 @@ const STARTS_DELIBERATION: &[&str] = &[
     "reasoning_autopilot",
 ];
 
-/// How long clients may cache the tool, prompt and resource lists (2026-07-28 `ttlMs`): they
-/// are fixed for a server's life and the same for every caller (`cacheScope: public`);
-/// resource reads are not cached (rmcp fills `ttlMs: 0`, `private`).
+/// How long clients may cache the prompt and resource lists (2026-07-28 `ttlMs`): they are
+/// fixed for a server's life and the same for every caller (`cacheScope: public`). The tool
+/// list is the caller's own (dynamic toolsets): `ttlMs: 0`, `private`. Resource reads are not
+/// cached (rmcp fills `ttlMs: 0`, `private`).
 const LIST_TTL_MS: u64 = 60_000;
+
+/// The toolset tools whose accepted call changes the caller's list, and to which state.
+const TOOLSET_CHANGES: &[(&str, bool)] = &[("enable_toolset", true), ("disable_toolset", false)];
 
 /// The `_meta` key of a `tools/call` that carries its idempotency key.
 pub const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
@@ -61,7 +67,8 @@ const INSTRUCTIONS: &str = "thinkledger records every tool call as a hash-chaine
     sequentialthinking to think step by step (branches and revisions allowed). Every response \
     names its session handle (sessionId; session_id for deliberation tools): pass it back to \
     continue that session, also after a restart. Without it a call continues your current \
-    session. Read ledger://sessions for past sessions.";
+    session. Read ledger://sessions for past sessions. More tools (audit, deliberation) are in \
+    toolsets: list_toolsets names them, enable_toolset adds a set to your tool list.";
 
 /// One MCP connection's handler. Cheap to clone; the ledger is shared by all connections.
 #[derive(Clone)]
@@ -77,10 +84,16 @@ pub struct ThinkServer {
     current: Arc<CurrentSessions>,
     /// Told when each request is admitted into the ledger's queue (`arrival`).
     arrival: Option<ArrivalHook>,
+    /// The families this connection has enabled (starting as `--toolsets`).
+    connection_toolsets: EnabledToolsets,
+    /// The principals' enabled families, for calls that come without a connection; shared by
+    /// every handler of the server.
+    principal_toolsets: Arc<ToolsetsByPrincipal>,
 }
 
 impl ThinkServer {
     pub fn new(ledger: LedgerHandle<App>, catalog: Arc<Catalog>, transport: &'static str) -> Self {
+        let connection_toolsets = EnabledToolsets::new(catalog.defaults().clone());
         Self {
             ledger,
             catalog,
@@ -88,6 +101,8 @@ impl ThinkServer {
             connection_session: SessionSlot::fresh(),
             current: Arc::new(CurrentSessions::default()),
             arrival: None,
+            connection_toolsets,
+            principal_toolsets: Arc::new(ToolsetsByPrincipal::default()),
         }
     }
 
@@ -98,35 +113,62 @@ impl ThinkServer {
         self
     }
 
+    /// Shares the principals' enabled toolsets with the other handlers of a server.
+    #[must_use]
+    pub fn with_principal_toolsets(mut self, toolsets: Arc<ToolsetsByPrincipal>) -> Self {
+        self.principal_toolsets = toolsets;
+        self
+    }
+
+    /// Whether a request stands alone (HTTP without an MCP session): it then belongs to its
+    /// principal rather than to a connection.
+    fn standalone(context: &RequestContext<RoleServer>) -> bool {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"))
+    }
+
+    /// The toolsets a request's caller has enabled: its connection's, or its principal's.
+    fn toolsets(&self, context: &RequestContext<RoleServer>) -> EnabledToolsets {
+        if Self::standalone(context) {
+            self.principal_toolsets
+                .of_principal(&principal(context), self.catalog.defaults())
+        } else {
+            self.connection_toolsets.clone()
+        }
+    }
+
     /// The current session a request continues when it names none: its connection's, or, for a
     /// request that stands alone (HTTP without an MCP session), its principal's.
     fn slot(&self, context: &RequestContext<RoleServer>, principal: &str) -> SessionSlot {
-        let standalone = context
-            .extensions
-            .get::<http::request::Parts>()
-            .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"));
-        if standalone {
+        if Self::standalone(context) {
             self.current.of_principal(principal)
         } else {
             self.connection_session.clone()
         }
     }
 
-    /// Runs one call through the ledger and shapes the MCP result.
-    pub async fn call(
-        &self,
-        tool: &str,
-        arguments: Value,
-        actor: Actor,
-        slot: &SessionSlot,
-        idempotency_key: Option<String>,
-    ) -> CallToolResult {
+    /// Runs one call through the ledger and shapes the MCP result; tells the caller's peer
+    /// when an accepted `enable_toolset` / `disable_toolset` changed its tool list.
+    pub async fn call(&self, call: Call, peer: &Peer<RoleServer>) -> CallToolResult {
+        let Call {
+            tool,
+            arguments,
+            actor,
+            slot,
+            toolsets,
+            idempotency_key,
+        } = call;
+        let tool = tool.as_str();
+        let enabled = toolsets.get();
         let command = Command {
             tool: tool.to_owned(),
             arguments,
             actor,
             connection_session: slot.current(),
-            tool_enabled: self.catalog.is_enabled(tool),
+            tool_enabled: self.catalog.is_enabled(tool, &enabled),
+            toolsets: self.catalog.statuses(&enabled),
             admin: false,
             idempotency_key,
         };
@@ -156,6 +198,19 @@ impl ThinkServer {
                 {
                     // Later calls that name no session continue the new deliberation.
                     slot.continue_with(id);
+                }
+                if let Some((_, enable)) = TOOLSET_CHANGES.iter().find(|(t, _)| *t == tool)
+                    && committed.status == OutcomeStatus::Ok
+                    && !committed.replayed
+                    && let Some(family) = committed
+                        .body
+                        .pointer("/toolset/name")
+                        .and_then(Value::as_str)
+                    && toolsets.set(family, *enable)
+                    && let Err(e) = peer.notify_tool_list_changed().await
+                {
+                    // A stateless request has no stream to carry it: the answer says what changed.
+                    tracing::debug!(error = %e, "tools/list_changed not delivered");
                 }
                 self.result(tool, committed)
             }
@@ -218,15 +273,31 @@ pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
-fn actor(context: &RequestContext<RoleServer>, transport: &'static str) -> Actor {
-    let client = context.client_info();
-    let principal = context
+/// One `tools/call` as the handler hands it to [`ThinkServer::call`].
+pub struct Call {
+    pub tool: String,
+    pub arguments: Value,
+    pub actor: Actor,
+    /// The caller's current session.
+    pub slot: SessionSlot,
+    /// The caller's enabled toolsets.
+    pub toolsets: EnabledToolsets,
+    pub idempotency_key: Option<String>,
+}
+
+/// The principal a transport set on the request, `local` when none did.
+fn principal(context: &RequestContext<RoleServer>) -> String {
+    context
         .extensions
         .get::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Principal>())
-        .map_or_else(|| LOCAL_PRINCIPAL.to_owned(), |p| p.0.clone());
+        .map_or_else(|| LOCAL_PRINCIPAL.to_owned(), |p| p.0.clone())
+}
+
+fn actor(context: &RequestContext<RoleServer>, transport: &'static str) -> Actor {
+    let client = context.client_info();
     Actor {
-        principal,
+        principal: principal(context),
         transport: transport.to_owned(),
         client_name: client.as_ref().map(|c| c.name.clone()),
         client_version: client.as_ref().map(|c| c.version.clone()),
@@ -238,6 +309,7 @@ impl ServerHandler for ThinkServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .enable_resources()
                 .enable_prompts()
                 .build(),
@@ -264,25 +336,64 @@ impl ServerHandler for ThinkServer {
         let actor = actor(&context, self.transport);
         let slot = self.slot(&context, &actor.principal);
         let admission = Admission::of(self.arrival.as_ref(), &context);
-        let call = self.call(&request.name, arguments, actor, &slot, key);
+        let call = Call {
+            tool: request.name.to_string(),
+            arguments,
+            actor,
+            slot,
+            toolsets: self.toolsets(&context),
+            idempotency_key: key,
+        };
+        let call = self.call(call, &context.peer);
         Ok(admission.scope(call).await.into())
     }
 
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.catalog.tools())
-            .with_ttl_ms(LIST_TTL_MS)
-            .with_cache_scope(CacheScope::Public))
+        let enabled = self.toolsets(&context).get();
+        Ok(
+            ListToolsResult::with_all_items(self.catalog.tools(&enabled))
+                .with_ttl_ms(0)
+                .with_cache_scope(CacheScope::Private),
+        )
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.catalog
-            .entry(name)
-            .filter(|e| self.catalog.is_enabled(e.tool.name.as_ref()))
-            .map(|e| e.tool.clone())
+        // Any tool, enabled or not: a call to a disabled one must still reach `call_tool`, to be
+        // refused with its set named and recorded.
+        self.catalog.entry(name).map(|e| e.tool.clone())
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: the one notification this server sends is its tool
+    /// list changing (rmcp keeps what the client asked for and the server advertises).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    /// A listen stream tells its caller (the connection, or the principal of standalone
+    /// requests) each time its toolsets change, until the client cancels it.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.toolsets(context.request_context()).changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if let Err(e) = context.sink().notify_tool_list_changed().await {
+                        // Not asked for on this stream, or the stream is gone.
+                        tracing::debug!(error = %e, "tools/list_changed not sent on a listen stream");
+                    }
+                }
+            }
+        }
     }
 
     async fn list_prompts(

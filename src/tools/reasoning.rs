@@ -571,12 +571,7 @@ fn schemas(catalog: &Catalog, name: &str) -> Option<Value> {
     }
     let entry = catalog.entry(name)?;
     let input = Value::Object((*entry.tool.input_schema).clone());
-    let output = entry
-        .tool
-        .output_schema
-        .as_ref()
-        .map(|s| Value::Object((**s).clone()))
-        .unwrap_or(Value::Null);
+    let output = Value::Object((*entry.documented_output).clone());
     Some(json!({
         "name": name,
         "dialect": "Vertex AI / Gemini function declarations (OpenAPI 3.0 schema subset): references inlined, nullable instead of null types, no $schema, $defs, additionalProperties, format or default",

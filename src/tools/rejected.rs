@@ -34,6 +34,7 @@ impl ThinkServer {
             },
             connection_session: self.connection_session.current(),
             tool_enabled: false,
+            toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
         };

@@ -264,6 +264,7 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
                     actor: bench_actor(),
                     connection_session: session.clone(),
                     tool_enabled: true,
+                    toolsets: Vec::new(),
                     admin: false,
                     idempotency_key: None,
                 };

@@ -115,6 +115,26 @@ fn store_floor(ops: usize) -> Latency {
     Latency::of(&samples)
 }
 
+/// The least any durable call can take here: append 300 bytes to one file and `fdatasync` it,
+/// `ops` times (what one sync of one log file would cost per call).
+fn fdatasync_floor(ops: usize) -> Latency {
+    use std::io::Write;
+    let dir = common::temp_data_dir();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("floor.log"))
+        .expect("open the floor file");
+    let mut samples = Vec::with_capacity(ops);
+    for _ in 0..ops {
+        let start = Instant::now();
+        file.write_all(&[b'x'; 300]).expect("append");
+        file.sync_data().expect("fdatasync");
+        samples.push(start.elapsed());
+    }
+    Latency::of(&samples)
+}
+
 /// One run of the reference server: the same client, warm-up and calls as [`run_once`].
 fn reference_once(script: &std::ffi::OsStr, warmup: usize, calls: usize) -> (Latency, f64, f64) {
     let dir = common::temp_data_dir();
@@ -174,6 +194,14 @@ fn main() {
         us(floor.p90),
         us(floor.p99),
         us(floor.max)
+    );
+    let one_sync = fdatasync_floor(calls);
+    println!(
+        "  one-sync floor (append 300 B to one file + fdatasync, {calls} times): p50 {} p90 {} p99 {} max {}",
+        us(one_sync.p50),
+        us(one_sync.p90),
+        us(one_sync.p99),
+        us(one_sync.max)
     );
     let reference = std::env::var_os("THINKLEDGER_BENCH_REFERENCE");
     let mut references = Vec::new();

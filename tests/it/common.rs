@@ -85,6 +85,16 @@ fn snapshot(log: &Arc<Mutex<String>>) -> String {
     log.lock().map(|s| s.clone()).unwrap_or_default()
 }
 
+/// Serve arguments that offer every tool family (`--toolsets all`) unless they choose: most
+/// tests exercise tools beyond the default sets, which a client would enable first.
+pub fn with_every_family<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut out = args.to_vec();
+    if !args.contains(&"--toolsets") {
+        out.extend(["--toolsets", "all"]);
+    }
+    out
+}
+
 /// `thinkledger serve` over stdio with a connected, initialized client.
 pub struct StdioServer {
     client: Client,
@@ -102,16 +112,17 @@ impl Deref for StdioServer {
 
 impl StdioServer {
     /// Starts `thinkledger --data-dir DIR serve ARGS...` and completes the MCP handshake.
+    /// Every family is offered ([`with_every_family`]) unless ARGS choose.
     pub async fn start(data_dir: &Path, args: &[&str]) -> Self {
         let mut cmd = command(data_dir);
-        cmd.arg("serve").args(args);
+        cmd.arg("serve").args(with_every_family(args));
         Self::spawn(cmd).await
     }
 
     /// Like [`StdioServer::start`], with extra environment variables for the server.
     pub async fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = command(data_dir);
-        cmd.arg("serve").args(args);
+        cmd.arg("serve").args(with_every_family(args));
         for (name, value) in env {
             cmd.env(name, value);
         }
@@ -206,7 +217,13 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// Starts the server with `extra` serve arguments and waits for the line naming its address.
+    /// Every family is offered ([`with_every_family`]) unless `extra` chooses.
     pub async fn start(data_dir: &Path, extra: &[&str]) -> Self {
+        Self::start_as_given(data_dir, &with_every_family(extra)).await
+    }
+
+    /// Like [`HttpServer::start`], but `extra` alone: what a client that passes no options sees.
+    pub async fn start_as_given(data_dir: &Path, extra: &[&str]) -> Self {
         let mut cmd = command(data_dir);
         cmd.args(["serve", "--http", "127.0.0.1:0"]).args(extra);
         let mut child = cmd.spawn().expect("spawn thinkledger --http");

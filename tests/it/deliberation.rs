@@ -346,7 +346,9 @@ async fn every_reasoning_resource_and_prompt_is_served_and_toolsets_offer_the_fa
         .await
         .expect("tools");
     let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
-    assert_eq!(names.len(), 22, "{names:?}");
+    // The family's 22 tools, and the three that enable the others.
+    assert_eq!(names.len(), 25, "{names:?}");
+    assert!(names.contains(&"enable_toolset".to_owned()));
     assert!(names.iter().all(|n| n != "sequentialthinking"), "{names:?}");
     assert!(names.contains(&"consensus_answer".to_owned()));
     expect_rejected(&server, "sequentialthinking", json!({ "thought": "x", "thoughtNumber": 1, "totalThoughts": 1, "nextThoughtNeeded": false }), "tool_disabled").await;

@@ -14,6 +14,7 @@ mod http;
 mod maxential;
 mod rejections;
 mod resources;
+mod toolsets;
 
 const ALL_TOOLS: &[&str] = &[
     "sequentialthinking",
@@ -47,8 +48,20 @@ const ALL_TOOLS: &[&str] = &[
     "consensus_answer",
     "start_skeleton_of_thought",
     "run_skeleton_elaboration",
+    "list_toolsets",
+    "enable_toolset",
+    "disable_toolset",
 ];
-const MAXENTIAL_TOOLS: [&str; 5] = ["reset", "search", "tag", "export", "visualize"];
+const MAXENTIAL_TOOLS: [&str; 8] = [
+    "reset",
+    "search",
+    "tag",
+    "export",
+    "visualize",
+    "list_toolsets",
+    "enable_toolset",
+    "disable_toolset",
+];
 
 /// The members of the reference server's response.
 const REFERENCE_FIELDS: [&str; 5] = [
@@ -519,7 +532,7 @@ async fn toolsets_limit_what_is_listed_and_a_disabled_tool_is_refused_and_record
         refused["suggestion"]
             .as_str()
             .expect("suggestion")
-            .contains("--toolsets"),
+            .contains("enable_toolset with {\"toolset\": \"thinking\"}"),
         "{refused}"
     );
     let searched = ok(&call(&server, "search", json!({})).await);
@@ -537,7 +550,12 @@ async fn toolsets_limit_what_is_listed_and_a_disabled_tool_is_refused_and_record
     let thinking_only = StdioServer::start(dir.path(), &["--toolsets", "thinking"]).await;
     assert_eq!(
         names(&thinking_only.list_all_tools().await.expect("tools/list")),
-        ["sequentialthinking"]
+        [
+            "sequentialthinking",
+            "list_toolsets",
+            "enable_toolset",
+            "disable_toolset"
+        ]
     );
     expect_rejected(&thinking_only, "visualize", json!({}), "tool_disabled").await;
     thinking_only.stop().await;

@@ -1,7 +1,8 @@
 //! Golden JSON Schemas in the top-level `schemas/` directory, and proof that they describe what
 //! the server really sends and stores.
 //!
-//! - `schemas/tools/<name>.input.json` and `.output.json`: generated from the tool catalog.
+//! - `schemas/tools/<name>.input.json` and `.output.json`: generated from the tool catalog (the
+//!   output schemas in their documented form, as `reasoning://schemas/{name}` serves them).
 //! - `schemas/event.v1.json`: the event envelope of docs/ledger-format.md. `Event` does not derive
 //!   `JsonSchema`, so the schema is written out here by hand ([`event_schema`]), checked against
 //!   the member tables of the document, and checked against real events read back from a ledger.
@@ -39,12 +40,12 @@ fn golden_files() -> Vec<(String, String)> {
     for entry in catalog.all_entries() {
         let name = &entry.tool.name;
         let input = Value::Object((*entry.tool.input_schema).clone());
-        let output = entry
-            .tool
-            .output_schema
-            .as_ref()
-            .map(|s| Value::Object((**s).clone()));
-        let output = output.unwrap_or_else(|| panic!("tool {name} has no output schema"));
+        // The documented form: `tools/list` carries it without nested descriptions.
+        assert!(
+            entry.tool.output_schema.is_some(),
+            "tool {name} has no output schema"
+        );
+        let output = Value::Object((*entry.documented_output).clone());
         files.push((format!("tools/{name}.input.json"), pretty(&input)));
         files.push((format!("tools/{name}.output.json"), pretty(&output)));
     }

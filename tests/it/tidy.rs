@@ -86,6 +86,7 @@ const FAMILIES: &[&str] = &[
     "replay",
     "audit_export",
     "erase",
+    "toolsets",
 ];
 
 /// The layers in which families have rooms.

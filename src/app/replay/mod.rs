@@ -596,6 +596,7 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         // recorded against (a first thought started it under that id).
         connection_session: event.session_id.clone().unwrap_or_else(SessionId::random),
         tool_enabled,
+        toolsets: Vec::new(),
         // The operator's commands come from the CLI (and read the log, so they are skipped
         // before this point; kept right for completeness).
         admin: event.actor.transport == "cli",

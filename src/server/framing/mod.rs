@@ -265,7 +265,8 @@ fn judge(raw: &[u8], value: &Value) -> Frame {
 
 /// Methods answered without the ledger: they need not wait behind a call of the same
 /// connection, so a client's `ping` or list is answered at once even while its calls wait
-/// (for a ledger still opening, say).
+/// (for a ledger still opening, say). Nor do later requests wait behind them: a 2026-07-28
+/// `subscriptions/listen` stays open for the connection's life.
 pub const UNORDERED: &[&str] = &[
     "ping",
     "server/discover",
@@ -273,6 +274,7 @@ pub const UNORDERED: &[&str] = &[
     "prompts/list",
     "resources/list",
     "resources/templates/list",
+    "subscriptions/listen",
 ];
 
 /// Methods the stateless 2026-07-28 revision removed (SEP-2575).

@@ -58,6 +58,9 @@ enum Item {
         id: RequestId,
         kind: RequestKind,
         line: Vec<u8>,
+        /// Reads nothing of the ledger ([`super::UNORDERED`]): once the lifecycle is open it
+        /// does not hold the line (a `subscriptions/listen` is never answered while it lives).
+        unordered: bool,
     },
     Undecodable {
         id: RequestId,
@@ -376,8 +379,17 @@ impl<W: AsyncWrite + Unpin> Feeder<W> {
             Frame::Request {
                 unordered: true, ..
             } if self.lifecycle_open => self.forward(&line).await?,
-            Frame::Request { id, kind, .. } => {
-                self.queue.push_back(Item::Request { id, kind, line });
+            Frame::Request {
+                id,
+                kind,
+                unordered,
+            } => {
+                self.queue.push_back(Item::Request {
+                    id,
+                    kind,
+                    line,
+                    unordered,
+                });
             }
             Frame::UndecodableCall { id, params } => {
                 self.queue.push_back(Item::Undecodable { id, params });
@@ -404,7 +416,15 @@ impl<W: AsyncWrite + Unpin> Feeder<W> {
                 return Ok(());
             };
             match item {
-                Item::Request { id, kind, line } => {
+                Item::Request {
+                    id,
+                    kind,
+                    line,
+                    unordered,
+                } => {
+                    // An `initialize` holds the line until answered; a 2026-07-28 request that
+                    // opens the lifecycle reaches rmcp first, so later ones may follow it.
+                    let initialize = matches!(kind, RequestKind::Initialize(_));
                     match kind {
                         RequestKind::Initialize(client) => {
                             self.client = client;
@@ -418,7 +438,9 @@ impl<W: AsyncWrite + Unpin> Feeder<W> {
                         }
                         RequestKind::Other => {}
                     }
-                    self.in_flight = Some(id);
+                    if !(unordered && !initialize && self.lifecycle_open) {
+                        self.in_flight = Some(id);
+                    }
                     self.forward(&line).await?;
                 }
                 Item::Undecodable { id, params } => {

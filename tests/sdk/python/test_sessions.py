@@ -199,3 +199,44 @@ def test_a_request_without_the_principal_header_is_refused() -> None:
         answer = httpx2.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
         assert answer.status_code == 401
         assert answer.json()["error"]["code"] == -32001
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_client_with_no_options_enables_deliberation_at_run_time(mode: str) -> None:
+    """The default tools/list fits in 32 KB; list_toolsets names every other tool; enabling
+    `deliberation` puts consensus_answer in the list, announced (in the session era) by
+    notifications/tools/list_changed."""
+
+    async def run() -> None:
+        changed = asyncio.Event()
+
+        async def on_message(message) -> None:
+            if type(message).__name__ == "ToolListChangedNotification" or getattr(
+                getattr(message, "root", None), "method", None
+            ) == "notifications/tools/list_changed":
+                changed.set()
+
+        with tempfile.TemporaryDirectory() as data:
+            async with Client(stdio_params(data), mode=mode, message_handler=on_message) as client:
+                assert_era(client, mode)
+                listed = await client.list_tools()
+                names = [t.name for t in listed.tools]
+                assert "consensus_answer" not in names and "list_toolsets" in names
+                size = len(listed.model_dump_json(by_alias=True, exclude_none=True))
+                assert size <= 32 * 1024, f"default tools/list is {size} bytes"
+
+                sets = (await client.call_tool("list_toolsets", {})).structured_content["toolsets"]
+                deliberation = next(s for s in sets if s["name"] == "deliberation")
+                assert "consensus_answer" in deliberation["tools"] and deliberation["enabled"] is False
+
+                refused = await client.call_tool("consensus_answer", {})
+                assert refused.is_error and "enable_toolset" in str(refused.content)
+
+                enabled = await client.call_tool("enable_toolset", {"toolset": "deliberation"})
+                assert not enabled.is_error and enabled.structured_content["changed"] is True
+                if mode == "legacy":
+                    await asyncio.wait_for(changed.wait(), 10)
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert "consensus_answer" in names
+
+    asyncio.run(run())

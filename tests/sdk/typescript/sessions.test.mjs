@@ -122,3 +122,45 @@ for (const mode of ["auto", "legacy"]) {
     }
   }
 }
+
+// A client that passes no options: the default tools/list fits in 32 KB, list_toolsets names
+// every other tool, and enabling `deliberation` puts consensus_answer in the list — announced by
+// notifications/tools/list_changed in both eras (the SDK refreshes the list itself).
+for (const mode of ["auto", "legacy"]) {
+  test(`stdio: ${mode}, enabling deliberation at run time`, async () => {
+    const dir = tempDir();
+    let announced;
+    const refreshed = new Promise((resolve) => (announced = resolve));
+    const c = new Client(
+      { name: "thinkledger-sdk-test", version: "1.0.0" },
+      { versionNegotiation: { mode }, listChanged: { tools: { debounceMs: 0, onChanged: (_e, tools) => announced(tools) } } },
+    );
+    try {
+      await c.connect(new StdioClientTransport({ command: BIN, args: ["--data-dir", dir, "serve"], stderr: "ignore" }));
+      assertEra(c, mode);
+      const listed = await c.listTools();
+      const names = listed.tools.map((t) => t.name);
+      assert.ok(names.includes("list_toolsets") && !names.includes("consensus_answer"), names.join());
+      const bytes = Buffer.byteLength(JSON.stringify(listed));
+      assert.ok(bytes <= 32 * 1024, `default tools/list is ${bytes} bytes`);
+
+      const sets = (await c.callTool({ name: "list_toolsets", arguments: {} })).structuredContent.toolsets;
+      const deliberation = sets.find((s) => s.name === "deliberation");
+      assert.ok(deliberation.tools.includes("consensus_answer") && deliberation.enabled === false);
+
+      const refused = await c.callTool({ name: "consensus_answer", arguments: {} });
+      assert.ok(refused.isError && JSON.stringify(refused.content).includes("enable_toolset"));
+
+      const enabled = await c.callTool({ name: "enable_toolset", arguments: { toolset: "deliberation" } });
+      assert.ok(!enabled.isError && enabled.structuredContent.changed === true);
+      // legacy: an unsolicited notification; auto: on the SDK's subscriptions/listen stream.
+      const tools = await Promise.race([refreshed, new Promise((_, reject) => setTimeout(() => reject(new Error("no tools/list_changed")), 10_000))]);
+      assert.ok(tools.map((t) => t.name).includes("consensus_answer"));
+      const after = (await c.listTools()).tools.map((t) => t.name);
+      assert.ok(after.includes("consensus_answer"), after.join());
+    } finally {
+      await c.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
