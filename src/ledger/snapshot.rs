@@ -148,7 +148,16 @@ pub(crate) struct Image {
     pub hash: String,
     pub tree: MerkleTree<Blake3Hasher>,
     pub erased: HashMap<[u8; 32], u64>,
-    pub state: Vec<u8>,
+    /// The snapshot's bytes, kept whole so the decider's state (most of them) is not copied.
+    bytes: Vec<u8>,
+    state_at: usize,
+}
+
+impl Image {
+    /// The decider's bytes.
+    pub fn state(&self) -> &[u8] {
+        &self.bytes[self.state_at..]
+    }
 }
 
 /// The bytes of a snapshot of the writer's state after event `seq` (whose hash is `hash`).
@@ -243,6 +252,7 @@ pub(crate) fn decode(
     }
     let (tree_bytes, rest) = body.split_at(header.tree_bytes as usize);
     let (erased_bytes, state) = rest.split_at(header.erased_bytes as usize);
+    let state_at = body_len - state.len();
     let tree = tree_from_nodes(header.seq, tree_bytes)?;
     let erased: Vec<(String, u64)> = serde_json::from_slice(erased_bytes)
         .map_err(|e| format!("its erased list does not parse: {e}"))?;
@@ -256,7 +266,8 @@ pub(crate) fn decode(
         hash: header.hash,
         tree,
         erased,
-        state: state.to_vec(),
+        bytes,
+        state_at,
     })
 }
 
@@ -409,7 +420,7 @@ mod tests {
             assert_eq!(image.tree.root(), tree.root());
             assert_eq!(image.tree.levels(), tree.levels());
             assert_eq!(image.erased, erased);
-            assert_eq!(image.state, b"{\"x\":1}");
+            assert_eq!(image.state(), b"{\"x\":1}");
         }
     }
 

@@ -633,7 +633,7 @@ fn restore<S: Store, D: Decider>(
     if last_leaf.is_none() || last_leaf != anchor_leaf {
         return Err("its Merkle tree does not end in its anchor's leaf".into());
     }
-    decider.load_state(&image.state)?;
+    decider.load_state(image.state())?;
     Ok(Some(Replayed {
         head: Head {
             seq: image.seq,
