@@ -449,6 +449,10 @@ mod snapshots {
         ledger.shutdown().await;
 
         let from_snapshot = open(dir.path(), RARELY);
+        assert!(
+            from_snapshot.opened_from_snapshot() > 0,
+            "the state came from the snapshot, not a replay"
+        );
         let restored = state(&from_snapshot).await;
         // A call decided on the restored state, then everything once more.
         let c = from_snapshot
@@ -466,6 +470,7 @@ mod snapshots {
 
         std::fs::remove_file(snapshot_file(dir.path())).unwrap();
         let replayed = open(dir.path(), 0);
+        assert_eq!(replayed.opened_from_snapshot(), 0);
         assert_eq!(state(&replayed).await, after_call);
         replayed.shutdown().await;
         assert_ne!(
@@ -504,6 +509,11 @@ mod snapshots {
         ] {
             std::fs::write(snapshot_file(dir.path()), &damaged).unwrap();
             let ledger = open(dir.path(), RARELY);
+            assert_eq!(
+                ledger.opened_from_snapshot(),
+                0,
+                "a bad snapshot is not used"
+            );
             assert_eq!(state(&ledger).await, expected);
             ledger.shutdown().await;
             // Shutdown replaced it with a good one.
@@ -512,6 +522,10 @@ mod snapshots {
                 good.len()
             );
         }
+        let ledger = open(dir.path(), RARELY);
+        assert!(ledger.opened_from_snapshot() > 0, "the replacement is used");
+        assert_eq!(state(&ledger).await, expected);
+        ledger.shutdown().await;
     }
 
     #[tokio::test]

@@ -210,6 +210,8 @@ struct OpenGate {
     /// Events in the log when the replay began.
     total: AtomicU64,
     abort: AtomicBool,
+    /// Seq of the snapshot the state was loaded from (0: replayed from the first event).
+    from_snapshot: AtomicU64,
     wait: Duration,
 }
 
@@ -220,6 +222,7 @@ impl OpenGate {
             replayed: AtomicU64::new(0),
             total: AtomicU64::new(0),
             abort: AtomicBool::new(false),
+            from_snapshot: AtomicU64::new(0),
             wait,
         }
     }
@@ -341,6 +344,12 @@ impl<D: Decider> LedgerHandle<D> {
     /// The ledger's metadata; `None` while a started ledger's store is still being opened.
     pub fn meta(&self) -> Option<&LedgerMeta> {
         self.meta.get()
+    }
+
+    /// The seq of the snapshot opening loaded state from: 0 when it replayed the whole log (or
+    /// is still opening).
+    pub fn opened_from_snapshot(&self) -> u64 {
+        self.gate.from_snapshot.load(Ordering::Relaxed)
     }
 
     /// Why the ledger could not be opened, once that is known.
@@ -856,6 +865,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             None => None,
         };
         let restored_seq = restored.as_ref().map_or(0, |r| r.head.seq);
+        gate.from_snapshot.store(restored_seq, Ordering::Relaxed);
         let replayed = replay(
             &store,
             &meta,
