@@ -40,7 +40,7 @@ pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
 };
-pub use registry::TOOL_FAMILIES;
+pub use registry::{TOOL_FAMILIES, toolset_of};
 pub use texts::TextPolicy;
 
 /// Limits applied to every call.
@@ -439,7 +439,7 @@ impl App {
         };
         if spec.is_none() && registry::spec(&command.tool).is_some() {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
-            let family = toolsets::family_of(&command.tool).unwrap_or("all");
+            let family = registry::toolset_of(&command.tool).unwrap_or("all");
             let rejection = Rejection::new(
                 "tool_disabled",
                 format!(

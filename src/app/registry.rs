@@ -1,47 +1,84 @@
-//! Where each tool is decided: every family's specs in one list, looked up by tool name, and
-//! the toolsets that serve them.
+//! Where each tool is decided: every family in one list, with the toolset that offers its
+//! tools, looked up by tool name.
 //!
 //! The one module under `app/` besides the root that knows every family: adding a family is one
-//! line in [`FAMILY_SPECS`], and its tools' names in [`TOOL_FAMILIES`]. Owns no rules.
+//! line in [`FAMILIES`] (its toolset and its specs). Every list of tool or toolset names, here
+//! and in the tools layer, is derived from that line. Owns no rules.
+
+use std::sync::LazyLock;
 
 use super::call::ToolSpec;
 use super::{audit_export, deliberation, erase, maxential, replay, thinking, toolsets};
 
-/// The specs of every family offered over MCP.
-const FAMILY_SPECS: &[&[ToolSpec]] = &[
-    thinking::SPECS,
-    maxential::SPECS,
-    replay::tools::SPECS,
-    audit_export::SPECS,
-    deliberation::SPECS,
-    toolsets::SPECS,
+/// One family's tools as the decider dispatches them (a family whose tools sit in two toolsets
+/// has two).
+pub(crate) struct Family {
+    /// The toolset that offers its tools (`--toolsets`, `enable_toolset`). Several families
+    /// may share one.
+    pub toolset: &'static str,
+    /// Its tools, in the order clients see them listed.
+    pub specs: &'static [ToolSpec],
+}
+
+/// Every family offered over MCP, in listing order: the dispatch.
+const FAMILIES: &[Family] = &[
+    Family {
+        toolset: "thinking",
+        specs: thinking::SPECS,
+    },
+    Family {
+        toolset: "maxential",
+        specs: thinking::RESET_SPECS,
+    },
+    Family {
+        toolset: "maxential",
+        specs: maxential::SPECS,
+    },
+    Family {
+        toolset: "audit",
+        specs: replay::tools::SPECS,
+    },
+    Family {
+        toolset: "audit",
+        specs: audit_export::SPECS,
+    },
+    Family {
+        toolset: "deliberation",
+        specs: deliberation::SPECS,
+    },
+    Family {
+        toolset: toolsets::FAMILY,
+        specs: toolsets::SPECS,
+    },
 ];
 
-/// The names of the tools this layer decides, by toolset (for `--toolsets`, the toolset tools
-/// and the `unknown_tool` refusal, which lists them in this order).
-pub const TOOL_FAMILIES: &[(&str, &[&str])] = &[
-    ("thinking", &["sequentialthinking"]),
-    (
-        "maxential",
-        &["reset", "search", "tag", "export", "visualize"],
-    ),
-    (
-        "audit",
-        &[
-            "replay_reasoning_session",
-            "diff_sessions",
-            "export_reasoning_audit",
-        ],
-    ),
-    ("deliberation", deliberation::TOOLS),
-    (toolsets::FAMILY, toolsets::TOOLS),
-];
+/// The names of the tools this layer decides, by toolset, in listing order (for `--toolsets`,
+/// the toolset tools and the `unknown_tool` refusal, which lists them in this order).
+pub static TOOL_FAMILIES: LazyLock<Vec<(&'static str, Vec<&'static str>)>> = LazyLock::new(|| {
+    let mut sets: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+    for family in FAMILIES {
+        let names = family.specs.iter().map(|s| s.name);
+        match sets.iter_mut().find(|(set, _)| *set == family.toolset) {
+            Some((_, tools)) => tools.extend(names),
+            None => sets.push((family.toolset, names.collect())),
+        }
+    }
+    sets
+});
+
+/// The toolset that offers `tool`, if this layer offers it over MCP.
+pub fn toolset_of(tool: &str) -> Option<&'static str> {
+    FAMILIES
+        .iter()
+        .find(|f| f.specs.iter().any(|s| s.name == tool))
+        .map(|f| f.toolset)
+}
 
 /// The spec of `tool`, if this layer offers it over MCP.
 pub(crate) fn spec(tool: &str) -> Option<&'static ToolSpec> {
-    FAMILY_SPECS
+    FAMILIES
         .iter()
-        .flat_map(|specs| specs.iter())
+        .flat_map(|f| f.specs.iter())
         .find(|s| s.name == tool)
 }
 
@@ -56,24 +93,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_tool_has_one_spec_and_one_toolset() {
-        let names: Vec<&str> = FAMILY_SPECS
+    fn every_tool_has_one_spec() {
+        let names: Vec<&str> = FAMILIES
             .iter()
-            .flat_map(|specs| specs.iter())
+            .flat_map(|f| f.specs.iter())
+            .chain(erase::ADMIN_SPECS)
             .map(|s| s.name)
             .collect();
         let mut unique = names.clone();
         unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "a tool name has two specs");
-        let mut listed: Vec<&str> = TOOL_FAMILIES
+    }
+
+    #[test]
+    fn toolsets_list_their_tools_in_dispatch_order() {
+        let listed: Vec<&str> = TOOL_FAMILIES
             .iter()
             .flat_map(|(_, t)| t.iter().copied())
             .collect();
-        listed.sort_unstable();
+        assert_eq!(listed[..3], ["sequentialthinking", "reset", "search"]);
+        assert_eq!(toolset_of("reset"), Some("maxential"));
+        assert_eq!(toolset_of("diff_sessions"), Some("audit"));
         assert_eq!(
-            listed, unique,
-            "TOOL_FAMILIES and the specs name different tools"
+            toolset_of("erase"),
+            None,
+            "the operator's commands are not offered"
+        );
+        let sets: Vec<&str> = TOOL_FAMILIES.iter().map(|(s, _)| *s).collect();
+        assert_eq!(
+            sets,
+            [
+                "thinking",
+                "maxential",
+                "audit",
+                "deliberation",
+                toolsets::FAMILY
+            ]
         );
     }
 }

@@ -15,33 +15,34 @@ use super::{App, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, TextRef, ThoughtRecorded};
 use crate::projections::SessionStatus;
 
-/// The tools of the thinking family.
-pub(crate) const SPECS: &[ToolSpec] = &[
-    ToolSpec {
-        name: "sequentialthinking",
-        known_fields: &[
-            "thought",
-            "nextThoughtNeeded",
-            "thoughtNumber",
-            "totalThoughts",
-            "isRevision",
-            "revisesThought",
-            "branchFromThought",
-            "branchId",
-            "needsMoreThoughts",
-            "sessionId",
-            "tags",
-        ],
-        text_fields: &["thought"],
-        decide: Decide::Pure(decide_sequential),
-    },
-    ToolSpec {
-        name: "reset",
-        known_fields: &["confirm", "sessionId"],
-        text_fields: &[],
-        decide: Decide::Pure(decide_reset),
-    },
-];
+/// The tools of the thinking toolset.
+pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
+    name: "sequentialthinking",
+    known_fields: &[
+        "thought",
+        "nextThoughtNeeded",
+        "thoughtNumber",
+        "totalThoughts",
+        "isRevision",
+        "revisesThought",
+        "branchFromThought",
+        "branchId",
+        "needsMoreThoughts",
+        "sessionId",
+        "tags",
+    ],
+    text_fields: &["thought"],
+    decide: Decide::Pure(decide_sequential),
+}];
+
+/// MAXential's `reset`, decided here with the chain it closes but offered in the `maxential`
+/// toolset.
+pub(crate) const RESET_SPECS: &[ToolSpec] = &[ToolSpec {
+    name: "reset",
+    known_fields: &["confirm", "sessionId"],
+    text_fields: &[],
+    decide: Decide::Pure(decide_reset),
+}];
 
 /// Arguments of `sequentialthinking`: exactly the reference server's, plus `sessionId` and
 /// `tags`. Numbers and booleans may be sent as strings.

@@ -19,9 +19,6 @@ use super::{App, Command, Decided, Outcome, Rejection, TOOL_FAMILIES};
 /// The family of these three tools: always offered, so no one can lock themselves out.
 pub const FAMILY: &str = "toolsets";
 
-/// The tools of [`FAMILY`].
-pub const TOOLS: &[&str] = &["list_toolsets", "enable_toolset", "disable_toolset"];
-
 pub(super) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: "list_toolsets",
@@ -161,12 +158,4 @@ fn change(command: &Command, args: &Value, enable: bool) -> Outcome {
         message,
     };
     Ok(Decided::new(None, Vec::new(), output))
-}
-
-/// The family that holds `tool`, if any.
-pub(super) fn family_of(tool: &str) -> Option<&'static str> {
-    TOOL_FAMILIES
-        .iter()
-        .find(|(_, tools)| tools.contains(&tool))
-        .map(|(family, _)| *family)
 }

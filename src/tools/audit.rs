@@ -25,7 +25,6 @@ fn export_file(body: &Value) -> String {
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![entry::<AuditExportArgs, AuditExport>(
-        "audit",
         "export_reasoning_audit",
         "Export Reasoning Audit",
         "Export a session as an offline-verifiable audit file (thinkledger-audit/1): every event \

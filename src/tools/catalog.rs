@@ -4,7 +4,7 @@
 
 mod portable;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use std::any::Any;
 
@@ -41,8 +41,15 @@ pub struct UnknownToolset {
     pub name: String,
 }
 
-/// Families a caller can choose, in listing order.
-pub const FAMILIES: &[&str] = &["thinking", "maxential", "audit", "deliberation"];
+/// Families a caller can choose, in listing order: every toolset of the decider's dispatch
+/// ([`crate::app::TOOL_FAMILIES`]) but the meta family.
+pub static FAMILIES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    crate::app::TOOL_FAMILIES
+        .iter()
+        .map(|(set, _)| *set)
+        .filter(|set| *set != META_FAMILY)
+        .collect()
+});
 
 /// The families offered when `--toolsets` is not given: the everyday tools, in well under the
 /// 32 KB `tools/list` budget (a test holds it there). The others are one `enable_toolset` away.
@@ -101,6 +108,16 @@ impl Toolsets {
     }
 }
 
+/// The definitions of every family's tools: one line per family.
+const FAMILY_ENTRIES: &[fn() -> Vec<ToolEntry>] = &[
+    thinking::entries,
+    maxential::entries,
+    replay::entries,
+    audit::entries,
+    deliberation::entries,
+    toolsets::entries,
+];
+
 /// All tools, what each family weighs in `tools/list`, and which families a new caller is
 /// offered.
 pub struct Catalog {
@@ -112,12 +129,13 @@ pub struct Catalog {
 
 impl Catalog {
     pub fn new(defaults: Toolsets) -> Self {
-        let mut entries = thinking::entries();
-        entries.extend(maxential::entries());
-        entries.extend(replay::entries());
-        entries.extend(audit::entries());
-        entries.extend(deliberation::entries());
-        entries.extend(toolsets::entries());
+        let mut entries: Vec<ToolEntry> = FAMILY_ENTRIES.iter().flat_map(|f| f()).collect();
+        // Listed in the decider's dispatch order, whichever file defines a tool.
+        let order: Vec<&str> = crate::app::TOOL_FAMILIES
+            .iter()
+            .flat_map(|(_, tools)| tools.iter().copied())
+            .collect();
+        entries.sort_by_key(|e| order.iter().position(|t| *t == e.tool.name));
         let sizes = entries
             .iter()
             .map(|e| {
@@ -199,7 +217,6 @@ pub(super) enum Effect {
 /// A tool's catalog entry: schemas from its argument and output types (the output schema
 /// carries the receipt), honest annotations from its [`Effect`].
 pub(super) fn entry<Args: JsonSchema + Any, Output: JsonSchema + Any>(
-    family: &'static str,
     name: &'static str,
     title: &str,
     description: &'static str,
@@ -221,7 +238,8 @@ pub(super) fn entry<Args: JsonSchema + Any, Output: JsonSchema + Any>(
     .with_raw_output_schema(terse(&documented_output))
     .with_annotations(annotations);
     ToolEntry {
-        family,
+        // A tool the decider does not dispatch has no set; the catalog test catches it.
+        family: crate::app::toolset_of(name).unwrap_or_default(),
         tool,
         documented_output,
         render_text,
@@ -335,6 +353,28 @@ pub(super) fn render_json(body: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_catalog_defines_exactly_the_tools_the_decider_dispatches() {
+        let catalog = Catalog::new(Toolsets::all());
+        let listed: Vec<&str> = catalog
+            .all_entries()
+            .iter()
+            .map(|e| {
+                assert!(
+                    !e.family.is_empty(),
+                    "{} is dispatched by no family",
+                    e.tool.name
+                );
+                e.tool.name.as_ref()
+            })
+            .collect();
+        let dispatched: Vec<&str> = crate::app::TOOL_FAMILIES
+            .iter()
+            .flat_map(|(_, tools)| tools.iter().copied())
+            .collect();
+        assert_eq!(listed, dispatched);
+    }
 
     #[test]
     fn toolsets_parse_lists_and_all() {

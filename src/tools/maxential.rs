@@ -20,7 +20,6 @@ fn field(body: &Value, name: &str) -> String {
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<ResetArgs, ResetOutput>(
-            "maxential",
             "reset",
             "Reset Session",
             "Close the current thinking session and start fresh; use when beginning a new \
@@ -30,7 +29,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<SearchArgs, SearchOutput>(
-            "maxential",
             "search",
             "Search Thoughts",
             "Search the thought history by content (case-insensitive regular expression), tags \
@@ -39,7 +37,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<TagArgs, TagOutput>(
-            "maxential",
             "tag",
             "Tag Thought",
             "Add or remove tags on a thought to organize and filter the chain. Tags are \
@@ -49,7 +46,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ExportArgs, ExportOutput>(
-            "maxential",
             "export",
             "Export Chain",
             "Export the thinking chain as markdown or JSON, with or without branches, or one \
@@ -58,7 +54,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             |body| field(body, "content"),
         ),
         entry::<VisualizeArgs, VisualizeOutput>(
-            "maxential",
             "visualize",
             "Visualize Chain",
             "Draw the thinking chain and its branches and revisions as a Mermaid flowchart or \

@@ -16,7 +16,6 @@ fn diff_text(body: &Value) -> String {
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<ReplayArgs, ReplayOutput>(
-            "audit",
             "replay_reasoning_session",
             "Replay Reasoning Session",
             "Reconstruct a session's timeline from its ledger events: every recorded call in \
@@ -29,7 +28,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<DiffSessionsArgs, DiffSessionsOutput>(
-            "audit",
             "diff_sessions",
             "Diff Sessions",
             "Compare two thinking sessions (e.g. two runs of the same task): main-line thoughts \

@@ -14,7 +14,6 @@ question, rejected, key) make thoughts searchable.";
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![entry::<SequentialThinkingArgs, SequentialThinkingOutput>(
-        "thinking",
         "sequentialthinking",
         "Sequential Thinking",
         DESCRIPTION,

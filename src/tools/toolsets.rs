@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::watch;
 
-use super::catalog::{Effect, META_FAMILY, ToolEntry, Toolsets, entry, render_json};
+use super::catalog::{Effect, ToolEntry, Toolsets, entry, render_json};
 use crate::app::toolsets::{
     ListToolsetsArgs, ListToolsetsOutput, ToolsetArgs, ToolsetChangeOutput,
 };
@@ -19,7 +19,6 @@ use crate::app::toolsets::{
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<ListToolsetsArgs, ListToolsetsOutput>(
-            META_FAMILY,
             "list_toolsets",
             "List Toolsets",
             "List every toolset: its tools, their tools/list size in bytes, and whether it is \
@@ -28,7 +27,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ToolsetArgs, ToolsetChangeOutput>(
-            META_FAMILY,
             "enable_toolset",
             "Enable Toolset",
             "Add a toolset's tools to your tools/list (announced by \
@@ -37,7 +35,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ToolsetArgs, ToolsetChangeOutput>(
-            META_FAMILY,
             "disable_toolset",
             "Disable Toolset",
             "Remove a toolset's tools from your tools/list; nothing recorded is lost.",
@@ -119,6 +116,7 @@ impl ToolsetsByPrincipal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::catalog::META_FAMILY;
 
     #[test]
     fn a_choice_changes_once_and_keeps_the_meta_family() {

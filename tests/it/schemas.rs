@@ -1782,10 +1782,11 @@ async fn deliberation_events_and_tool_results_conform_to_their_schemas() {
         }
         checked.insert(*tool);
     }
-    let family: BTreeSet<&str> = thinkledger::app::deliberation::TOOLS
+    let family: BTreeSet<&str> = thinkledger::app::TOOL_FAMILIES
         .iter()
-        .copied()
-        .collect();
+        .find(|(set, _)| *set == "deliberation")
+        .map(|(_, tools)| tools.iter().copied().collect())
+        .expect("the deliberation toolset");
     assert_eq!(
         checked, family,
         "every deliberation tool's output was checked"

@@ -78,16 +78,48 @@ fn each_dependency_stays_in_its_layer() {
 
 /// The tool families. Each is a room of its own under `app/` and, when it has facts or a fold of
 /// its own, under `events/` and `projections/` (`<layer>/<family>.rs` or `<layer>/<family>/`).
-/// A new family is one line here.
-const FAMILIES: &[&str] = &[
-    "thinking",
-    "maxential",
-    "deliberation",
-    "replay",
-    "audit_export",
-    "erase",
-    "toolsets",
-];
+/// A family is every module directly under `app/` that is neither shared machinery ([`SHARED`])
+/// nor the wiring ([`WIRING`]), so a new family is guarded as soon as its room exists.
+fn families() -> Vec<String> {
+    let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/app");
+    let mut out: Vec<String> = std::fs::read_dir(&app)
+        .expect("read src/app")
+        .map(|e| {
+            e.expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| {
+            let shared = |s: &&str| s.strip_prefix("app/") == Some(name.as_str());
+            !SHARED.iter().any(shared) && !WIRING.contains(&name.as_str())
+        })
+        .map(|name| name.trim_end_matches(".rs").to_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The files under `app/` that name every family: the decider (`mod.rs`), its dispatch
+/// (`registry.rs`) and the tests that drive them.
+const WIRING: &[&str] = &["mod.rs", "registry.rs", "tests.rs"];
+
+#[test]
+fn every_room_under_app_is_a_dispatched_family_or_shared() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/app/registry.rs");
+    let registry = std::fs::read_to_string(root).expect("read app/registry.rs");
+    let found = families();
+    assert!(found.len() >= 7, "too few families found: {found:?}");
+    let undispatched: Vec<&String> = found
+        .iter()
+        .filter(|family| !registry.contains(&format!("{family}::")))
+        .collect();
+    assert!(
+        undispatched.is_empty(),
+        "modules under app/ that the registry does not dispatch; add the family's line to \
+         app/registry.rs, or list shared machinery in SHARED: {undispatched:?}"
+    );
+}
 
 /// The layers in which families have rooms.
 const FAMILY_LAYERS: &[&str] = &["app", "events", "projections"];
@@ -191,25 +223,27 @@ fn named_paths(file: &str, text: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// The family a path names, if it names one (`app::deliberation::…` → deliberation).
-fn family_of(path: &[String]) -> Option<&'static str> {
+/// The family a path names, if it names one of `families` (`app::deliberation::…` →
+/// deliberation).
+fn family_of(path: &[String], families: &[String]) -> Option<String> {
     let layer = path.first()?;
     let family = path.get(1)?;
     if !FAMILY_LAYERS.contains(&layer.as_str()) {
         return None;
     }
-    FAMILIES.iter().copied().find(|f| f == family)
+    families.iter().find(|f| *f == family).cloned()
 }
 
 #[test]
 fn no_family_imports_another_family() {
+    let families = families();
     let mut violations = Vec::new();
     for (file, text) in sources() {
-        let Some(own) = family_of(&module_path(&file)) else {
+        let Some(own) = family_of(&module_path(&file), &families) else {
             continue;
         };
         for path in named_paths(&file, &text) {
-            if let Some(other) = family_of(&path).filter(|f| *f != own) {
+            if let Some(other) = family_of(&path, &families).filter(|f| *f != own) {
                 violations.push(format!(
                     "{file} ({own}) names {} ({other})",
                     path.join("::")
@@ -226,6 +260,7 @@ fn no_family_imports_another_family() {
 
 #[test]
 fn the_shared_call_machinery_knows_no_family() {
+    let families = families();
     let mut violations = Vec::new();
     for (file, text) in sources() {
         if !SHARED
@@ -236,7 +271,7 @@ fn the_shared_call_machinery_knows_no_family() {
         }
         for path in named_paths(&file, &text) {
             if path.first().is_some_and(|l| l == "app")
-                && let Some(family) = family_of(&path)
+                && let Some(family) = family_of(&path, &families)
             {
                 violations.push(format!("{file} names {} ({family})", path.join("::")));
             }

@@ -26,32 +26,7 @@ pub mod testing;
 
 use super::call::{Decide, ToolSpec};
 
-/// The deliberation family's tools, in catalog order.
-pub const TOOLS: &[&str] = &[
-    "run_thinking_mode",
-    "reasoning_intent_router",
-    "reasoning_autopilot",
-    "start_deliberation",
-    "add_thought_node",
-    "expand_thoughts",
-    "apply_algorithm_template",
-    "set_scoring_rubric",
-    "score_thoughts",
-    "prune_thoughts",
-    "refine_thoughts",
-    "record_assumption",
-    "set_assumption_status",
-    "apply_reasoning_pattern",
-    "verify_thoughts",
-    "evaluate_reasoning_quality",
-    "run_reasoning_checkpoint",
-    "converge_reasoning",
-    "run_reasonkit_pipeline",
-    "consensus_answer",
-    "start_skeleton_of_thought",
-    "run_skeleton_elaboration",
-];
-
+/// The deliberation family's tools, in the seed's order (its tool table).
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: "run_thinking_mode",

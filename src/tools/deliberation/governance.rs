@@ -3,7 +3,6 @@
 //! policy guard (decided in `app::deliberation::governance`).
 
 use super::super::catalog::{Effect, ToolEntry, entry, render_json};
-use super::FAMILY;
 use crate::app::deliberation::governance::{
     AssumptionStatusArgs, AssumptionStatusOutput, CheckpointArgs, CheckpointOutput, ConsensusArgs,
     ConsensusOutput, ConvergeArgs, ConvergeOutput, EvaluateArgs, EvaluateOutput,
@@ -13,7 +12,6 @@ use crate::app::deliberation::governance::{
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<RecordAssumptionArgs, RecordAssumptionOutput>(
-            FAMILY,
             "record_assumption",
             "Record Assumption",
             "Add an assumption to the deliberation's ledger (id asm-N, status unverified), with \
@@ -25,7 +23,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<AssumptionStatusArgs, AssumptionStatusOutput>(
-            FAMILY,
             "set_assumption_status",
             "Set Assumption Status",
             "Mark an assumption validated, falsified, retracted or unverified. validated and \
@@ -36,7 +33,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<VerifyArgs, VerifyOutput>(
-            FAMILY,
             "verify_thoughts",
             "Verify Claims",
             "Put claims under verification and weigh the evidence you supply; this server \
@@ -53,7 +49,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<EvaluateArgs, EvaluateOutput>(
-            FAMILY,
             "evaluate_reasoning_quality",
             "Evaluate Reasoning Quality",
             "Read-only assessment of the deliberation's structure: a quality score in [0, 1] \
@@ -67,7 +62,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<CheckpointArgs, CheckpointOutput>(
-            FAMILY,
             "run_reasoning_checkpoint",
             "Run Reasoning Checkpoint",
             "Record a quality checkpoint (id ckpt-N): the quality score and tier against a \
@@ -82,7 +76,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ConvergeArgs, ConvergeOutput>(
-            FAMILY,
             "converge_reasoning",
             "Converge Reasoning",
             "Add a convergence node over the best-scored live leaf of each branch (up to 3), \
@@ -95,7 +88,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ConsensusArgs, ConsensusOutput>(
-            FAMILY,
             "consensus_answer",
             "Consensus Answer",
             "Conclude the deliberation with an answer (yours, or the convergence node's \

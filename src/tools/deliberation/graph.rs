@@ -2,7 +2,6 @@
 //! each does, what of it is heuristic, and what repeating it does.
 
 use super::super::catalog::{Effect, ToolEntry, entry, render_json};
-use super::FAMILY;
 use crate::app::deliberation::graph::{
     AddNodeArgs, AddNodeOutput, ExpandArgs, ExpandOutput, PatternArgs, PatternOutput, PruneArgs,
     PruneOutput, RefineArgs, RefineOutput, RubricArgs, RubricOutput, ScoreArgs, ScoreOutput,
@@ -12,7 +11,6 @@ use crate::app::deliberation::graph::{
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<StartArgs, StartOutput>(
-            FAMILY,
             "start_deliberation",
             "Start Deliberation",
             "Open a deliberation: the goal becomes the root node of a thought graph, with \
@@ -25,7 +23,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<AddNodeArgs, AddNodeOutput>(
-            FAMILY,
             "add_thought_node",
             "Add Thought Node",
             "Add a thought you wrote to the graph, under parent_ids (default the root), on a \
@@ -38,7 +35,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ExpandArgs, ExpandOutput>(
-            FAMILY,
             "expand_thoughts",
             "Expand Thoughts",
             "Branch a node into children, each on its own branch. Pass candidates (your own \
@@ -50,7 +46,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<TemplateArgs, TemplateOutput>(
-            FAMILY,
             "apply_algorithm_template",
             "Apply Algorithm Template",
             "Scaffold a reasoning algorithm under a node as ordered step nodes on a new branch, \
@@ -62,7 +57,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<RubricArgs, RubricOutput>(
-            FAMILY,
             "set_scoring_rubric",
             "Set Scoring Rubric",
             "Set the weights (each 0 to 1) score_thoughts gives its dimensions: grounding, \
@@ -72,7 +66,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ScoreArgs, ScoreOutput>(
-            FAMILY,
             "score_thoughts",
             "Score Thoughts",
             "Score nodes (default every live node but the root) and rank them: a weighted mean \
@@ -85,7 +78,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<PruneArgs, PruneOutput>(
-            FAMILY,
             "prune_thoughts",
             "Prune Thoughts",
             "Beam-prune the graph: at each depth keep the beam_width best-scored live nodes \
@@ -96,7 +88,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<RefineArgs, RefineOutput>(
-            FAMILY,
             "refine_thoughts",
             "Refine Thought",
             "Record a refinement of a node in light of feedback: a new node on its branch with a \
@@ -107,7 +98,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<PatternArgs, PatternOutput>(
-            FAMILY,
             "apply_reasoning_pattern",
             "Apply Reasoning Pattern",
             "Apply a reasoning pattern to a node: adds the pattern's prompt (quoting the node) as \

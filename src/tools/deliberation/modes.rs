@@ -2,7 +2,6 @@
 //! `reasoning_autopilot`, `run_reasonkit_pipeline` (decided in `app::deliberation::modes`).
 
 use super::super::catalog::{Effect, ToolEntry, entry, render_json};
-use super::FAMILY;
 use crate::app::deliberation::modes::{
     AutopilotArgs, AutopilotOutput, PipelineArgs, PipelineOutput, RouterArgs, RouterOutput,
     RunModeArgs, RunModeOutput,
@@ -11,7 +10,6 @@ use crate::app::deliberation::modes::{
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<RunModeArgs, RunModeOutput>(
-            FAMILY,
             "run_thinking_mode",
             "Run Thinking Mode",
             "Run a thinking mode on a goal: Auto (routed by keyword rules), Quick (concise \
@@ -24,7 +22,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<RouterArgs, RouterOutput>(
-            FAMILY,
             "reasoning_intent_router",
             "Route Reasoning Intent",
             "Classify a query into a thinking mode with documented keyword and structure rules \
@@ -37,7 +34,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<AutopilotArgs, AutopilotOutput>(
-            FAMILY,
             "reasoning_autopilot",
             "Reasoning Autopilot",
             "run_thinking_mode in Auto, plus autopilot_plan: the ordered tools to call next for \
@@ -46,7 +42,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<PipelineArgs, PipelineOutput>(
-            FAMILY,
             "run_reasonkit_pipeline",
             "Run ReasonKit Pipeline",
             "Add ReasonKit stage markers to the deliberation — gigathink (perspectives), \

@@ -2,7 +2,6 @@
 //! `run_skeleton_elaboration` (decided in `app::deliberation::skeleton`).
 
 use super::super::catalog::{Effect, ToolEntry, entry, render_json};
-use super::FAMILY;
 use crate::app::deliberation::skeleton::{
     ElaborationArgs, ElaborationOutput, StartSkeletonArgs, StartSkeletonOutput,
 };
@@ -10,7 +9,6 @@ use crate::app::deliberation::skeleton::{
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<StartSkeletonArgs, StartSkeletonOutput>(
-            FAMILY,
             "start_skeleton_of_thought",
             "Start Skeleton of Thought",
             "Outline a node's answer (default: the goal) as ordered skeleton points — yours \
@@ -22,7 +20,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ElaborationArgs, ElaborationOutput>(
-            FAMILY,
             "run_skeleton_elaboration",
             "Elaborate Skeleton",
             "Add your elaborations under a phase's skeleton points, then merge: a merge node \

@@ -40,7 +40,7 @@ fn catalog_covers_every_mode_and_every_named_pack_exists() {
             );
         }
         for tool in &c.primary_tools {
-            assert!(super::super::TOOLS.contains(&tool.as_str()), "{tool}");
+            assert!(super::super::SPECS.iter().any(|s| s.name == tool), "{tool}");
         }
         for alias in &c.aliases {
             let parsed = parse_mode(alias).expect("alias parses");
