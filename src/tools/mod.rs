@@ -26,8 +26,8 @@ use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -149,9 +149,11 @@ impl ThinkServer {
         }
     }
 
-    /// Runs one call through the ledger and shapes the MCP result; tells the caller's peer
-    /// when an accepted `enable_toolset` / `disable_toolset` changed its tool list.
-    pub async fn call(&self, call: Call, peer: &Peer<RoleServer>) -> CallToolResult {
+    /// Runs one call through the ledger and shapes the MCP result; tells `peer` when an
+    /// accepted `enable_toolset` / `disable_toolset` changed the caller's tool list. A request
+    /// of the 2026-07-28 revision passes no peer: that revision's client hears of the change on
+    /// its `subscriptions/listen` stream (see [`ServerHandler::listen`]), and only there.
+    pub async fn call(&self, call: Call, peer: Option<&Peer<RoleServer>>) -> CallToolResult {
         let Call {
             tool,
             arguments,
@@ -207,6 +209,7 @@ impl ThinkServer {
                         .pointer("/toolset/name")
                         .and_then(Value::as_str)
                     && toolsets.set(family, *enable)
+                    && let Some(peer) = peer
                     && let Err(e) = peer.notify_tool_list_changed().await
                 {
                     // A stateless request has no stream to carry it: the answer says what changed.
@@ -344,7 +347,12 @@ impl ServerHandler for ThinkServer {
             toolsets: self.toolsets(&context),
             idempotency_key: key,
         };
-        let call = self.call(call, &context.peer);
+        let stateless_revision = context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let peer = (!stateless_revision).then_some(&context.peer);
+        let call = self.call(call, peer);
         Ok(admission.scope(call).await.into())
     }
 

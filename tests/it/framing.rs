@@ -1,7 +1,8 @@
 //! The transport edge over raw JSON-RPC: every malformed line or body is answered at once, a
 //! `tools/call` that does not decode is -32602 and recorded as rejected, pipelined calls of one
 //! connection take effect in arrival order, HTTP errors carry JSON-RPC bodies, and a fuzz run of
-//! hostile input leaves the process alive and the ledger with nothing but rejected calls.
+//! hostile input leaves the process alive and the ledger with nothing but rejected calls; a
+//! 2026-07-28 client over stdio hears of its tool list changing once, on its listen stream.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -583,4 +584,71 @@ async fn http_calls_of_one_session_take_effect_in_arrival_order() {
         );
     }
     server.kill().await;
+}
+
+/// A 2026-07-28 request line over stdio: `method` with `params` and the revision's `_meta`.
+fn line_2026(id: u64, method: &str, mut params: Value) -> String {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"}
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+#[tokio::test]
+async fn stdio_2026_a_toolset_change_is_told_once_on_the_listen_stream() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut raw = RawStdio::start(dir.path()).await;
+    raw.send(&line_2026(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ))
+    .await;
+    let ack = raw.next().await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    raw.send(&line_2026(
+        2,
+        "tools/call",
+        json!({"name": "enable_toolset", "arguments": {"toolset": "audit"}}),
+    ))
+    .await;
+    // Everything the server writes until the call is answered and one list_changed arrived,
+    // then until a ping sent after both is answered: a second notice would be among them.
+    let mut seen = Vec::new();
+    let answered = |seen: &[Value], id: u64| seen.iter().any(|m| m["id"] == id);
+    let told = |seen: &[Value]| {
+        seen.iter()
+            .filter(|m| m["method"] == "notifications/tools/list_changed")
+            .count()
+    };
+    while !(answered(&seen, 2) && told(&seen) >= 1) {
+        seen.push(raw.next().await);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    raw.send(&line_2026(3, "ping", json!({}))).await;
+    while !answered(&seen, 3) {
+        seen.push(raw.next().await);
+    }
+    let answer = seen.iter().find(|m| m["id"] == 2).expect("answered");
+    assert_eq!(
+        answer["result"]["structuredContent"]["changed"],
+        json!(true),
+        "{answer}"
+    );
+    assert_eq!(told(&seen), 1, "told once, on the listen stream: {seen:#?}");
+    let notice = seen
+        .iter()
+        .find(|m| m["method"] == "notifications/tools/list_changed")
+        .expect("told");
+    assert_eq!(
+        notice["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(1),
+        "{notice}"
+    );
+    raw.stop().await;
 }
