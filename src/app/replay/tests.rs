@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::timeline::{render_text as timeline_text, timeline};
 use super::*;
 use crate::app::{App, AppConfig, Query};
+use crate::effects::Effects as _;
 use crate::events::{Actor, ErrorRecord, TextLookup};
 use crate::ledger::checkpoint::NoteSigner;
 use crate::ledger::merkle::{Blake3Hasher, MerkleError, MerkleTree, NodeHash};
@@ -115,7 +116,13 @@ impl Recorder {
             client_name: Some("replay-test".into()),
             client_version: None,
         };
-        let command = Command::tool_call(tool, arguments, actor, self.connection.clone());
+        let command = Command::tool_call(
+            tool,
+            arguments,
+            actor,
+            self.connection.clone(),
+            crate::effects::SystemEffects.prepare(),
+        );
         self.ledger.submit(command).await.unwrap()
     }
 
@@ -244,6 +251,9 @@ impl Decider for ChangedEstimate {
     type Query = Query;
     type Answer = Value;
 
+    fn prepared_at(&self, command: &Command) -> chrono::DateTime<chrono::Utc> {
+        self.0.prepared_at(command)
+    }
     fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
         let mut draft = self.0.decide(command, log);
         if command.tool == "sequentialthinking" && draft.body["thoughtNumber"] == 3 {
@@ -508,6 +518,7 @@ async fn a_kept_response_body_shows_what_changed_in_it() {
             "nextThoughtNeeded": true}),
         actor,
         r.connection.clone(),
+        crate::effects::SystemEffects.prepare(),
     );
     command.idempotency_key = Some("k-3".into());
     let third = r.ledger.submit(command).await.unwrap();
