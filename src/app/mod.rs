@@ -28,6 +28,8 @@ pub mod toolsets;
 #[cfg(test)]
 mod tests;
 pub mod thinking;
+#[cfg(test)]
+mod two_phase_tests;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};

@@ -149,6 +149,21 @@ pub struct WriterConfig {
     /// Up to this many events under a loaded snapshot, a server checks them before its first
     /// call; above, behind, between calls (one-shot commands always check them first).
     pub check_at_open_max: u64,
+    /// How long each decision is taken to have lasted (`decideMicros`, the decider's time
+    /// limit): measured, or fixed for tests that need byte-identical events.
+    pub decide_time: DecideTime,
+}
+
+/// How the writer learns how long a decision took: the one effect measured around a decision
+/// (the decision itself reads no clock).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DecideTime {
+    /// Measured with the monotonic clock around the decision (production).
+    #[default]
+    Measured,
+    /// Taken to be this long, whatever it was: for tests that need byte-identical events (each
+    /// records `decideMicros`) or a time limit that trips deterministically.
+    Fixed(Duration),
 }
 
 impl Default for WriterConfig {
@@ -160,6 +175,7 @@ impl Default for WriterConfig {
             open_wait: Duration::from_secs(30),
             snapshot_every: SNAPSHOT_EVERY_EVENTS,
             check_at_open_max: 50_000,
+            decide_time: DecideTime::Measured,
         }
     }
 }
@@ -850,6 +866,7 @@ struct Writer<S: Store, D: Decider> {
     /// The `recordedAt` of the latest event, once known (read from the log at the first call):
     /// no event is stamped earlier.
     last_recorded_at: Option<DateTime<Utc>>,
+    decide_time: DecideTime,
 }
 
 type Reply = oneshot::Sender<Result<Committed, LedgerError>>;
@@ -949,6 +966,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             prefix_check,
             gate: gate.clone(),
             last_recorded_at: None,
+            decide_time: config.decide_time,
         })
     }
 
@@ -1279,16 +1297,20 @@ impl<S: Store, D: Decider> Writer<S, D> {
         // The one effect measured around a decision: how long it took (`decideMicros`, and the
         // decider's time limit through `over_time`). The decision itself reads no clock.
         let started = Instant::now();
+        let took = |started: Instant| match self.decide_time {
+            DecideTime::Measured => started.elapsed(),
+            DecideTime::Fixed(fixed) => fixed,
+        };
         let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let view = WriterView {
                 decided_at: Some(&recorded_at),
                 ..self.view()
             };
             let draft = self.decider.decide(&command, &view);
-            let elapsed = started.elapsed();
-            self.decider.over_time(&command, &view, elapsed, draft)
+            self.decider
+                .over_time(&command, &view, took(started), draft)
         }));
-        let decide_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let decide_micros = u64::try_from(took(started).as_micros()).unwrap_or(u64::MAX);
         let draft = decided.unwrap_or_else(|panic| {
             let reason = panic
                 .downcast_ref::<&str>()
