@@ -5,8 +5,9 @@
 //! taken one at a time in log order and never race. A decision is pure: the effects a call
 //! needs (the time, a random seed) were taken on the caller's side before it was sent
 //! ([`crate::effects::Prepared`], in [`Command::prepared`]), and the decision reads them from
-//! there and from the log, never from the clock, the random source or the environment. Every call yields exactly one event: bad
-//! input becomes a `rejected` event with a clear error and a suggestion, and changes no state.
+//! there and from the log, never from the clock, the random source or the environment. Every
+//! call yields exactly one event: bad input becomes a `rejected` event with a clear error and a
+//! suggestion, and changes no state.
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
 mod audit_export;
@@ -474,7 +475,7 @@ impl App {
             ),
             "retry the call (with the same idempotency key, if it had one: the key was not \
              used); if this persists, check the operating system's random source \
-             (getrandom) on the server",
+             on the server",
         );
         Draft {
             session_id: None,
