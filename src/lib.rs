@@ -2,13 +2,15 @@
 //! ledger.
 //!
 //! Layers, innermost first (an arrow means "may import"):
-//! `events` ← `ledger`, `projections` ← `audit`, `export` ← `app` ← `tools` ← `server` ← `main`.
+//! `events` ← `effects`, `ledger`, `projections` ← `audit`, `export` ← `app` ← `tools` ← `server`
+//! ← `main`. `effects` is the one door to the clock, randomness and the environment.
 //! See docs/ARCHITECTURE.md for the code map and the invariants each layer keeps.
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
 pub mod app;
 pub mod audit;
+pub mod effects;
 pub mod events;
 pub mod export;
 pub mod ledger;

@@ -16,6 +16,7 @@ use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 use thinkledger::app::{AppConfig, Command as AppCommand, replay};
+use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
 use thinkledger::ledger::checkpoint::{Checkpoint, kept_note};
@@ -541,7 +542,13 @@ fn erase(
         client_name: Some("thinkledger".into()),
         client_version: Some(env!("CARGO_PKG_VERSION").into()),
     };
-    let mut command = AppCommand::tool_call("erase", arguments, actor, SessionId::random());
+    let mut command = AppCommand::tool_call(
+        "erase",
+        arguments,
+        actor,
+        SessionId::random(),
+        SystemEffects.prepare(),
+    );
     command.admin = true;
     let committed = runtime()?.block_on(async {
         let ledger = server::open(dir, AppConfig::default())?;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::call::{Decide, ToolSpec, owned_session, parse, unknown_session_of_another};
 use super::{App, Command, Decided, Outcome, Rejection};
-use crate::audit::{Selection, build_export};
+use crate::audit::{ExportOptions, Selection, build_export_with};
 use crate::events::SessionId;
 use crate::ledger::LogView;
 
@@ -64,7 +64,14 @@ pub(crate) fn decide_audit_export(
     let selection = Selection::Session {
         session_id: session.clone(),
     };
-    match build_export(log, &selection, args.since_checkpoint.as_deref()) {
+    // Stamped with the decision time (the event's `recordedAt`), never the clock: the export
+    // is part of the response, whose digest the event holds.
+    let options = ExportOptions {
+        since_checkpoint: args.since_checkpoint.as_deref(),
+        generated_at: App::decided_at(command, log),
+        progress: None,
+    };
+    match build_export_with(log, &selection, &options) {
         Ok(export) => Ok(Decided::new(Some(session), Vec::new(), export)),
         Err(e) => {
             let suggestion = match e.code() {

@@ -2,13 +2,18 @@
 //!
 //! `decide(state, command) → facts + response body` is the only business logic in the server.
 //! It runs on the ledger's writer thread (through [`crate::ledger::Decider`]), so decisions are
-//! taken one at a time in log order and never race. Every call yields exactly one event: bad
-//! input becomes a `rejected` event with a clear error and a suggestion, and changes no state.
+//! taken one at a time in log order and never race. A decision is pure: the effects a call
+//! needs (the time, a random seed) were taken on the caller's side before it was sent
+//! ([`crate::effects::Prepared`], in [`Command::prepared`]), and the decision reads them from
+//! there and from the log, never from the clock, the random source or the environment. Every
+//! call yields exactly one event: bad input becomes a `rejected` event with a clear error and a
+//! suggestion, and changes no state.
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
 mod audit_export;
 pub(crate) mod call;
 pub mod deliberation;
+mod draws;
 mod erase;
 mod idempotency;
 mod lenient;
@@ -24,10 +29,13 @@ pub mod toolsets;
 #[cfg(test)]
 mod tests;
 pub mod thinking;
+#[cfg(test)]
+mod two_phase_tests;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::effects::Prepared;
 use crate::events::{
     Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, SessionId, TextLookup,
 };
@@ -49,7 +57,8 @@ pub struct AppConfig {
     /// Largest accepted free-text field (a thought, a query), in bytes of UTF-8.
     pub max_text_bytes: usize,
     /// Longest a deliberation tool may spend deciding one call; a slower decision is refused
-    /// (`time_limit_exceeded`) and changes nothing.
+    /// (`time_limit_exceeded`) and changes nothing. Measured by the writer around the decision
+    /// (the one measured effect there), never inside it: see [`Decider::over_time`].
     pub tool_time_limit: std::time::Duration,
 }
 
@@ -98,15 +107,18 @@ pub struct Command {
     /// A client-chosen key (MCP `_meta.idempotencyKey`): a call whose key this principal
     /// already used is answered with the recorded outcome and appends nothing.
     pub idempotency_key: Option<String>,
+    /// The effects the call took before it was sent: its time and its seed (*prepare*).
+    pub prepared: Prepared,
 }
 
 impl Command {
-    /// An MCP tool call.
+    /// An MCP tool call, with the effects it took (`Effects::prepare`).
     pub fn tool_call(
         tool: impl Into<String>,
         arguments: Value,
         actor: Actor,
         connection_session: SessionId,
+        prepared: Prepared,
     ) -> Self {
         Self {
             tool: tool.into(),
@@ -117,6 +129,7 @@ impl Command {
             toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
+            prepared,
         }
     }
 }
@@ -243,85 +256,38 @@ impl Decider for App {
     type Query = Query;
     type Answer = Value;
 
+    fn prepared_at(&self, command: &Command) -> chrono::DateTime<chrono::Utc> {
+        command.prepared.at
+    }
+
     fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
-        let mut texts = Vec::new();
-        let (recorded, mut outcome) = self.decide_call(command, log, &mut texts);
-        if let Some(key) = &command.idempotency_key {
-            match self.idempotency.check(
-                &command.actor.principal,
-                key,
-                &command.tool,
-                &recorded,
-                &texts,
-                log,
-            ) {
-                idempotency::Check::New => {}
-                idempotency::Check::Repeat(committed) => {
-                    return Draft {
-                        replay_of: Some(committed),
-                        ..self.failed(command, "not recorded: a repeat")
-                    };
-                }
-                idempotency::Check::Refused(rejection) => outcome = Err((rejection, None)),
-            }
+        self.decide_within(command, log, None)
+    }
+
+    fn over_time(
+        &self,
+        command: &Command,
+        log: &dyn LogView,
+        elapsed: std::time::Duration,
+        draft: Draft,
+    ) -> Draft {
+        if elapsed <= self.config.tool_time_limit || !Self::time_limited(command) {
+            return draft;
         }
-        let (status, error, body, session_id, facts) = match outcome {
-            Ok(decided) => {
-                texts.extend(decided.texts);
-                (
-                    OutcomeStatus::Ok,
-                    None,
-                    decided.body,
-                    decided.session_id,
-                    decided.facts,
-                )
-            }
-            Err((rejection, session_id)) => (
-                OutcomeStatus::Rejected,
-                Some(ErrorRecord {
-                    code: rejection.code.to_owned(),
-                    message: rejection.message.clone(),
-                    suggestion: rejection.suggestion.clone(),
-                }),
-                rejection_body(&rejection),
-                session_id,
-                Vec::new(),
-            ),
-        };
-        // With an idempotency key the body itself is kept (as erasable text), so that a retry
-        // is answered with exactly what the first call was.
-        let response_ref = command.idempotency_key.as_ref().and_then(|_| {
-            let canonical = canonical_bytes(&body).ok()?;
-            let text = String::from_utf8(canonical).ok()?;
-            let (text_ref, new) = self.policy().commit(&text);
-            texts.push(new);
-            Some(text_ref)
-        });
-        Draft {
-            session_id,
-            actor: command.actor.clone(),
-            call: Call {
-                tool: command.tool.clone(),
-                arguments: recorded,
-                idempotency_key: command.idempotency_key.clone(),
-            },
-            facts,
-            status,
-            error,
-            body,
-            provenance: Provenance::rules("thinkledger.thinking"),
-            texts,
-            response_ref,
-            replay_of: None,
-        }
+        let session = draft.session_id.clone();
+        self.decide_within(command, log, Some(session))
     }
 
     fn failed(&self, command: &Command, reason: &str) -> Draft {
         let mut texts = Vec::new();
-        let policy = TextPolicy {
-            max_text_bytes: self.config.max_text_bytes,
+        let recorded = match &command.prepared.seed {
+            Ok(seed) => {
+                let draws = draws::Draws::new(seed);
+                self.policy(&draws)
+                    .opaque(&command.arguments.to_string(), &mut texts)
+            }
+            Err(_) => json!({ "omitted": { "reason": RANDOMNESS_UNAVAILABLE } }),
         };
-        let recorded = policy.opaque(&command.arguments.to_string(), &mut texts);
         let error = ErrorRecord {
             code: "internal_error".to_owned(),
             message: format!("thinkledger failed while deciding this call: {reason}"),
@@ -380,10 +346,157 @@ impl Decider for App {
 
 pub(crate) type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
 
+/// The refusal code (and omitted-arguments reason) of a call prepared without randomness.
+pub const RANDOMNESS_UNAVAILABLE: &str = "randomness_unavailable";
+
 impl App {
-    fn policy(&self) -> TextPolicy {
+    fn policy<'d>(&self, draws: &'d draws::Draws) -> TextPolicy<'d> {
         TextPolicy {
             max_text_bytes: self.config.max_text_bytes,
+            draws,
+        }
+    }
+
+    /// Whether `command`'s tool is held to the tool time limit: the tools decided `InContext`
+    /// (the deliberation tools), when the call reaches them.
+    fn time_limited(command: &Command) -> bool {
+        let spec = if command.admin {
+            registry::admin_spec(&command.tool)
+        } else {
+            registry::spec(&command.tool).filter(|_| command.tool_enabled)
+        };
+        spec.is_some_and(|spec| matches!(spec.decide, call::Decide::InContext(_)))
+    }
+
+    /// The decision time: the `recordedAt` the event will carry (the writer's stamp, or the
+    /// recorded one in a re-execution), else the time the call was prepared. Never the clock.
+    fn decided_at(command: &Command, log: &dyn LogView) -> String {
+        log.decided_at().map_or_else(
+            || crate::ledger::format_timestamp(command.prepared.at),
+            str::to_owned,
+        )
+    }
+
+    /// Decides `command`; with `slow` (the session the too-slow decision acted on), refuses a
+    /// time-limited tool with `time_limit_exceeded` instead of deciding it again.
+    fn decide_within(
+        &self,
+        command: &Command,
+        log: &dyn LogView,
+        slow: Option<Option<SessionId>>,
+    ) -> Draft {
+        let seed = match &command.prepared.seed {
+            Ok(seed) => seed,
+            Err(reason) => return Self::without_randomness(command, reason),
+        };
+        let draws = draws::Draws::new(seed);
+        let mut texts = Vec::new();
+        let (recorded, mut outcome) = self.decide_call(command, log, &draws, slow, &mut texts);
+        if let Some(key) = &command.idempotency_key {
+            match self.idempotency.check(
+                &command.actor.principal,
+                key,
+                &command.tool,
+                &recorded,
+                &texts,
+                log,
+            ) {
+                idempotency::Check::New => {}
+                idempotency::Check::Repeat(committed) => {
+                    return Draft {
+                        replay_of: Some(committed),
+                        ..self.failed(command, "not recorded: a repeat")
+                    };
+                }
+                idempotency::Check::Refused(rejection) => outcome = Err((rejection, None)),
+            }
+        }
+        let (status, error, body, session_id, facts) = match outcome {
+            Ok(decided) => {
+                texts.extend(decided.texts);
+                (
+                    OutcomeStatus::Ok,
+                    None,
+                    decided.body,
+                    decided.session_id,
+                    decided.facts,
+                )
+            }
+            Err((rejection, session_id)) => (
+                OutcomeStatus::Rejected,
+                Some(ErrorRecord {
+                    code: rejection.code.to_owned(),
+                    message: rejection.message.clone(),
+                    suggestion: rejection.suggestion.clone(),
+                }),
+                rejection_body(&rejection),
+                session_id,
+                Vec::new(),
+            ),
+        };
+        // With an idempotency key the body itself is kept (as erasable text), so that a retry
+        // is answered with exactly what the first call was.
+        let response_ref = command.idempotency_key.as_ref().and_then(|_| {
+            let canonical = canonical_bytes(&body).ok()?;
+            let text = String::from_utf8(canonical).ok()?;
+            let (text_ref, new) = self.policy(&draws).commit(&text);
+            texts.push(new);
+            Some(text_ref)
+        });
+        Draft {
+            session_id,
+            actor: command.actor.clone(),
+            call: Call {
+                tool: command.tool.clone(),
+                arguments: recorded,
+                idempotency_key: command.idempotency_key.clone(),
+            },
+            facts,
+            status,
+            error,
+            body,
+            provenance: Provenance::rules("thinkledger.thinking"),
+            texts,
+            response_ref,
+            replay_of: None,
+        }
+    }
+
+    /// The refusal of a call prepared without randomness: nothing can be committed without a
+    /// fresh salt, so the arguments are not recorded (`{"omitted": {"reason":
+    /// "randomness_unavailable"}}`), nor is the idempotency key (the retry must be decided), and
+    /// nothing changes. Never a weaker commitment.
+    fn without_randomness(command: &Command, reason: &str) -> Draft {
+        let rejection = Rejection::new(
+            RANDOMNESS_UNAVAILABLE,
+            format!(
+                "thinkledger could not draw the random salt this call needs ({reason}); the \
+                 call was not decided, its arguments were not recorded and nothing changed"
+            ),
+            "retry the call (with the same idempotency key, if it had one: the key was not \
+             used); if this persists, check the operating system's random source \
+             on the server",
+        );
+        Draft {
+            session_id: None,
+            actor: command.actor.clone(),
+            call: Call {
+                tool: command.tool.clone(),
+                arguments: json!({ "omitted": { "reason": RANDOMNESS_UNAVAILABLE } }),
+                idempotency_key: None,
+            },
+            facts: Vec::new(),
+            status: OutcomeStatus::Rejected,
+            error: Some(ErrorRecord {
+                code: rejection.code.to_owned(),
+                message: rejection.message.clone(),
+                suggestion: rejection.suggestion.clone(),
+            }),
+            body: rejection_body(&rejection),
+            provenance: Provenance::rules("thinkledger.thinking"),
+            texts: Vec::new(),
+            response_ref: None,
+            replay_of: None,
         }
     }
 
@@ -392,11 +505,11 @@ impl App {
         &self,
         command: &Command,
         log: &dyn LogView,
+        draws: &draws::Draws,
+        slow: Option<Option<SessionId>>,
         texts: &mut Vec<NewText>,
     ) -> (Value, Outcome) {
-        let policy = TextPolicy {
-            max_text_bytes: self.config.max_text_bytes,
-        };
+        let policy = self.policy(draws);
         if command.tool == UNDECODABLE_CALL {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
             let rejection = Rejection::new(
@@ -489,26 +602,9 @@ impl App {
             call::Decide::Pure(decide) => decide(self, command, &sent, &recorded),
             call::Decide::WithLog(decide) => decide(self, command, log, &sent, &recorded),
             call::Decide::InContext(decide) => {
-                let fallback;
-                let at = match log.decided_at() {
-                    Some(at) => at,
-                    None => {
-                        fallback = crate::ledger::format_timestamp(chrono::Utc::now());
-                        &fallback
-                    }
-                };
-                let started = std::time::Instant::now();
-                let mut call = call::Call::new(self, command, at, &sent, &recorded);
-                // A tool that takes a `provider` refuses a reserved one before anything else.
-                let outcome = if spec.known_fields.contains(&"provider") {
-                    providers::requested(&sent)
-                        .map_err(|r| (r, None))
-                        .and_then(|()| decide(&mut call))
-                } else {
-                    decide(&mut call)
-                };
                 let limit = self.config.tool_time_limit;
-                if started.elapsed() > limit {
+                if let Some(session) = slow {
+                    // The writer measured this decision over the limit (`Decider::over_time`).
                     Err((
                         Rejection::new(
                             "time_limit_exceeded",
@@ -521,10 +617,19 @@ impl App {
                             "ask for less in one call (fewer nodes, claims or expansions), or \
                              restart thinkledger with a larger --tool-time-limit-ms",
                         ),
-                        outcome.as_ref().ok().and_then(|d| d.session_id.clone()),
+                        session,
                     ))
                 } else {
-                    outcome
+                    let at = Self::decided_at(command, log);
+                    let mut call = call::Call::new(self, command, &at, draws, &sent, &recorded);
+                    // A tool that takes a `provider` refuses a reserved one before anything else.
+                    if spec.known_fields.contains(&"provider") {
+                        providers::requested(&sent)
+                            .map_err(|r| (r, None))
+                            .and_then(|()| decide(&mut call))
+                    } else {
+                        decide(&mut call)
+                    }
                 }
             }
         };

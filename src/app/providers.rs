@@ -9,8 +9,9 @@
 //! dressed as model output.
 //!
 //! Owns: the provider names, the environment variable names, the report and the refusal.
-//! Must not know: the values of those variables (only whether they are set, and only for the
-//! report; decisions never read the environment, so replay re-derives them).
+//! Must not know: the values of those variables (only whether they are set, which is all
+//! [`crate::effects::Effects::env_is_set`] tells, and only for the report, a resource read;
+//! decisions never read the environment, so replay re-derives them).
 //!
 //! Shared machinery: the dispatcher refuses a reserved provider for every tool that takes a
 //! `provider` argument, whatever its family; it knows no family.
@@ -18,6 +19,7 @@
 use serde_json::{Value, json};
 
 use super::Rejection;
+use crate::effects::Effects;
 
 /// The active provider of every derived output.
 pub const HEURISTIC: &str = "heuristic";
@@ -96,16 +98,15 @@ pub fn requested(args: &Value) -> Result<(), Rejection> {
     }
 }
 
-/// The `reasoning://config/providers` document, reading the process environment for whether
-/// each reserved provider's variables are set.
-pub(crate) fn providers_report() -> Value {
-    providers_report_with(|name| std::env::var(name).ok())
+/// The `reasoning://config/providers` document: whether each reserved provider's variables are
+/// set, as `effects` tells (the environment, through the one door).
+pub(crate) fn providers_report(effects: &dyn Effects) -> Value {
+    providers_report_with(|name| effects.env_is_set(name))
 }
 
-/// The providers document, with `lookup` standing for the environment. Only whether each
-/// variable is set (and not empty) leaves this function; never a value.
-pub fn providers_report_with(lookup: impl Fn(&str) -> Option<String>) -> Value {
-    let is_set = |name: &str| lookup(name).is_some_and(|v| !v.trim().is_empty());
+/// The providers document, with `is_set` saying whether a variable is set (and not blank). It
+/// never sees a value, so none can leave.
+pub fn providers_report_with(is_set: impl Fn(&str) -> bool) -> Value {
     let reserved = |capability: Capability, purpose: &str| {
         let variables: Vec<Value> = capability
             .env()
@@ -160,16 +161,13 @@ mod tests {
 
     #[test]
     fn report_says_whether_set_and_never_the_value() {
-        let secret_url = "https://model.internal.example/v1?token=abc123";
-        let secret_key = "sk-never-shown-7f3a";
-        let report = providers_report_with(|name| match name {
-            "THINKLEDGER_MODEL_PROVIDER_URL" => Some(secret_url.to_owned()),
-            "THINKLEDGER_MODEL_API_KEY" => Some(secret_key.to_owned()),
-            _ => None,
-        });
+        let effects = crate::effects::FixedEffects::new(chrono::DateTime::UNIX_EPOCH, [0; 32])
+            .with_env(&[
+                "THINKLEDGER_MODEL_PROVIDER_URL",
+                "THINKLEDGER_MODEL_API_KEY",
+            ]);
+        let report = providers_report(&effects);
         let text = report.to_string();
-        assert!(!text.contains(secret_url) && !text.contains("abc123"));
-        assert!(!text.contains(secret_key));
         assert_eq!(report["active_mode"], HEURISTIC);
         let model = &report["reserved"][0];
         assert_eq!(model["mode"], "model_backed");
@@ -182,12 +180,8 @@ mod tests {
     }
 
     #[test]
-    fn partly_or_blank_configured_is_not_configured() {
-        let report = providers_report_with(|name| match name {
-            "THINKLEDGER_MODEL_PROVIDER_URL" => Some("https://x.example".to_owned()),
-            "THINKLEDGER_MODEL_API_KEY" => Some("  ".to_owned()),
-            _ => None,
-        });
+    fn partly_configured_is_not_configured() {
+        let report = providers_report_with(|name| name == "THINKLEDGER_MODEL_PROVIDER_URL");
         assert_eq!(report["reserved"][0]["configured"], false);
         assert_eq!(report["reserved"][0]["env"][0]["set"], true);
         assert_eq!(report["reserved"][0]["env"][1]["set"], false);

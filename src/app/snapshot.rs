@@ -64,7 +64,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/1",
-        "99fe78beab6c604ac3b4800ae9b7ac2f7066b2a9bb2f7339e5c2631915a16fbe",
+        "b88e531dbf376aa5c276fde185b6ca860f3edf7d9913bba552c20ade8b199b0e",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use super::{App, AppConfig, Command};
+use crate::effects::{Effects, SystemEffects};
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{
     Committed, LedgerHandle, MemStore, SledStore, Store, WriterConfig, open_ledger,
@@ -46,6 +47,7 @@ impl Given {
             toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
+            prepared: SystemEffects.prepare(),
         };
         self.ledger.submit(command).await.unwrap()
     }
@@ -396,7 +398,13 @@ mod snapshots {
     /// deliberation with nodes, an idempotent call, a refusal.
     async fn record_some(ledger: &LedgerHandle<App>, connection: &SessionId, secret: &str) {
         let call = |tool: &str, arguments: Value, key: Option<&str>| {
-            let mut command = Command::tool_call(tool, arguments, actor(), connection.clone());
+            let mut command = Command::tool_call(
+                tool,
+                arguments,
+                actor(),
+                connection.clone(),
+                SystemEffects.prepare(),
+            );
             command.idempotency_key = key.map(str::to_owned);
             ledger.submit(command)
         };
@@ -461,6 +469,7 @@ mod snapshots {
                 json!({"query": "thought"}),
                 actor(),
                 connection.clone(),
+                SystemEffects.prepare(),
             ))
             .await
             .unwrap();
@@ -545,6 +554,7 @@ mod snapshots {
             json!({"sessionId": connection.as_str(), "reason": "subject request"}),
             actor(),
             SessionId::random(),
+            SystemEffects.prepare(),
         );
         erase.admin = true;
         let erased = ledger.submit(erase).await.unwrap();
@@ -620,7 +630,13 @@ mod snapshots {
         .unwrap();
         let mut refused = None;
         for _ in 0..200 {
-            let command = Command::tool_call("search", json!({}), actor(), SessionId::random());
+            let command = Command::tool_call(
+                "search",
+                json!({}),
+                actor(),
+                SessionId::random(),
+                SystemEffects.prepare(),
+            );
             match ledger.submit(command).await {
                 Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
                 Err(e) => {

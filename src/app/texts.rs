@@ -3,15 +3,18 @@
 
 use serde_json::{Map, Value, json};
 
+use super::draws::Draws;
 use crate::events::TextRef;
 use crate::ledger::canonical::canonical_bytes;
-use crate::ledger::hash::{fresh_salt, text_commitment};
+use crate::ledger::hash::text_commitment;
 use crate::ledger::{NewText, TextRecord};
 
-/// The text rules of one call.
+/// The text rules of one call, and where its salts come from.
 #[derive(Debug, Clone, Copy)]
-pub struct TextPolicy {
+pub struct TextPolicy<'a> {
     pub max_text_bytes: usize,
+    /// The decision's draws: each commitment takes the next salt.
+    pub draws: &'a Draws,
 }
 
 /// A text field over the limit.
@@ -21,12 +24,11 @@ pub struct Oversized {
     pub bytes: usize,
 }
 
-impl TextPolicy {
-    /// Commits `text`: a fresh salt, the commitment, and the record to store beside the event.
+impl TextPolicy<'_> {
+    /// Commits `text`: the decision's next salt, the commitment, and the record to store
+    /// beside the event. (A call without randomness never gets here: it is refused first.)
     pub fn commit(&self, text: &str) -> (TextRef, NewText) {
-        // Without OS randomness the salt is all zeros: the commitment is then still binding but
-        // guessable texts could be confirmed. getrandom failing is not seen on supported systems.
-        let salt = fresh_salt().unwrap_or([0; 32]);
+        let salt = self.draws.salt();
         let text_ref = TextRef {
             commitment: text_commitment(&salt, text),
         };
@@ -200,13 +202,21 @@ fn visit(value: &Value, rest: &str, at: String, found: &mut dyn FnMut(String, &s
 mod tests {
     use super::*;
 
+    fn seeded() -> Draws {
+        Draws::new(&crate::effects::Seed::new([1; 32]))
+    }
+
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
     }
 
     #[test]
     fn text_fields_are_committed_and_unknown_fields_dropped() {
-        let policy = TextPolicy { max_text_bytes: 10 };
+        let draws = seeded();
+        let policy = TextPolicy {
+            max_text_bytes: 10,
+            draws: &draws,
+        };
         let mut texts = Vec::new();
         let recorded = policy
             .record(
@@ -229,7 +239,11 @@ mod tests {
 
     #[test]
     fn nested_text_paths_are_committed() {
-        let policy = TextPolicy { max_text_bytes: 8 };
+        let draws = seeded();
+        let policy = TextPolicy {
+            max_text_bytes: 8,
+            draws: &draws,
+        };
         let mut texts = Vec::new();
         let a = args(json!({
             "claims": [{"text": "one", "criticality": "high"}, {"text": "two"}],
@@ -255,7 +269,11 @@ mod tests {
 
     #[test]
     fn oversized_text_is_refused_and_never_stored() {
-        let policy = TextPolicy { max_text_bytes: 3 };
+        let draws = seeded();
+        let policy = TextPolicy {
+            max_text_bytes: 3,
+            draws: &draws,
+        };
         let mut texts = Vec::new();
         let a = args(json!({"thought": "toolong"}));
         let err = policy
@@ -270,8 +288,10 @@ mod tests {
 
     #[test]
     fn values_that_cannot_be_hashed_make_the_call_opaque() {
+        let draws = seeded();
         let policy = TextPolicy {
             max_text_bytes: 100,
+            draws: &draws,
         };
         let mut texts = Vec::new();
         let recorded = policy

@@ -3,7 +3,7 @@
 //! texts, an optional consistency proof from an earlier checkpoint, and the export signature.
 //!
 //! Reads the log only through `LogView`. Knows nothing of where the view comes from, the CLI or
-//! MCP; takes the `generatedAt` time from its caller (or the clock in [`build_export`]).
+//! MCP; takes the `generatedAt` time from its caller (it reads no clock).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Write};
@@ -19,33 +19,16 @@ use crate::ledger::checkpoint::{Checkpoint, kept_note, open_note, sign_note};
 use crate::ledger::hash::{AuditExportHasher, hex, parse_hex32};
 use crate::ledger::keyfile::key_name;
 use crate::ledger::merkle::{Blake3Hasher, MerkleHasher};
-use crate::ledger::{LedgerError, LogView, TextState, format_timestamp};
+use crate::ledger::{LedgerError, LogView, TextState};
 
 /// How to build an export, beyond what to select.
 pub struct ExportOptions<'a> {
     /// An earlier signed checkpoint (its note text, as saved) the export must prove it extends.
     pub since_checkpoint: Option<&'a str>,
-    /// The `generatedAt` member (RFC 3339 UTC, as [`format_timestamp`] writes it).
+    /// The `generatedAt` member (RFC 3339 UTC, as [`crate::ledger::format_timestamp`] writes it).
     pub generated_at: String,
     /// Called with (events done, events in all) while proofs are gathered.
     pub progress: Option<&'a dyn Fn(u64, u64)>,
-}
-
-/// Builds and signs an export of `selection`, stamped with the current time.
-pub fn build_export(
-    view: &dyn LogView,
-    selection: &Selection,
-    since_checkpoint: Option<&str>,
-) -> Result<AuditExport, AuditError> {
-    build_export_with(
-        view,
-        selection,
-        &ExportOptions {
-            since_checkpoint,
-            generated_at: format_timestamp(chrono::Utc::now()),
-            progress: None,
-        },
-    )
 }
 
 /// Builds and signs an export of `selection` as `options` say, held whole in memory: for the

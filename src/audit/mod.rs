@@ -22,7 +22,7 @@ mod testlog;
 #[cfg(test)]
 mod tests;
 
-pub use build::{ExportOptions, ExportWritten, build_export, build_export_with, write_export};
+pub use build::{ExportOptions, ExportWritten, build_export_with, write_export};
 pub use document::{
     AuditExport, ConsistencyProof, ExportedEvent, ExportedText, FORMAT, SIGNATURE_MEMBER,
     Selection, document_digest, signed_body,

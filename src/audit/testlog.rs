@@ -254,7 +254,8 @@ impl TestLog {
 
 /// A text reference and record with a fresh salt.
 fn commit(text: &str) -> (TextRef, TextRecord) {
-    let salt = crate::ledger::hash::fresh_salt().expect("salt");
+    use crate::effects::Effects;
+    let salt = *crate::effects::SystemEffects.seed().expect("salt").bytes();
     let commitment = text_commitment(&salt, text);
     (
         TextRef { commitment },

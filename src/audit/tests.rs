@@ -11,6 +11,23 @@ use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::checkpoint::{NoteSigner, sign_note};
 use crate::ledger::keyfile::key_name;
 
+/// Builds an export stamped with a fixed time (the builder reads no clock).
+fn build_export(
+    view: &dyn crate::ledger::LogView,
+    selection: &Selection,
+    since_checkpoint: Option<&str>,
+) -> Result<AuditExport, AuditError> {
+    build_export_with(
+        view,
+        selection,
+        &ExportOptions {
+            since_checkpoint,
+            generated_at: "2026-11-25T00:00:00.000000Z".to_owned(),
+            progress: None,
+        },
+    )
+}
+
 /// A log with two sessions, a read outside any session and an erasure, all covered by a signed
 /// checkpoint:
 ///

@@ -31,9 +31,15 @@ pub const KIND_TOOL_CALL_RECORDED: &str = "ToolCallRecorded";
 pub struct SessionId(String);
 
 impl SessionId {
-    /// A fresh random session id.
-    pub fn random() -> Self {
-        Self(uuid::Uuid::new_v4().to_string())
+    /// The session id 16 random bytes make (a UUID v4: version and variant bits set). Where the
+    /// bytes come from is the caller's business: a decision draws them from its call's seed
+    /// (`app`), the caller's side from the operating system (`effects`).
+    pub fn from_random_bytes(bytes: [u8; 16]) -> Self {
+        Self(
+            uuid::Builder::from_random_bytes(bytes)
+                .into_uuid()
+                .to_string(),
+        )
     }
 
     /// Parses a caller-supplied id; only the canonical lowercase hyphenated UUID form is accepted

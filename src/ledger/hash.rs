@@ -17,6 +17,9 @@ pub const EVENT_CONTEXT: &str = "thinkledger 2026-11 event v1";
 pub const TEXT_CONTEXT: &str = "thinkledger 2026-11 text commitment v1";
 /// BLAKE3 `derive_key` context for response digests.
 pub const RESPONSE_CONTEXT: &str = "thinkledger 2026-11 response v1";
+/// BLAKE3 `derive_key` context for the draws of one call (salts, new session ids) from its
+/// seed.
+pub const CALL_DRAW_CONTEXT: &str = "thinkledger 2026-11 call draw v1";
 /// BLAKE3 `derive_key` context for the digest an audit export's signature covers.
 pub const AUDIT_EXPORT_CONTEXT: &str = "thinkledger 2026-11 audit export v1";
 
@@ -123,12 +126,19 @@ pub fn response_digest(body: &Value) -> Result<String, LedgerError> {
         .as_bytes()))
 }
 
-/// A fresh random salt from the operating system.
-pub fn fresh_salt() -> Result<[u8; SALT_LEN], LedgerError> {
-    let mut salt = [0u8; SALT_LEN];
-    getrandom::fill(&mut salt)
-        .map_err(|e| LedgerError::Io(std::io::Error::other(format!("no randomness: {e}"))))?;
-    Ok(salt)
+/// The `index`-th draw for `purpose` from a call's 32-byte `seed`: BLAKE3 derive-key over
+/// `seed ‖ purpose ‖ 0x00 ‖ index (u64, little-endian)`. Draws for different purposes or
+/// indexes are independent, and none reveals the seed or another draw, so a salt stored
+/// beside a text and a session id in an event say nothing about each other.
+pub fn call_draw(seed: &[u8; 32], purpose: &str, index: u64) -> [u8; 32] {
+    static DRAW: LazyLock<blake3::Hasher> =
+        LazyLock::new(|| blake3::Hasher::new_derive_key(CALL_DRAW_CONTEXT));
+    let mut hasher = DRAW.clone();
+    hasher.update(seed);
+    hasher.update(purpose.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(&index.to_le_bytes());
+    *hasher.finalize().as_bytes()
 }
 
 /// Lowercase hex of `bytes`.
@@ -278,7 +288,13 @@ mod tests {
     }
 
     #[test]
-    fn fresh_salts_differ() {
-        assert_ne!(fresh_salt().unwrap(), fresh_salt().unwrap());
+    fn call_draws_differ_by_seed_purpose_and_index_and_repeat_exactly() {
+        let seed = [9u8; 32];
+        let first = call_draw(&seed, "salt", 0);
+        assert_eq!(first, call_draw(&seed, "salt", 0));
+        assert_ne!(first, call_draw(&seed, "salt", 1));
+        assert_ne!(first, call_draw(&seed, "session id", 0));
+        assert_ne!(first, call_draw(&[8u8; 32], "salt", 0));
+        assert_ne!(first, seed);
     }
 }

@@ -26,8 +26,8 @@ pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, Text
 pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints, verify_with_progress};
 pub use view::{LogView, SignedCheckpoint, TextState};
 pub use writer::{
-    Committed, Decider, Draft, LedgerHandle, NewText, Pending, WriterConfig, ensure_meta,
-    open_ledger, start_ledger,
+    Committed, DecideTime, Decider, Draft, LedgerHandle, NewText, Pending, WriterConfig,
+    ensure_meta, open_ledger, start_ledger,
 };
 
 /// Errors of the ledger layer. Each reaches a client as a tool error saying the server cannot

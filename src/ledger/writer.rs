@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -78,9 +78,27 @@ pub trait Decider: Send + 'static {
     type Query: Send + 'static;
     type Answer: Send + 'static;
 
+    /// When `command` was prepared (the clock on the caller's side, before it was sent). The
+    /// writer stamps the event with this time, or with the previous event's `recordedAt` if
+    /// that is later, and lends the stamp to the decision as its "now"
+    /// ([`LogView::decided_at`]): the writer reads no clock for a decision.
+    fn prepared_at(&self, command: &Self::Command) -> DateTime<Utc>;
     /// Decides one command against the current state. Must not mutate state: the writer calls
-    /// [`Decider::apply`] with the resulting event.
+    /// [`Decider::apply`] with the resulting event. Pure: the same state, command and log give
+    /// the same draft.
     fn decide(&self, command: &Self::Command, log: &dyn LogView) -> Draft;
+    /// The draft to record once the writer has measured that deciding `command` took
+    /// `elapsed` (the one measured effect around a decision): a decider with a time limit
+    /// refuses here a decision that ran over it. The default keeps `draft`.
+    fn over_time(
+        &self,
+        _command: &Self::Command,
+        _log: &dyn LogView,
+        _elapsed: Duration,
+        draft: Draft,
+    ) -> Draft {
+        draft
+    }
     /// The draft of a command whose decision panicked (a bug): recorded with outcome `failed`
     /// and no facts, so the call is still accounted for and nothing changes.
     fn failed(&self, command: &Self::Command, reason: &str) -> Draft;
@@ -131,6 +149,21 @@ pub struct WriterConfig {
     /// Up to this many events under a loaded snapshot, a server checks them before its first
     /// call; above, behind, between calls (one-shot commands always check them first).
     pub check_at_open_max: u64,
+    /// How long each decision is taken to have lasted (`decideMicros`, the decider's time
+    /// limit): measured, or fixed for tests that need byte-identical events.
+    pub decide_time: DecideTime,
+}
+
+/// How the writer learns how long a decision took: the one effect measured around a decision
+/// (the decision itself reads no clock).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DecideTime {
+    /// Measured with the monotonic clock around the decision (production).
+    #[default]
+    Measured,
+    /// Taken to be this long, whatever it was: for tests that need byte-identical events (each
+    /// records `decideMicros`) or a time limit that trips deterministically.
+    Fixed(Duration),
 }
 
 impl Default for WriterConfig {
@@ -142,6 +175,7 @@ impl Default for WriterConfig {
             open_wait: Duration::from_secs(30),
             snapshot_every: SNAPSHOT_EVERY_EVENTS,
             check_at_open_max: 50_000,
+            decide_time: DecideTime::Measured,
         }
     }
 }
@@ -829,6 +863,10 @@ struct Writer<S: Store, D: Decider> {
     prefix_check: Option<PrefixCheck>,
     /// Told when that check fails: calls are then refused, as for a ledger that failed to open.
     gate: Arc<OpenGate>,
+    /// The `recordedAt` of the latest event, once known (read from the log at the first call):
+    /// no event is stamped earlier.
+    last_recorded_at: Option<DateTime<Utc>>,
+    decide_time: DecideTime,
 }
 
 type Reply = oneshot::Sender<Result<Committed, LedgerError>>;
@@ -927,6 +965,8 @@ impl<S: Store, D: Decider> Writer<S, D> {
             snapshot_every: config.snapshot_every,
             prefix_check,
             gate: gate.clone(),
+            last_recorded_at: None,
+            decide_time: config.decide_time,
         })
     }
 
@@ -1219,22 +1259,58 @@ impl<S: Store, D: Decider> Writer<S, D> {
         Ok(signed)
     }
 
+    /// The time the next event is stamped with: the time its call was prepared, or the latest
+    /// event's `recordedAt` when that is later (calls are prepared concurrently and may reach
+    /// the writer out of their clock order), so recorded time never goes back in log order.
+    fn decision_time(&mut self, prepared: DateTime<Utc>) -> DateTime<Utc> {
+        #[derive(Deserialize)]
+        struct Stamped {
+            #[serde(rename = "recordedAt")]
+            recorded_at: String,
+        }
+        if self.last_recorded_at.is_none() && self.head.seq > 0 {
+            self.last_recorded_at = self
+                .store
+                .event_bytes(self.head.seq)
+                .ok()
+                .flatten()
+                .and_then(|bytes| serde_json::from_slice::<Stamped>(&bytes).ok())
+                .and_then(|e| DateTime::parse_from_rfc3339(&e.recorded_at).ok())
+                .map(|at| at.with_timezone(&Utc));
+        }
+        let at = self
+            .last_recorded_at
+            .map_or(prepared, |last| last.max(prepared));
+        self.last_recorded_at = Some(at);
+        at
+    }
+
     /// Decides one command, builds its event and folds it into state. Everything fallible
     /// happens before state changes, so a command that fails here leaves no trace. The event is
     /// staged in `batch`, not yet durable.
     fn record(&mut self, command: D::Command, batch: &mut Batch) -> Result<Committed, LedgerError> {
         // The event's time is fixed before the decision, so that what the decision derives from
-        // "now" (analysis timestamps) is the event's own `recordedAt` and replays exactly.
-        let recorded_at = format_timestamp(Utc::now());
-        let started = std::time::Instant::now();
+        // "now" (analysis timestamps) is the event's own `recordedAt` and replays exactly. It
+        // comes from the call's prepared time, never from the clock here.
+        let prepared_at = self.decider.prepared_at(&command);
+        let recorded_at = format_timestamp(self.decision_time(prepared_at));
+        // The one effect measured around a decision: how long it took (`decideMicros`, and the
+        // decider's time limit through `over_time`). The decision itself reads no clock.
+        let started = Instant::now();
+        let took = |started: Instant| match self.decide_time {
+            DecideTime::Measured => started.elapsed(),
+            DecideTime::Fixed(fixed) => fixed,
+        };
         let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let view = WriterView {
                 decided_at: Some(&recorded_at),
                 ..self.view()
             };
-            self.decider.decide(&command, &view)
+            let draft = self.decider.decide(&command, &view);
+            self.decider
+                .over_time(&command, &view, took(started), draft)
         }));
-        let decide_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let decide_micros = u64::try_from(took(started).as_micros()).unwrap_or(u64::MAX);
         let draft = decided.unwrap_or_else(|panic| {
             let reason = panic
                 .downcast_ref::<&str>()
@@ -1407,6 +1483,14 @@ mod tests {
         type Query = ();
         type Answer = Vec<u64>;
 
+        /// `at <RFC 3339>` was prepared then; anything else now.
+        fn prepared_at(&self, command: &String) -> DateTime<Utc> {
+            command
+                .strip_prefix("at ")
+                .and_then(|at| DateTime::parse_from_rfc3339(at).ok())
+                .map_or_else(Utc::now, |at| at.with_timezone(&Utc))
+        }
+
         fn decide(&self, command: &String, _log: &dyn LogView) -> Draft {
             if command == "panic" {
                 panic!("decider bug");
@@ -1539,6 +1623,59 @@ mod tests {
         let report = verify(&open_store(dir.path())).unwrap();
         assert!(report.is_intact(), "{:?}", report.problems);
         assert_eq!(report.events, 64);
+    }
+
+    #[tokio::test]
+    async fn recorded_time_is_the_prepared_time_and_never_goes_back_in_log_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorded_at = |dir: &std::path::Path| -> Vec<String> {
+            let store = open_store(dir);
+            (1..=store.last_seq().unwrap().unwrap_or(0))
+                .map(|seq| {
+                    let bytes = store.event_bytes(seq).unwrap().unwrap();
+                    let event: Value = serde_json::from_slice(&bytes).unwrap();
+                    event["recordedAt"].as_str().unwrap().to_owned()
+                })
+                .collect()
+        };
+        {
+            let ledger = open_ledger(
+                open_store(dir.path()),
+                Echo::default(),
+                WriterConfig::default(),
+            )
+            .unwrap();
+            for at in [
+                "2026-03-01T10:00:00Z",
+                "2026-03-01T09:00:00Z",
+                "2026-03-02T00:00:00Z",
+            ] {
+                ledger.submit(format!("at {at}")).await.unwrap();
+            }
+            ledger.shutdown().await;
+        }
+        assert_eq!(
+            recorded_at(dir.path()),
+            [
+                "2026-03-01T10:00:00.000000Z",
+                "2026-03-01T10:00:00.000000Z",
+                "2026-03-02T00:00:00.000000Z"
+            ],
+            "a call prepared earlier than the event before it is stamped with that event's time"
+        );
+        // After a restart the floor is read back from the log.
+        let ledger = open_ledger(
+            open_store(dir.path()),
+            Echo::default(),
+            WriterConfig::default(),
+        )
+        .unwrap();
+        ledger
+            .submit("at 2026-01-01T00:00:00Z".into())
+            .await
+            .unwrap();
+        ledger.shutdown().await;
+        assert_eq!(recorded_at(dir.path())[3], "2026-03-02T00:00:00.000000Z");
     }
 
     #[tokio::test]

@@ -40,6 +40,7 @@ pub use resources::{session_document, sessions_document, summary};
 pub use toolsets::{EnabledToolsets, ToolsetsByPrincipal};
 
 use crate::app::{App, Command};
+use crate::effects::{Effects, SystemEffects};
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{Committed, LedgerError, LedgerHandle};
 
@@ -89,6 +90,9 @@ pub struct ThinkServer {
     /// The principals' enabled families, for calls that come without a connection; shared by
     /// every handler of the server.
     principal_toolsets: Arc<ToolsetsByPrincipal>,
+    /// Where each call's effects (time, seed) and the providers report's environment come
+    /// from: taken here, on the caller's task, before the call is sent to the writer.
+    effects: Arc<dyn Effects>,
 }
 
 impl ThinkServer {
@@ -103,7 +107,16 @@ impl ThinkServer {
             arrival: None,
             connection_toolsets,
             principal_toolsets: Arc::new(ToolsetsByPrincipal::default()),
+            effects: Arc::new(SystemEffects),
         }
+    }
+
+    /// Takes every call's effects from `effects` instead of the system (a fixed clock and
+    /// seeded randomness in tests).
+    #[must_use]
+    pub fn with_effects(mut self, effects: Arc<dyn Effects>) -> Self {
+        self.effects = effects;
+        self
     }
 
     /// Shares the principals' current sessions with the other handlers of a server.
@@ -173,6 +186,8 @@ impl ThinkServer {
             toolsets: self.catalog.statuses(&enabled),
             admin: false,
             idempotency_key,
+            // Prepare: every effect the call needs, taken before it reaches the writer.
+            prepared: self.effects.prepare(),
         };
         if tool == "export_reasoning_audit" {
             // The export proves events against a signed checkpoint: sign one now if the log
@@ -453,7 +468,13 @@ impl ServerHandler for ThinkServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let admission = Admission::of(self.arrival.as_ref(), &context);
         if request.uri.starts_with(reasoning::PREFIX) {
-            let read = reasoning::read(&self.ledger, &self.catalog, self.transport, &request.uri);
+            let read = reasoning::read(
+                &self.ledger,
+                &self.catalog,
+                self.transport,
+                &*self.effects,
+                &request.uri,
+            );
             let document = admission.scope(read).await?;
             return Ok(ReadResourceResult::new(vec![
                 ResourceContents::text(pretty(&document), request.uri.clone())

@@ -140,6 +140,7 @@ pub(super) async fn read(
     ledger: &LedgerHandle<App>,
     catalog: &Catalog,
     transport: &str,
+    effects: &dyn crate::effects::Effects,
     uri: &str,
 ) -> Result<Value, ErrorData> {
     let unavailable =
@@ -148,7 +149,7 @@ pub(super) async fn read(
     match rest {
         "thinking-modes" => return Ok(thinking_modes()),
         "config/providers" => {
-            return Ok(providers::providers_report());
+            return Ok(providers::providers_report(effects));
         }
         "config/transports" => return Ok(transports(transport)),
         "patterns" => return Ok(patterns()),

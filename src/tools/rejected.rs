@@ -37,6 +37,7 @@ impl ThinkServer {
             toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
+            prepared: self.effects.prepare(),
         };
         match arrival::submit(&self.ledger, command).await {
             Ok(committed) => {

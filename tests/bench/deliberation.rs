@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use common::{across, full_mode, load, machine, temp_data_dir, us};
 use serde_json::{Value, json};
 use thinkledger::app::{App, AppConfig, Command};
+use thinkledger::effects::Effects as _;
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::ledger::{LedgerHandle, SledStore, WriterConfig, open_ledger};
 
@@ -60,7 +61,13 @@ async fn call(
     tool: &str,
     args: Value,
 ) -> (Value, Timed) {
-    let command = Command::tool_call(tool, args, actor(), session.clone());
+    let command = Command::tool_call(
+        tool,
+        args,
+        actor(),
+        session.clone(),
+        thinkledger::effects::SystemEffects.prepare(),
+    );
     let started = Instant::now();
     let committed = ledger.submit(command).await.expect("recorded");
     let call = started.elapsed();

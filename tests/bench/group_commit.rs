@@ -36,6 +36,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 use thinkledger::app::{App, AppConfig, Command as AppCommand};
+use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, Event, OutcomeStatus, SessionId, TextLookup};
 use thinkledger::ledger::{
     Batch, Decider, Draft, LedgerError, LedgerMeta, LogView, SledStore, Store, TextRecord,
@@ -73,6 +74,18 @@ impl Decider for TimedApp {
     type Query = <App as Decider>::Query;
     type Answer = <App as Decider>::Answer;
 
+    fn prepared_at(&self, command: &Self::Command) -> chrono::DateTime<chrono::Utc> {
+        self.inner.prepared_at(command)
+    }
+    fn over_time(
+        &self,
+        command: &Self::Command,
+        log: &dyn LogView,
+        elapsed: Duration,
+        draft: Draft,
+    ) -> Draft {
+        self.inner.over_time(command, log, elapsed, draft)
+    }
     fn decide(&self, command: &Self::Command, log: &dyn LogView) -> Draft {
         let start = Instant::now();
         let draft = self.inner.decide(command, log);
@@ -267,6 +280,7 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
                     toolsets: Vec::new(),
                     admin: false,
                     idempotency_key: None,
+                    prepared: SystemEffects.prepare(),
                 };
                 let start = Instant::now();
                 let committed = ledger.submit(command).await.expect("submit");

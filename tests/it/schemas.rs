@@ -119,7 +119,7 @@ fn event_schema() -> Value {
                 "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
             },
             "recordedAt": {
-                "description": "UTC time the call was decided (a claim of the server, not a proof of time).",
+                "description": "UTC time the call was decided (a claim of the server, not a proof of time): the time the call was prepared, or the previous event's recordedAt when that is later, so it never decreases with seq.",
                 "type": "string",
                 "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z$"
             },
@@ -139,7 +139,7 @@ fn event_schema() -> Value {
                 "properties": {
                     "tool": { "description": "The tool name as sent.", "type": "string" },
                     "arguments": {
-                        "description": "The recorded arguments (docs/ledger-format.md §4): known parameters with text fields as text references, or {\"raw\": text reference}, or {\"omitted\": {\"reason\", \"bytes\"}}.",
+                        "description": "The recorded arguments (docs/ledger-format.md §4): known parameters with text fields as text references, or {\"raw\": text reference}, or {\"omitted\": {\"reason\", \"bytes\"}}, or {\"omitted\": {\"reason\": \"randomness_unavailable\"}}.",
                         "type": "object"
                     },
                     "idempotencyKey": {

@@ -102,7 +102,7 @@ fn families() -> Vec<String> {
 
 /// The files under `app/` that name every family: the decider (`mod.rs`), its dispatch
 /// (`registry.rs`) and the tests that drive them.
-const WIRING: &[&str] = &["mod.rs", "registry.rs", "tests.rs"];
+const WIRING: &[&str] = &["mod.rs", "registry.rs", "tests.rs", "two_phase_tests.rs"];
 
 #[test]
 fn every_room_under_app_is_a_dispatched_family_or_shared() {
@@ -134,6 +134,7 @@ const SHARED: &[&str] = &[
     "app/idempotency.rs",
     "app/snapshot.rs",
     "app/providers.rs",
+    "app/draws.rs",
 ];
 
 /// The module path of a source file (`app/deliberation/graph/mod.rs` → app, deliberation, graph).
@@ -281,4 +282,152 @@ fn the_shared_call_machinery_knows_no_family() {
         violations.is_empty(),
         "shared machinery depends on a family: {violations:#?}"
     );
+}
+
+/// The files that are test code only: a `#[cfg(test)]` module declared in its parent (`mod
+/// tests;`, `pub mod testing;`), with everything under it.
+fn test_only_modules(sources: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (file, text) in sources {
+        let dir = match file.rsplit_once('/') {
+            _ if file == "lib.rs" || file == "main.rs" => String::new(),
+            Some((dir, "mod.rs")) => format!("{dir}/"),
+            _ => format!("{}/", file.trim_end_matches(".rs")),
+        };
+        let mut lines = text.lines().map(str::trim);
+        while let Some(line) = lines.next() {
+            if line != "#[cfg(test)]" {
+                continue;
+            }
+            let Some(next) = lines.next() else { break };
+            let declared = next
+                .split_once("mod ")
+                .filter(|(vis, _)| vis.is_empty() || vis.starts_with("pub"))
+                .and_then(|(_, rest)| rest.strip_suffix(';'));
+            if let Some(name) = declared {
+                out.push(format!("{dir}{name}"));
+            }
+        }
+    }
+    out
+}
+
+/// The text of `file` that is not test code or a comment: an inline `#[cfg(test)] mod tests`
+/// at the end is cut, and so is every `//` comment.
+fn code_without_tests_or_comments(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests {") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    text.lines()
+        .map(|line| line.split_once("//").map_or(line, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether `needle` occurs in `code` as a path of its own (not the tail of a longer name, as
+/// `rand::` is of `operand::`).
+fn names(code: &str, needle: &str) -> bool {
+    code.match_indices(needle).any(|(at, _)| {
+        !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn effects_come_through_one_door() {
+    // What a decision must never read: the clock, randomness, the environment.
+    const EFFECTS: &[&str] = &[
+        "Utc::now",
+        "SystemTime::now",
+        "env::var",
+        "getrandom",
+        "Uuid::new_v4",
+        "rand::",
+        "SessionId::random",
+    ];
+    // Where they may be read, and why. Everything else takes them from `effects.rs`, on the
+    // caller's side, and decisions read them from the prepared command.
+    const ALLOWED: &[(&str, &[&str], &str)] = &[
+        ("effects.rs", EFFECTS, "the one door"),
+        ("main.rs", EFFECTS, "the operator's commands"),
+        ("cli/", EFFECTS, "the operator's commands"),
+        (
+            "ledger/writer.rs",
+            &["Utc::now", "Uuid::new_v4"],
+            "the ledger's own stamping: a new ledger's id and createdAt, a checkpoint's time",
+        ),
+        (
+            "ledger/checkpoint/mod.rs",
+            &["getrandom"],
+            "the ledger's signing key, generated once",
+        ),
+        (
+            "tools/current.rs",
+            &["SessionId::random"],
+            "a caller's current-session slot, drawn on the caller's side before any command",
+        ),
+    ];
+    let sources = sources();
+    let tests = test_only_modules(&sources);
+    let mut violations = Vec::new();
+    for (file, text) in &sources {
+        let stem = file.trim_end_matches(".rs").trim_end_matches("/mod");
+        if tests
+            .iter()
+            .any(|t| stem == t || file.starts_with(&format!("{t}/")))
+        {
+            continue;
+        }
+        let code = code_without_tests_or_comments(text);
+        let allowed: Vec<&str> = ALLOWED
+            .iter()
+            .filter(|(path, ..)| file == path || (path.ends_with('/') && file.starts_with(path)))
+            .flat_map(|(_, effects, _)| effects.iter().copied())
+            .collect();
+        for effect in EFFECTS {
+            if names(&code, effect) && !allowed.contains(effect) {
+                violations.push(format!("{file} reads {effect}"));
+            }
+        }
+        if file.starts_with("app/") && names(&code, "Instant::now") {
+            violations.push(format!(
+                "{file} reads Instant::now (the writer measures a decision's time)"
+            ));
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "effects taken outside the one door (src/effects.rs): take them in `Effects::prepare` \
+         on the caller's side and read them from the command's `Prepared`: {violations:#?}"
+    );
+}
+
+#[test]
+fn the_effects_guard_sees_what_it_must() {
+    let sources = vec![
+        (
+            "app/mod.rs".to_owned(),
+            "#[cfg(test)]\nmod tests;\n#[cfg(test)]\npub(crate) mod fixtures;\nmod live;"
+                .to_owned(),
+        ),
+        ("lib.rs".to_owned(), "#[cfg(test)]\nmod testlog;".to_owned()),
+        (
+            "audit/build.rs".to_owned(),
+            "#[cfg(test)]\nmod props;".to_owned(),
+        ),
+    ];
+    assert_eq!(
+        test_only_modules(&sources),
+        ["app/tests", "app/fixtures", "testlog", "audit/build/props"]
+    );
+    let code = code_without_tests_or_comments(
+        "let t = Utc::now(); // not SystemTime::now\n#[cfg(test)]\nmod tests {\n getrandom::fill() }",
+    );
+    assert!(names(&code, "Utc::now"));
+    assert!(!names(&code, "SystemTime::now") && !names(&code, "getrandom"));
+    assert!(names("rand::random()", "rand::") && !names("operand::x", "rand::"));
+    assert!(names("std::env::var(x)", "env::var") && names("env::var_os(x)", "env::var"));
 }

@@ -1,6 +1,7 @@
 //! The context of one call decided at the ledger's decision time ([`super::Decide::InContext`]):
 //! who calls, when (the `recordedAt` the event will carry), the arguments as sent and as
-//! recorded, and the texts the decision derives, committed as it goes.
+//! recorded, the texts the decision derives, committed as it goes, and the draws (salts, new
+//! session ids) from the seed the call was prepared with.
 //!
 //! Families add their own methods to [`Call`] in their own modules (the deliberation finds its
 //! deliberation and scans caller text through it). Must not know any family.
@@ -8,6 +9,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::super::draws::Draws;
 use super::super::{App, Command, Decided, TextPolicy};
 use super::Refusal;
 use crate::events::{Fact, SessionId, TextRef};
@@ -23,6 +25,9 @@ pub struct Call<'a> {
     pub args: &'a Value,
     pub recorded: &'a Value,
     pub texts: Vec<NewText>,
+    /// The decision's draws from its call's seed (shared with the recording of the arguments,
+    /// so no salt is drawn twice).
+    draws: &'a Draws,
 }
 
 impl<'a> Call<'a> {
@@ -30,6 +35,7 @@ impl<'a> Call<'a> {
         app: &'a App,
         command: &'a Command,
         at: &'a str,
+        draws: &'a Draws,
         args: &'a Value,
         recorded: &'a Value,
     ) -> Self {
@@ -40,13 +46,20 @@ impl<'a> Call<'a> {
             args,
             recorded,
             texts: Vec::new(),
+            draws,
         }
     }
 
-    fn policy(&self) -> TextPolicy {
+    fn policy(&self) -> TextPolicy<'a> {
         TextPolicy {
             max_text_bytes: self.app.config().max_text_bytes,
+            draws: self.draws,
         }
+    }
+
+    /// A new session's id, drawn from the call's seed (recorded in the event that starts it).
+    pub fn new_session_id(&self) -> SessionId {
+        self.draws.session_id()
     }
 
     /// Parses the typed arguments; a failure names the problem and the expected shape.

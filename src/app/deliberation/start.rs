@@ -79,7 +79,7 @@ pub fn plan_start(call: &mut Call<'_>, plan: &StartPlan<'_>) -> Result<Started, 
             let id = if call.app.state().session(own).is_none() {
                 own.clone()
             } else {
-                SessionId::random()
+                call.new_session_id()
             };
             (id.clone(), vec![Fact::SessionStarted { session_id: id }])
         }

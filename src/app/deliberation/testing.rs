@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::app::{App, AppConfig, Command};
+use crate::effects::Effects as _;
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{Committed, LedgerHandle, MemStore, WriterConfig, open_ledger};
 
@@ -34,7 +35,13 @@ impl Given {
             client_name: None,
             client_version: None,
         };
-        let command = Command::tool_call(tool, arguments, actor, self.connection.clone());
+        let command = Command::tool_call(
+            tool,
+            arguments,
+            actor,
+            self.connection.clone(),
+            crate::effects::SystemEffects.prepare(),
+        );
         self.ledger.submit(command).await.expect("recorded")
     }
 

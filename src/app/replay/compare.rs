@@ -1,7 +1,8 @@
 //! Comparing a re-decided call with its record.
 //!
-//! A re-decision commits its texts under fresh random salts, so its commitments differ from the
-//! recorded ones even when nothing else does. They are paired by position (the same argument in
+//! A re-decision commits its texts under salts of its own (drawn from a stand-in seed: the
+//! call's secret seed is never recorded), so its commitments differ from the recorded ones even
+//! when nothing else does. They are paired by position (the same argument in
 //! the re-derived and the recorded `call.arguments`) and replaced by the recorded ones wherever
 //! they appear (facts, body) before anything is compared or hashed.
 //!

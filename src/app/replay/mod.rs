@@ -8,7 +8,14 @@
 //! and decides it again through [`Decider::decide`] — the production code path, nothing
 //! re-implemented. The re-derived response digest, status, error, session, recorded arguments and
 //! facts are compared with the recorded ones; fresh text commitments are mapped back to the
-//! recorded ones first, since every commitment has its own random salt.
+//! recorded ones first, since every commitment has its own salt.
+//!
+//! The recorded effects are fed back: the command's [`crate::effects::Prepared`] carries the
+//! event's own `recordedAt`, which is also the decision time the view lends the decision. The
+//! call's seed is secret and never recorded, so a re-execution draws from a public stand-in (the
+//! event's hash): its salts differ, which the commitment mapping absorbs (the re-derived texts
+//! are compared, never stored), and a session the call started is started again under its
+//! recorded id, which arrives as the connection's session, not as a draw.
 //!
 //! A call is *skipped*, never counted as a match, when it cannot be re-executed honestly: its
 //! arguments were omitted as too large, one of its texts is erased, missing or does not match its
@@ -36,6 +43,7 @@ use serde_json::{Map, Value};
 
 use super::call::Decide;
 use super::{Command, registry};
+use crate::effects::{Prepared, Seed};
 use crate::events::{Event, Fact, OutcomeStatus, SessionId, TextRef};
 use crate::ledger::hash::{parse_hex32, text_commitment};
 use crate::ledger::{Decider, LedgerError, LogView, TextState};
@@ -583,6 +591,7 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         }
         other => other.clone(),
     };
+    let stand_in = parse_hex32(&event.hash).unwrap_or([0; 32]);
     let tool_enabled = event
         .outcome
         .error
@@ -594,13 +603,25 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         actor: event.actor.clone(),
         // A call that named no session acted on its connection's, which is the session it was
         // recorded against (a first thought started it under that id).
-        connection_session: event.session_id.clone().unwrap_or_else(SessionId::random),
+        // A call recorded without a session started none, so any id does; the event's hash
+        // keeps it fixed.
+        connection_session: event.session_id.clone().unwrap_or_else(|| {
+            let mut bytes = [0u8; 16];
+            bytes.copy_from_slice(&stand_in[..16]);
+            SessionId::from_random_bytes(bytes)
+        }),
         tool_enabled,
         toolsets: Vec::new(),
         // The operator's commands come from the CLI (and read the log, so they are skipped
         // before this point; kept right for completeness).
         admin: event.actor.transport == "cli",
         idempotency_key: event.call.idempotency_key.clone(),
+        prepared: Prepared {
+            at: chrono::DateTime::parse_from_rfc3339(&event.recorded_at)
+                .map(|at| at.with_timezone(&chrono::Utc))
+                .unwrap_or_default(),
+            seed: Ok(Seed::new(stand_in)),
+        },
     }))
 }
 

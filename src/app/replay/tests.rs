@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::timeline::{render_text as timeline_text, timeline};
 use super::*;
 use crate::app::{App, AppConfig, Query};
+use crate::effects::Effects as _;
 use crate::events::{Actor, ErrorRecord, TextLookup};
 use crate::ledger::checkpoint::NoteSigner;
 use crate::ledger::merkle::{Blake3Hasher, MerkleError, MerkleTree, NodeHash};
@@ -115,7 +116,13 @@ impl Recorder {
             client_name: Some("replay-test".into()),
             client_version: None,
         };
-        let command = Command::tool_call(tool, arguments, actor, self.connection.clone());
+        let command = Command::tool_call(
+            tool,
+            arguments,
+            actor,
+            self.connection.clone(),
+            crate::effects::SystemEffects.prepare(),
+        );
         self.ledger.submit(command).await.unwrap()
     }
 
@@ -244,6 +251,9 @@ impl Decider for ChangedEstimate {
     type Query = Query;
     type Answer = Value;
 
+    fn prepared_at(&self, command: &Command) -> chrono::DateTime<chrono::Utc> {
+        self.0.prepared_at(command)
+    }
     fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
         let mut draft = self.0.decide(command, log);
         if command.tool == "sequentialthinking" && draft.body["thoughtNumber"] == 3 {
@@ -508,6 +518,7 @@ async fn a_kept_response_body_shows_what_changed_in_it() {
             "nextThoughtNeeded": true}),
         actor,
         r.connection.clone(),
+        crate::effects::SystemEffects.prepare(),
     );
     command.idempotency_key = Some("k-3".into());
     let third = r.ledger.submit(command).await.unwrap();
@@ -528,4 +539,63 @@ async fn a_kept_response_body_shows_what_changed_in_it() {
     };
     let paths: Vec<&str> = d.differences.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["facts[0].totalThoughts", "body.totalThoughts"]);
+}
+
+/// Re-execution feeds the recorded effects back: a deliberation started in a session whose id
+/// was drawn from the call's seed, texts committed with drawn salts, analysis stamped with the
+/// decision time, and an audit export (stamped with it too, and skipped as a read of the log)
+/// re-execute with no divergence.
+#[tokio::test]
+async fn drawn_session_ids_salts_and_an_audit_export_replay_with_no_divergence() {
+    let r = Recorder::new();
+    r.think(1, "Which storage engine?", json!({})).await;
+    // The connection's session exists, so the deliberation starts in a new, drawn one.
+    let started = r
+        .call(
+            "start_deliberation",
+            json!({"goal": "Choose a storage engine for the audit log"}),
+        )
+        .await;
+    assert_eq!(started.status, OutcomeStatus::Ok, "{:#}", started.body);
+    let id = started.body["session_id"]
+        .as_str()
+        .and_then(SessionId::parse)
+        .expect("a session id");
+    assert_ne!(id, r.connection, "a drawn id, not the connection's");
+    let node = r
+        .call(
+            "add_thought_node",
+            json!({"content": "sled, with an fsync after flush", "parent_ids": ["node-1"],
+                   "session_id": id.as_str()}),
+        )
+        .await;
+    assert_eq!(node.status, OutcomeStatus::Ok, "{:#}", node.body);
+    r.call("export_reasoning_audit", json!({"session_id": id.as_str()}))
+        .await;
+    let (_dir, view) = r.view().await;
+    let events = session_events(&view, &id).unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.call.arguments.to_string().contains("textCommitment")),
+        "the session committed texts with drawn salts"
+    );
+    let checks = reexecute(&view, &id, App::new(AppConfig::default())).unwrap();
+    let report = ReexecutionReport::new(&id, &checks);
+    assert_eq!(summary(&report), (3, 2, 0, 1), "{}", render_text(&report));
+    let export = checks
+        .iter()
+        .find(|c| c.tool == "export_reasoning_audit")
+        .expect("the export is part of the session");
+    assert!(
+        matches!(
+            &export.verdict,
+            Verdict::Skipped {
+                reason: SkipReason::ReadsLog,
+                ..
+            }
+        ),
+        "{:?}",
+        export.verdict
+    );
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use thinkledger::app::{AppConfig, Command as AppCommand};
+use thinkledger::effects::Effects as _;
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::ledger::{LedgerError, SledStore, Store, VerifyReport, verify};
 use thinkledger::server;
@@ -136,6 +137,7 @@ pub fn record_thoughts(data_dir: &Path, events: u64) -> Duration {
                         thought_args(number, CHAIN),
                         bench_actor(),
                         session.clone(),
+                        thinkledger::effects::SystemEffects.prepare(),
                     );
                     let done = ledger.submit(command).await.expect("submit");
                     assert_eq!(done.status, OutcomeStatus::Ok, "{}", done.body);

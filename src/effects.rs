@@ -1,0 +1,236 @@
+//! The one door for effects: everything a call takes from the world outside the log — the
+//! clock, randomness, the environment — comes through [`Effects`], and only on the caller's
+//! side, before the call reaches the ledger's writer (*prepare*). What a call took is put in
+//! its [`Prepared`], which travels inside the command; the decision on the writer is then a
+//! pure function of state, command and log (*decide*), so deciding the same commands again
+//! with the same prepared effects gives the same events, byte for byte.
+//!
+//! Production uses [`SystemEffects`] (the system clock, the operating system's randomness,
+//! the process environment); tests use [`FixedEffects`] (a fixed clock, seeded randomness, a
+//! chosen environment, or randomness that fails). Re-execution builds a [`Prepared`] from the
+//! recorded event instead (`app::replay`).
+//!
+//! Owns: the effect primitives (`Utc::now`, `getrandom`, `Uuid::new_v4`, `std::env::var`)
+//! outside the operator's CLI and the ledger's own stamping of its metadata and checkpoints
+//! (`tidy::effects_come_through_one_door` fails on any other use). Must not know: what a
+//! decision does with a seed (salts and session ids are expanded from it in `app`), the
+//! ledger, MCP.
+//!
+//! **Architecture Invariant:** a seed never leaves the process: it is not recorded, logged or
+//! shown ([`Seed`]'s `Debug` hides it); only values expanded from it with BLAKE3 `derive_key`
+//! (a salt stored beside its text, a session id in an event) are kept.
+
+use std::fmt;
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+
+use crate::events::SessionId;
+
+/// A call's 32 secret random bytes, from which its decision expands every draw it needs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Seed([u8; 32]);
+
+impl Seed {
+    pub fn new(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    pub fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Seed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Seed(…)")
+    }
+}
+
+/// The effects one call took before it was sent to the writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    /// The clock when the call was prepared. The writer stamps the event with
+    /// `max(at, the previous event's recordedAt)`, so recorded time never goes back in log
+    /// order; that stamped time is the decision's "now".
+    pub at: DateTime<Utc>,
+    /// The call's seed, or why the random source failed (the call is then refused,
+    /// `randomness_unavailable`, never decided with weaker randomness).
+    pub seed: Result<Seed, String>,
+}
+
+/// Where a call's effects come from.
+pub trait Effects: Send + Sync {
+    /// The current time.
+    fn now(&self) -> DateTime<Utc>;
+    /// 32 fresh secret random bytes, or why there are none.
+    fn seed(&self) -> Result<Seed, String>;
+    /// Whether the environment variable `name` is set to something other than blanks. Only
+    /// this leaves the door, never a value.
+    fn env_is_set(&self, name: &str) -> bool;
+    /// A fresh session id for a caller's slot (not a decision's: those come from the seed).
+    fn session_id(&self) -> SessionId;
+
+    /// Takes every effect a call needs: *prepare*.
+    fn prepare(&self) -> Prepared {
+        Prepared {
+            at: self.now(),
+            seed: self.seed(),
+        }
+    }
+}
+
+/// The system: its clock, the operating system's randomness, the process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemEffects;
+
+impl Effects for SystemEffects {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
+    fn seed(&self) -> Result<Seed, String> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| format!("the operating system gave no randomness: {e}"))?;
+        Ok(Seed(bytes))
+    }
+
+    fn env_is_set(&self, name: &str) -> bool {
+        set_and_not_blank(std::env::var(name).ok().as_deref())
+    }
+
+    fn session_id(&self) -> SessionId {
+        SessionId::from_random_bytes(*uuid::Uuid::new_v4().as_bytes())
+    }
+}
+
+/// Whether a variable's value counts as set: present and not only blanks.
+fn set_and_not_blank(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !v.trim().is_empty())
+}
+
+impl SessionId {
+    /// A fresh session id from the operating system: for the caller's side, the CLI and
+    /// tests, never for a decision (`tidy::effects_come_through_one_door`).
+    pub fn random() -> Self {
+        SystemEffects.session_id()
+    }
+}
+
+/// Effects for tests: a fixed clock, seeded randomness (the n-th seed is the base seed with n
+/// mixed into its last 8 bytes, so every call gets its own), the variables named as set, and
+/// optionally a random source that fails.
+#[derive(Debug)]
+pub struct FixedEffects {
+    at: DateTime<Utc>,
+    base: Option<[u8; 32]>,
+    set: Vec<String>,
+    drawn: Mutex<u64>,
+}
+
+impl FixedEffects {
+    /// A clock stopped at `at` and seeds expanded from `base`.
+    pub fn new(at: DateTime<Utc>, base: [u8; 32]) -> Self {
+        Self {
+            at,
+            base: Some(base),
+            set: Vec::new(),
+            drawn: Mutex::new(0),
+        }
+    }
+
+    /// A clock stopped at `at` and a random source that always fails.
+    pub fn without_randomness(at: DateTime<Utc>) -> Self {
+        Self {
+            at,
+            base: None,
+            set: Vec::new(),
+            drawn: Mutex::new(0),
+        }
+    }
+
+    /// The same, with the environment variables `names` set.
+    #[must_use]
+    pub fn with_env(mut self, names: &[&str]) -> Self {
+        self.set = names.iter().map(|n| (*n).to_owned()).collect();
+        self
+    }
+
+    fn draw(&self) -> Option<[u8; 32]> {
+        let mut base = self.base?;
+        let mut drawn = self.drawn.lock().unwrap_or_else(|e| e.into_inner());
+        *drawn += 1;
+        let mut tail = [0u8; 8];
+        tail.copy_from_slice(&base[24..]);
+        let mixed = u64::from_le_bytes(tail) ^ *drawn;
+        base[24..].copy_from_slice(&mixed.to_le_bytes());
+        Some(base)
+    }
+}
+
+impl Effects for FixedEffects {
+    fn now(&self) -> DateTime<Utc> {
+        self.at
+    }
+
+    fn seed(&self) -> Result<Seed, String> {
+        self.draw()
+            .map(Seed)
+            .ok_or_else(|| "the test's random source is set to fail".to_owned())
+    }
+
+    fn env_is_set(&self, name: &str) -> bool {
+        self.set.iter().any(|n| n == name)
+    }
+
+    fn session_id(&self) -> SessionId {
+        let bytes = self.draw().unwrap_or([0x5a; 32]);
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&bytes[..16]);
+        SessionId::from_random_bytes(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_effects_repeat_from_the_start_and_differ_per_call() {
+        let at = Utc::now();
+        let (a, b) = (
+            FixedEffects::new(at, [1; 32]),
+            FixedEffects::new(at, [1; 32]),
+        );
+        let (a1, a2) = (a.prepare(), a.prepare());
+        assert_eq!(a1, b.prepare());
+        assert_eq!(a2, b.prepare());
+        assert_ne!(a1.seed, a2.seed);
+        assert_eq!(a1.at, at);
+    }
+
+    #[test]
+    fn a_failing_source_says_so_and_a_seed_never_shows() {
+        let failing = FixedEffects::without_randomness(Utc::now());
+        assert!(failing.prepare().seed.is_err());
+        let shown = format!("{:?}", FixedEffects::new(Utc::now(), [7; 32]).prepare());
+        assert!(
+            shown.contains("Seed(…)") && !shown.contains("7, 7"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_blank_variable_is_not_set() {
+        assert!(set_and_not_blank(Some("https://x.example")));
+        assert!(!set_and_not_blank(Some("  ")));
+        assert!(!set_and_not_blank(None));
+    }
+
+    #[test]
+    fn the_system_gives_distinct_seeds_and_session_ids() {
+        assert_ne!(SystemEffects.seed(), SystemEffects.seed());
+        assert_ne!(SessionId::random(), SessionId::random());
+    }
+}
