@@ -14,7 +14,7 @@ use super::idempotency::IdempotencyIndex;
 use crate::projections::{DeliberationState, Telemetry, ThinkingState};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/1";
+pub const STATE_VERSION: &str = "app-state/2";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -48,7 +48,7 @@ impl App {
             .map_err(|e| format!("the snapshot's state does not parse: {e}"))?;
         self.state = loaded.thinking;
         self.deliberation = loaded.deliberation;
-        self.telemetry = loaded.telemetry;
+        self.telemetry = std::sync::Arc::new(loaded.telemetry);
         self.idempotency = loaded.idempotency;
         Ok(())
     }
@@ -63,8 +63,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/1",
-        "99fe78beab6c604ac3b4800ae9b7ac2f7066b2a9bb2f7339e5c2631915a16fbe",
+        "app-state/2",
+        "6258fdad1e384b3decaf39bdaf841076dc7db5c37f5595a10c058575bb60f93b",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

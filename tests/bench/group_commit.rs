@@ -72,6 +72,7 @@ impl Decider for TimedApp {
     type Command = <App as Decider>::Command;
     type Query = <App as Decider>::Query;
     type Answer = <App as Decider>::Answer;
+    type View = <App as Decider>::View;
 
     fn decide(&self, command: &Self::Command, log: &dyn LogView) -> Draft {
         let start = Instant::now();
@@ -91,8 +92,11 @@ impl Decider for TimedApp {
             .apply_nanos
             .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
     }
-    fn answer(&self, query: Self::Query) -> Self::Answer {
-        self.inner.answer(query)
+    fn view(&self) -> Self::View {
+        self.inner.view()
+    }
+    fn answer(view: &Self::View, query: Self::Query) -> Self::Answer {
+        App::answer(view, query)
     }
 }
 

@@ -243,6 +243,7 @@ impl Decider for ChangedEstimate {
     type Command = Command;
     type Query = Query;
     type Answer = Value;
+    type View = App;
 
     fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
         let mut draft = self.0.decide(command, log);
@@ -264,8 +265,11 @@ impl Decider for ChangedEstimate {
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.0.apply(event, texts);
     }
-    fn answer(&self, query: Query) -> Value {
-        self.0.answer(query)
+    fn view(&self) -> App {
+        self.0.view()
+    }
+    fn answer(view: &App, query: Query) -> Value {
+        App::answer(view, query)
     }
 }
 
