@@ -6,8 +6,7 @@
 //! body is stored as erasable text (`outcome.responseRef`) so that a retry gets the very same
 //! answer; once erased, a retry is told so instead.
 
-use std::collections::HashMap;
-
+use imbl::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -32,8 +31,9 @@ struct Entry {
     response_ref: Option<TextRef>,
 }
 
-/// Keys used so far, per principal.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// Keys used so far, per principal. A persistent map, so that the copy of state the writer
+/// publishes after every batch costs no copy of the index.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct IdempotencyIndex {
     /// Kept as a list of `(principal, key, entry)` in snapshots: JSON maps need string keys.
     #[serde(with = "pairs")]
@@ -42,8 +42,7 @@ pub struct IdempotencyIndex {
 
 /// `(principal, key) → entry` as a list of triples.
 mod pairs {
-    use std::collections::HashMap;
-
+    use imbl::HashMap;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use super::Entry;

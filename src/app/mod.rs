@@ -134,15 +134,21 @@ impl Command {
     }
 }
 
-/// A read of durable state that records nothing (resources, CLI listings).
+/// A read of durable state that records nothing (resources, CLI listings). It is answered off
+/// the writer, from a published copy of the state (see [`App::view`]).
 pub type Query = Box<dyn FnOnce(&App) -> Value + Send>;
 
 /// The application state machine driven by the ledger writer.
-#[derive(Debug, Default)]
+///
+/// Cloning it is cheap at any size, and that is what the writer publishes for queries after
+/// every batch ([`Decider::view`]): the projections keep their large collections in persistent
+/// maps with each session or deliberation behind an `Arc` copied on write, and the telemetry
+/// (a few small maps) behind an `Arc` copied at most once per batch.
+#[derive(Debug, Default, Clone)]
 pub struct App {
     state: ThinkingState,
     deliberation: DeliberationState,
-    telemetry: Telemetry,
+    telemetry: std::sync::Arc<Telemetry>,
     idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
 }
@@ -152,7 +158,7 @@ impl App {
         Self {
             state: ThinkingState::default(),
             deliberation: DeliberationState::default(),
-            telemetry: Telemetry::default(),
+            telemetry: std::sync::Arc::default(),
             idempotency: idempotency::IdempotencyIndex::default(),
             config,
         }
@@ -255,6 +261,7 @@ impl Decider for App {
     type Command = Command;
     type Query = Query;
     type Answer = Value;
+    type View = App;
 
     fn prepared_at(&self, command: &Command) -> chrono::DateTime<chrono::Utc> {
         command.prepared.at
@@ -323,12 +330,16 @@ impl Decider for App {
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.state.apply(event, texts);
         self.deliberation.apply(event, texts);
-        self.telemetry.apply(event);
+        std::sync::Arc::make_mut(&mut self.telemetry).apply(event);
         self.idempotency.apply(event);
     }
 
-    fn answer(&self, query: Query) -> Value {
-        query(self)
+    fn view(&self) -> App {
+        self.clone()
+    }
+
+    fn answer(view: &App, query: Query) -> Value {
+        query(view)
     }
 
     fn state_version(&self) -> Option<&'static str> {

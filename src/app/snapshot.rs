@@ -14,7 +14,7 @@ use super::idempotency::IdempotencyIndex;
 use crate::projections::{DeliberationState, Telemetry, ThinkingState};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/1";
+pub const STATE_VERSION: &str = "app-state/2";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -48,7 +48,7 @@ impl App {
             .map_err(|e| format!("the snapshot's state does not parse: {e}"))?;
         self.state = loaded.thinking;
         self.deliberation = loaded.deliberation;
-        self.telemetry = loaded.telemetry;
+        self.telemetry = std::sync::Arc::new(loaded.telemetry);
         self.idempotency = loaded.idempotency;
         Ok(())
     }
@@ -63,8 +63,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/1",
-        "b88e531dbf376aa5c276fde185b6ca860f3edf7d9913bba552c20ade8b199b0e",
+        "app-state/2",
+        "66cc32ac2bf393e12b414c5f2584d9667209d06139e74877cdfb38f48e6cd6d3",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -26,7 +26,7 @@ pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, Text
 pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints, verify_with_progress};
 pub use view::{LogView, SignedCheckpoint, TextState};
 pub use writer::{
-    Committed, DecideTime, Decider, Draft, LedgerHandle, NewText, Pending, WriterConfig,
+    Admitted, Committed, DecideTime, Decider, Draft, LedgerHandle, NewText, Pending, WriterConfig,
     ensure_meta, open_ledger, start_ledger,
 };
 

@@ -2,8 +2,11 @@
 //! each batch durable with one sync, and only then answers the callers in it (group commit).
 //!
 //! The writer runs on its own OS thread because sled and fsync block. It owns the [`Store`] and
-//! the [`Decider`] (the application state); nobody else mutates either. Queries run on the same
-//! thread between batches, so they always see durable state. If staging or syncing fails the
+//! the [`Decider`] (the application state); nobody else mutates either. Queries do not reach
+//! it: after every durable batch (and once open) the writer publishes an immutable view of the
+//! state ([`Decider::view`]), *before* it answers the batch's callers, and a query is answered
+//! on its caller's task from the latest view, concurrently with appends. So a query sees every
+//! call answered before it was made, and only durable state. If staging or syncing fails the
 //! writer stops for good (fail-stop): every pending and later caller gets
 //! [`LedgerError::WriterStopped`] instead of an answer the disk may not back.
 
@@ -77,6 +80,8 @@ pub trait Decider: Send + 'static {
     type Command: Send + 'static;
     type Query: Send + 'static;
     type Answer: Send + 'static;
+    /// An immutable copy of the state, which queries are answered from off the writer thread.
+    type View: Send + Sync + 'static;
 
     /// When `command` was prepared (the clock on the caller's side, before it was sent). The
     /// writer stamps the event with this time, or with the previous event's `recordedAt` if
@@ -104,8 +109,12 @@ pub trait Decider: Send + 'static {
     fn failed(&self, command: &Self::Command, reason: &str) -> Draft;
     /// Folds one event into state. Cannot fail: a recorded event is a fact.
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>);
-    /// Answers a read-only query from durable state.
-    fn answer(&self, query: Self::Query) -> Self::Answer;
+    /// The state as it is now, for queries. The writer takes one after every durable batch, so
+    /// it must be cheap at any size: share structure with the state (persistent maps, `Arc`s
+    /// copied on write), never copy it whole.
+    fn view(&self) -> Self::View;
+    /// Answers a read-only query from a view of durable state (on the caller's task).
+    fn answer(view: &Self::View, query: Self::Query) -> Self::Answer;
     /// Names the layout and meaning of [`Decider::save_state`]'s bytes: a snapshot saved under
     /// another version is ignored and state is rebuilt from the log. `None` (the default): the
     /// decider keeps no snapshots.
@@ -185,25 +194,50 @@ type Inspection = Box<dyn FnOnce(&dyn LogView) + Send>;
 
 enum Message<D: Decider> {
     Command(D::Command, oneshot::Sender<Result<Committed, LedgerError>>),
-    Query(D::Query, oneshot::Sender<Result<D::Answer, LedgerError>>),
     Inspect(Inspection),
     Checkpoint(oneshot::Sender<Result<SignedCheckpoint, LedgerError>>),
     Shutdown(oneshot::Sender<()>),
 }
 
-/// A command or query admitted into the writer's queue, whose answer is still to come.
+/// A command's place in the order commands were admitted into the writer's queue (the n-th
+/// command admitted is `n`; [`Admitted::default`] is before the first). A query made with
+/// [`LedgerHandle::query_after`] sees the state after every command up to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Admitted(u64);
+
+/// A command admitted into the writer's queue, whose answer is still to come.
 #[must_use = "an admitted call is answered through its Pending"]
 pub struct Pending<T> {
     rx: oneshot::Receiver<Result<T, LedgerError>>,
+    admitted: Admitted,
 }
 
 impl<T> Pending<T> {
-    /// The answer: for a command, once its batch is durable; for a query, once every command
-    /// admitted before it is.
+    /// The answer, once the command's batch is durable.
     pub async fn wait(self) -> Result<T, LedgerError> {
         self.rx.await.map_err(|_| LedgerError::WriterStopped)?
     }
+
+    /// Where the command stands in the order of admission.
+    pub fn admitted(&self) -> Admitted {
+        self.admitted
+    }
 }
+
+/// What the writer last published for queries.
+struct Published<V> {
+    /// The state after every durable batch so far; `None` until the ledger is open.
+    view: Option<Arc<V>>,
+    /// How many commands the writer had taken from its queue when it took `view`: every one is
+    /// in it (or was refused and changed nothing).
+    covers: u64,
+    /// Set when the writer stopped (a failed write, a shutdown): queries are then refused, as
+    /// commands are.
+    stopped: bool,
+}
+
+/// Where the writer publishes its views and every handle reads them.
+type Publication<V> = watch::Sender<Published<V>>;
 
 /// A cheap, cloneable handle to the writer thread.
 pub struct LedgerHandle<D: Decider> {
@@ -211,6 +245,11 @@ pub struct LedgerHandle<D: Decider> {
     /// Set once the store is open (at once for [`open_ledger`]).
     meta: Arc<std::sync::OnceLock<LedgerMeta>>,
     gate: Arc<OpenGate>,
+    /// The latest view of state, for queries.
+    published: Arc<Publication<D::View>>,
+    /// Commands admitted so far: counted under this lock as each is put in the queue, so that
+    /// the count is the command's place in the queue ([`Admitted`]).
+    admissions: Arc<std::sync::Mutex<u64>>,
 }
 
 impl<D: Decider> Clone for LedgerHandle<D> {
@@ -219,8 +258,18 @@ impl<D: Decider> Clone for LedgerHandle<D> {
             tx: self.tx.clone(),
             meta: self.meta.clone(),
             gate: self.gate.clone(),
+            published: self.published.clone(),
+            admissions: self.admissions.clone(),
         }
     }
+}
+
+fn publication<V>() -> Arc<Publication<V>> {
+    Arc::new(watch::Sender::new(Published {
+        view: None,
+        covers: 0,
+        stopped: false,
+    }))
 }
 
 /// Where opening stands. Replaying the log runs on the writer thread while the transports
@@ -305,29 +354,71 @@ impl<D: Decider> LedgerHandle<D> {
     /// still batches commands of every connection into one sync (group commit).
     pub async fn enqueue(&self, command: D::Command) -> Result<Pending<Committed>, LedgerError> {
         self.gate.ready().await?;
-        let (tx, rx) = oneshot::channel();
-        self.tx
-            .send(Message::Command(command, tx))
+        let permit = self
+            .tx
+            .reserve()
             .await
             .map_err(|_| LedgerError::WriterStopped)?;
-        Ok(Pending { rx })
+        let (tx, rx) = oneshot::channel();
+        // Counted and queued under one lock, so the count is the command's place in the queue.
+        let admitted = {
+            let mut admissions = self
+                .admissions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *admissions += 1;
+            permit.send(Message::Command(command, tx));
+            Admitted(*admissions)
+        };
+        Ok(Pending { rx, admitted })
     }
 
-    /// Answers a query from durable state.
+    /// Answers a query on the caller's task from the latest published view of durable state,
+    /// without waiting for the writer: it sees every call answered before it was made.
     pub async fn query(&self, query: D::Query) -> Result<D::Answer, LedgerError> {
-        self.enqueue_query(query).await?.wait().await
+        self.query_after(Admitted::default(), query).await
     }
 
-    /// Puts one query in the writer's queue (see [`LedgerHandle::enqueue`]): it is answered
-    /// after every command enqueued before it is durable, and before any enqueued after it.
-    pub async fn enqueue_query(&self, query: D::Query) -> Result<Pending<D::Answer>, LedgerError> {
+    /// Answers a query (as [`LedgerHandle::query`]) from a view that holds every command up to
+    /// `after`, waiting for the writer only if that command's batch is not yet durable. A
+    /// connection that reads after a call it has not yet heard back from reads its effect.
+    pub async fn query_after(
+        &self,
+        after: Admitted,
+        query: D::Query,
+    ) -> Result<D::Answer, LedgerError> {
+        let view = self.view_after(after).await?;
+        Ok(D::answer(&view, query))
+    }
+
+    /// The latest published view of durable state, once it holds every command up to `after`
+    /// (at once when it already does). Refused as a command would be when the writer stopped.
+    pub async fn view_after(&self, after: Admitted) -> Result<Arc<D::View>, LedgerError> {
         self.gate.ready().await?;
-        let (tx, rx) = oneshot::channel();
-        self.tx
-            .send(Message::Query(query, tx))
-            .await
-            .map_err(|_| LedgerError::WriterStopped)?;
-        Ok(Pending { rx })
+        let covered =
+            |p: &Published<D::View>| p.stopped || (p.view.is_some() && p.covers >= after.0);
+        let view = {
+            let latest = self.published.borrow();
+            covered(&latest).then(|| (latest.stopped, latest.view.clone()))
+        };
+        let (stopped, view) = match view {
+            Some(found) => found,
+            None => {
+                let mut rx = self.published.subscribe();
+                let latest = rx
+                    .wait_for(covered)
+                    .await
+                    .map_err(|_| LedgerError::WriterStopped)?;
+                (latest.stopped, latest.view.clone())
+            }
+        };
+        match view {
+            Some(view) if !stopped => Ok(view),
+            _ => Err(match &*self.gate.state.borrow() {
+                OpenState::Failed(e) => LedgerError::OpenFailed(e.to_string()),
+                _ => LedgerError::WriterStopped,
+            }),
+        }
     }
 
     /// Runs `f` on the writer thread with a read-only view of the log (events, texts, tree,
@@ -426,8 +517,17 @@ pub fn open_ledger<S: Store, D: Decider>(
 ) -> Result<LedgerHandle<D>, LedgerError> {
     let meta = ensure_meta(&mut store)?;
     let gate = Arc::new(OpenGate::new(OpenState::Open, config.open_wait));
+    let published = publication();
     let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
-    let writer = Writer::open(store, decider, meta.clone(), config, &gate, false)?;
+    let writer = Writer::open(
+        store,
+        decider,
+        meta.clone(),
+        config,
+        &gate,
+        &published,
+        false,
+    )?;
     std::thread::Builder::new()
         .name("thinkledger-writer".into())
         .spawn(move || writer.run(rx))?;
@@ -435,6 +535,8 @@ pub fn open_ledger<S: Store, D: Decider>(
         tx,
         meta: Arc::new(std::sync::OnceLock::from(meta)),
         gate,
+        published,
+        admissions: Arc::default(),
     })
 }
 
@@ -455,9 +557,11 @@ where
     F: FnOnce() -> Result<(S, Option<Notary>), LedgerError> + Send + 'static,
 {
     let gate = Arc::new(OpenGate::new(OpenState::Opening, config.open_wait));
+    let published = publication();
     let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
     let meta = Arc::new(std::sync::OnceLock::new());
-    let (thread_gate, thread_meta) = (gate.clone(), meta.clone());
+    let (thread_gate, thread_meta, thread_published) =
+        (gate.clone(), meta.clone(), published.clone());
     std::thread::Builder::new()
         .name("thinkledger-writer".into())
         .spawn(move || {
@@ -472,7 +576,15 @@ where
                     notary: notary.or(config.notary),
                     ..config
                 };
-                Writer::open(store, decider, meta, config, &thread_gate, true)
+                Writer::open(
+                    store,
+                    decider,
+                    meta,
+                    config,
+                    &thread_gate,
+                    &thread_published,
+                    true,
+                )
             });
             match opened {
                 Ok(writer) => {
@@ -503,7 +615,13 @@ where
                 }
             }
         })?;
-    Ok(LedgerHandle { tx, meta, gate })
+    Ok(LedgerHandle {
+        tx,
+        meta,
+        gate,
+        published,
+        admissions: Arc::default(),
+    })
 }
 
 /// The ledger's metadata, created (with a fresh ledger id) the first time `store` is opened.
@@ -867,6 +985,10 @@ struct Writer<S: Store, D: Decider> {
     /// no event is stamped earlier.
     last_recorded_at: Option<DateTime<Utc>>,
     decide_time: DecideTime,
+    /// Where views of the state are published for queries.
+    published: Arc<Publication<D::View>>,
+    /// Commands taken from the queue so far (what a published view covers).
+    taken: u64,
 }
 
 type Reply = oneshot::Sender<Result<Committed, LedgerError>>;
@@ -880,6 +1002,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         meta: LedgerMeta,
         config: WriterConfig,
         gate: &Arc<OpenGate>,
+        published: &Arc<Publication<D::View>>,
         check_behind: bool,
     ) -> Result<Self, LedgerError> {
         let snapshots = (config.snapshot_every > 0 && decider.state_version().is_some())
@@ -948,7 +1071,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             .as_ref()
             .and_then(|n| n.latest().map(|c| c.checkpoint.size()))
             .unwrap_or(0);
-        Ok(Writer {
+        let writer = Writer {
             store,
             decider,
             meta,
@@ -967,7 +1090,30 @@ impl<S: Store, D: Decider> Writer<S, D> {
             gate: gate.clone(),
             last_recorded_at: None,
             decide_time: config.decide_time,
-        })
+            published: published.clone(),
+            taken: 0,
+        };
+        // Queries may be answered from the state as opened before the first call.
+        writer.publish();
+        Ok(writer)
+    }
+
+    /// Publishes a view of the current state for queries. Called only when every event folded
+    /// into the state is durable, and before the callers of those events are answered.
+    fn publish(&self) {
+        let view = Arc::new(self.decider.view());
+        let covers = self.taken;
+        // The replaced view is dropped here, outside the channel's lock.
+        let _replaced = self.published.send_replace(Published {
+            view: Some(view),
+            covers,
+            stopped: false,
+        });
+    }
+
+    /// Refuses every later query (the writer stopped).
+    fn stop_publishing(&self) {
+        self.published.send_modify(|p| p.stopped = true);
     }
 
     fn run(mut self, mut rx: mpsc::Receiver<Message<D>>) {
@@ -1010,12 +1156,14 @@ impl<S: Store, D: Decider> Writer<S, D> {
             }
             if !commands.is_empty() {
                 if stopped {
+                    self.taken += commands.len() as u64;
                     for (_, reply) in commands {
                         let _ = reply.send(Err(self.refusal()));
                     }
                 } else if let Err(e) = self.commit_batch(commands) {
                     tracing::error!(error = %e, "ledger write failed; the writer stops");
                     stopped = true;
+                    self.stop_publishing();
                 } else if self.prefix_check.is_some() {
                     stopped = !self.check_prefix(PREFIX_CHECK_BUSY_STEP);
                 } else if self.snapshot_due(carried.is_none() && rx.is_empty()) {
@@ -1023,14 +1171,6 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 }
             }
             match carried.take() {
-                Some(Message::Query(query, reply)) => {
-                    let answer = if stopped {
-                        Err(self.refusal())
-                    } else {
-                        Ok(self.decider.answer(query))
-                    };
-                    let _ = reply.send(answer);
-                }
                 // A stopped writer may hold staged events that never became durable: it shows
                 // nothing (the job is dropped and its caller told the writer stopped).
                 Some(Message::Inspect(job)) if !stopped => job(&self.view()),
@@ -1044,6 +1184,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     let _ = reply.send(answer);
                 }
                 Some(Message::Shutdown(done)) => {
+                    self.stop_publishing();
                     if !stopped {
                         if let Err(e) = self.store.sync() {
                             tracing::error!(error = %e, "final ledger sync failed");
@@ -1104,6 +1245,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 );
                 self.prefix_check = None;
                 self.gate.state.send_replace(OpenState::Failed(Arc::new(e)));
+                self.stop_publishing();
                 false
             }
         }
@@ -1170,10 +1312,12 @@ impl<S: Store, D: Decider> Writer<S, D> {
         }
     }
 
-    /// Decides and stages one batch, syncs it, then answers its callers. A command whose event
-    /// cannot be built is answered with its error alone; a failed stage or sync answers every
-    /// caller in the batch with [`LedgerError::WriterStopped`] and is returned (fail-stop).
+    /// Decides and stages one batch, syncs it, publishes the state for queries, then answers
+    /// its callers. A command whose event cannot be built is answered with its error alone; a
+    /// failed stage or sync answers every caller in the batch with
+    /// [`LedgerError::WriterStopped`] and is returned (fail-stop), publishing nothing.
     fn commit_batch(&mut self, commands: Vec<(D::Command, Reply)>) -> Result<(), LedgerError> {
+        self.taken += commands.len() as u64;
         let mut batch = Batch::default();
         let mut answers: Vec<(Reply, Committed)> = Vec::with_capacity(commands.len());
         for (command, reply) in commands {
@@ -1185,7 +1329,9 @@ impl<S: Store, D: Decider> Writer<S, D> {
             }
         }
         if batch.events.is_empty() {
-            // Only repeats of calls recorded in earlier (durable) batches.
+            // Only repeats of calls recorded in earlier (durable) batches: the state is as
+            // published, but the view now covers these commands too.
+            self.publish();
             for (reply, committed) in answers {
                 let _ = reply.send(Ok(committed));
             }
@@ -1216,6 +1362,9 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     }
                     return Err(e);
                 }
+                // Read-your-writes: the view is published before anyone in the batch is
+                // answered, so a query made after an answer sees its call.
+                self.publish();
                 for (reply, committed) in answers {
                     let _ = reply.send(Ok(committed));
                 }
@@ -1482,6 +1631,7 @@ mod tests {
         type Command = String;
         type Query = ();
         type Answer = Vec<u64>;
+        type View = Vec<u64>;
 
         /// `at <RFC 3339>` was prepared then; anything else now.
         fn prepared_at(&self, command: &String) -> DateTime<Utc> {
@@ -1530,8 +1680,12 @@ mod tests {
             self.applied.push(event.seq);
         }
 
-        fn answer(&self, _query: ()) -> Vec<u64> {
+        fn view(&self) -> Vec<u64> {
             self.applied.clone()
+        }
+
+        fn answer(view: &Vec<u64>, _query: ()) -> Vec<u64> {
+            view.clone()
         }
     }
 
@@ -1541,6 +1695,9 @@ mod tests {
         inner: MemStore,
         fail: Arc<AtomicBool>,
         hold: Option<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+        /// When set, each sync waits for one message (a slow disk), saying so in `syncing`.
+        sync_hold: Option<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>,
+        syncing: Arc<AtomicBool>,
     }
 
     impl Flaky {
@@ -1551,8 +1708,25 @@ mod tests {
                 inner,
                 fail: Arc::default(),
                 hold: Some(std::sync::Mutex::new(rx)),
+                sync_hold: None,
+                syncing: Arc::default(),
             };
             (store, tx)
+        }
+
+        /// `inner`, each of whose syncs waits until the returned sender sends (or is dropped);
+        /// the flag is up while one waits.
+        fn slow_sync(inner: MemStore) -> (Self, std::sync::mpsc::Sender<()>, Arc<AtomicBool>) {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let syncing = Arc::new(AtomicBool::new(false));
+            let store = Self {
+                inner,
+                fail: Arc::default(),
+                hold: None,
+                sync_hold: Some(std::sync::Mutex::new(rx)),
+                syncing: syncing.clone(),
+            };
+            (store, tx, syncing)
         }
     }
 
@@ -1569,6 +1743,11 @@ mod tests {
         fn sync(&mut self) -> Result<(), LedgerError> {
             if self.fail.load(Ordering::SeqCst) {
                 return Err(LedgerError::Io(std::io::Error::other("disk on fire")));
+            }
+            if let Some(hold) = &self.sync_hold {
+                self.syncing.store(true, Ordering::SeqCst);
+                let _ = hold.lock().unwrap().recv();
+                self.syncing.store(false, Ordering::SeqCst);
             }
             self.inner.sync()
         }
@@ -1686,17 +1865,118 @@ mod tests {
             WriterConfig::default(),
         )
         .unwrap();
-        // Admitted in this order, awaited in the opposite one.
+        // Admitted in this order, awaited in the opposite one: the read, made after the first
+        // command is admitted but before it is answered, waits for its effect.
         let first = ledger.enqueue("a".into()).await.unwrap();
-        let read = ledger.enqueue_query(()).await.unwrap();
+        let read = ledger.query_after(first.admitted(), ()).await.unwrap();
         let second = ledger.enqueue("b".into()).await.unwrap();
+        assert!(second.admitted() > first.admitted());
         assert_eq!(second.wait().await.unwrap().body["after"], 1);
-        assert_eq!(
-            read.wait().await.unwrap(),
-            vec![1],
-            "the read saw the first only"
-        );
+        assert_eq!(read, vec![1], "the read saw the first only");
         assert_eq!(first.wait().await.unwrap().seq, 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_query_is_answered_while_the_writer_is_blocked_in_a_sync() {
+        let (store, release, syncing) = Flaky::slow_sync(MemStore::default());
+        let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
+        let first = ledger.enqueue("a".into()).await.unwrap();
+        release.send(()).unwrap();
+        assert_eq!(first.wait().await.unwrap().seq, 1);
+        // The second call's sync hangs: the writer is stuck in it.
+        let second = ledger.enqueue("b".into()).await.unwrap();
+        while !syncing.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+        // A query does not wait for the writer (were it queued behind the sync, this would
+        // never return): it sees the durable state, without the call still being synced.
+        let seen = tokio::time::timeout(Duration::from_secs(30), ledger.query(()))
+            .await
+            .expect("the query waited for the writer")
+            .unwrap();
+        assert_eq!(seen, vec![1]);
+        assert!(
+            syncing.load(Ordering::SeqCst),
+            "the writer was still blocked"
+        );
+        // A read after the second call waits for its effect, and gets it once it is durable.
+        let after = second.admitted();
+        let reader = ledger.clone();
+        let read = tokio::spawn(async move { reader.query_after(after, ()).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!read.is_finished(), "the read did not wait for the call");
+        release.send(()).unwrap();
+        assert_eq!(read.await.unwrap().unwrap(), vec![1, 2]);
+        assert_eq!(second.wait().await.unwrap().seq, 2);
+        drop(release);
+        ledger.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn queries_never_miss_an_answered_call_while_appends_go_on() {
+        const WRITERS: u64 = 16;
+        const CALLS: u64 = 40;
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = open_ledger(
+            open_store(dir.path()),
+            Echo::default(),
+            WriterConfig::default(),
+        )
+        .unwrap();
+        // Highest seq answered to any caller so far.
+        let answered = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (ledger, answered) = (ledger.clone(), answered.clone());
+                tokio::spawn(async move {
+                    for i in 0..CALLS {
+                        let seq = ledger.submit(format!("w{w}c{i}")).await.unwrap().seq;
+                        answered.fetch_max(seq, Ordering::SeqCst);
+                        // Append, then at once query from another task: the call is there.
+                        let reader = ledger.clone();
+                        let seen = tokio::spawn(async move { reader.query(()).await })
+                            .await
+                            .unwrap()
+                            .unwrap();
+                        assert!(seen.contains(&seq), "an answered call ({seq}) was not seen");
+                    }
+                })
+            })
+            .collect();
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let (ledger, answered, done) = (ledger.clone(), answered.clone(), done.clone());
+                tokio::spawn(async move {
+                    let (mut reads, mut last) = (0u64, 0usize);
+                    while !done.load(Ordering::SeqCst) {
+                        let floor = answered.load(Ordering::SeqCst);
+                        let seen = ledger.query(()).await.unwrap();
+                        // Gap-free seqs: the view holds seqs 1..=len.
+                        assert!(
+                            seen.len() as u64 >= floor,
+                            "a view older than an answered call: {} < {floor}",
+                            seen.len()
+                        );
+                        assert!(seen.len() >= last, "views went back in time");
+                        last = seen.len();
+                        reads += 1;
+                        tokio::task::yield_now().await;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for w in writers {
+            w.await.unwrap();
+        }
+        done.store(true, Ordering::SeqCst);
+        for r in readers {
+            assert!(r.await.unwrap() > 0);
+        }
+        let all = ledger.query(()).await.unwrap();
+        assert_eq!(all, (1..=WRITERS * CALLS).collect::<Vec<_>>());
+        ledger.shutdown().await;
     }
 
     #[tokio::test]
@@ -1725,6 +2005,8 @@ mod tests {
             inner: MemStore::default(),
             fail: fail.clone(),
             hold: None,
+            sync_hold: None,
+            syncing: Arc::default(),
         };
         let ledger = open_ledger(store, Echo::default(), WriterConfig::default()).unwrap();
         assert_eq!(ledger.submit("ok".into()).await.unwrap().seq, 1);

@@ -6,6 +6,12 @@
 //! A pure fold of the deliberation facts: statuses, scores and gaps are decided in `app` and
 //! recorded; this only files them and keeps indexes. Texts are held once, by commitment, so an
 //! erasure (`TextsErased`) blanks every place that shows them.
+//!
+//! [`DeliberationState::apply`] dispatches each fact to one named step (`start`, `add_node`,
+//! `record_verification`, …). The state is cheap to clone, because the writer publishes a copy
+//! after every batch for reads to use: deliberations and texts sit in persistent maps (`imbl`),
+//! each deliberation behind an `Arc` that a step copies only when a published view still
+//! shares it (`Arc::make_mut`), once per batch.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -13,8 +19,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::events::deliberation::{
-    AnalysisMetadata, BlockingGap, Budgets, GuardCheck, Redaction, RouteDecision, ScannedText,
-    Suitability,
+    AnalysisMetadata, AssumptionRecorded, AssumptionStatusSet, BlockingGap, Budgets,
+    CheckpointRecorded, ConsensusReached, DeliberationStarted, DeliberationStatusChanged,
+    EdgeAdded, GuardCheck, NodeAdded, NodesPruned, NodesScored, Redaction, RouteDecided,
+    RouteDecision, ScannedText, SkeletonElaborated, SkeletonPhaseStarted, Suitability,
+    VerificationRecorded,
 };
 use crate::events::{Event, Fact, SessionId, TextLookup, TextRef};
 
@@ -279,22 +288,20 @@ impl Deliberation {
 /// Every deliberation, and the texts they show.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct DeliberationState {
-    deliberations: HashMap<SessionId, Deliberation>,
-    order: Vec<SessionId>,
+    deliberations: imbl::HashMap<SessionId, Arc<Deliberation>>,
+    order: imbl::Vector<SessionId>,
     /// Text by commitment: `None` once erased (or never stored).
-    texts: HashMap<String, Option<Arc<str>>>,
+    texts: imbl::HashMap<String, Option<Arc<str>>>,
 }
 
 impl DeliberationState {
     pub fn get(&self, session: &SessionId) -> Option<&Deliberation> {
-        self.deliberations.get(session)
+        self.deliberations.get(session).map(|d| &**d)
     }
 
     /// Deliberations in the order they started.
     pub fn all(&self) -> impl Iterator<Item = &Deliberation> {
-        self.order
-            .iter()
-            .filter_map(|id| self.deliberations.get(id))
+        self.order.iter().filter_map(|id| self.get(id))
     }
 
     /// The text shown for `text` (None when erased or missing).
@@ -304,6 +311,11 @@ impl DeliberationState {
 
     pub fn text_of(&self, commitment: &str) -> Option<&str> {
         self.texts.get(commitment).and_then(|t| t.as_deref())
+    }
+
+    /// The deliberation to change, copied first if a published view still shares it.
+    fn get_mut(&mut self, session: &SessionId) -> Option<&mut Deliberation> {
+        self.deliberations.get_mut(session).map(Arc::make_mut)
     }
 
     fn keep(&mut self, text: &TextRef, lookup: &TextLookup<'_>) {
@@ -318,400 +330,460 @@ impl DeliberationState {
         Text::from_scanned(scanned)
     }
 
-    /// Folds one event.
+    /// Folds one event: each fact by its own step.
     pub fn apply(&mut self, event: &Event, lookup: &TextLookup<'_>) {
-        let stamp = || Stamp {
+        let stamp = Stamp {
             seq: event.seq,
             at: event.recorded_at.clone(),
         };
         for fact in &event.facts {
             match fact {
-                Fact::DeliberationStarted(d) => {
-                    if self.deliberations.contains_key(&d.session_id) {
-                        continue;
-                    }
-                    let goal = self.keep_scanned(&d.goal, lookup);
-                    let constraints = d
-                        .constraints
-                        .iter()
-                        .map(|c| self.keep_scanned(c, lookup))
-                        .collect();
-                    self.order.push(d.session_id.clone());
-                    self.deliberations.insert(
-                        d.session_id.clone(),
-                        Deliberation {
-                            session_id: d.session_id.clone(),
-                            deliberation_id: d.deliberation_id.clone(),
-                            goal,
-                            constraints,
-                            user_mode: d.user_mode.clone(),
-                            internal_method: d.internal_method.clone(),
-                            profile: d.profile.clone(),
-                            budgets: d.budgets,
-                            root_node_id: d.root_node_id.clone(),
-                            status: "open".to_owned(),
-                            convergence_node_id: None,
-                            created: stamp(),
-                            last_change: stamp(),
-                            nodes: Vec::new(),
-                            node_index: HashMap::new(),
-                            edges: Vec::new(),
-                            children_by_parent: HashMap::new(),
-                            branch_index: BTreeMap::new(),
-                            strict_adjacency: HashMap::new(),
-                            rubric: None,
-                            score_runs: Vec::new(),
-                            pruned_total: 0,
-                            assumptions: Vec::new(),
-                            assumptions_by_node: BTreeMap::new(),
-                            claims: Vec::new(),
-                            evidence: Vec::new(),
-                            questions: Vec::new(),
-                            verifications: Vec::new(),
-                            routes: Vec::new(),
-                            checkpoints: Vec::new(),
-                            phases: Vec::new(),
-                            consensus: None,
-                        },
-                    );
-                }
-                Fact::NodeAdded(n) => {
-                    let content = self.keep_scanned(&n.content, lookup);
-                    let Some(d) = self.deliberations.get_mut(&n.session_id) else {
-                        continue;
-                    };
-                    if d.node_index.contains_key(&n.node_id) {
-                        continue;
-                    }
-                    for parent in &n.parent_ids {
-                        d.children_by_parent
-                            .entry(parent.clone())
-                            .or_default()
-                            .push(n.node_id.clone());
-                    }
-                    d.branch_index
-                        .entry(n.branch_id.clone())
-                        .or_default()
-                        .push(n.node_id.clone());
-                    d.node_index.insert(n.node_id.clone(), d.nodes.len());
-                    d.nodes.push(Node {
-                        node_id: n.node_id.clone(),
-                        parent_ids: n.parent_ids.clone(),
-                        content,
-                        branch_id: n.branch_id.clone(),
-                        depth: n.depth,
-                        kind: n.kind.clone(),
-                        tags: n.tags.clone(),
-                        analysis: n.analysis.clone(),
-                        created: stamp(),
-                        score: None,
-                        dimensions: BTreeMap::new(),
-                        scored_by: None,
-                        pruned: None,
-                    });
-                    d.last_change = stamp();
-                }
-                Fact::EdgeAdded(e) => {
-                    let Some(d) = self.deliberations.get_mut(&e.session_id) else {
-                        continue;
-                    };
-                    if matches!(e.edge_type.as_str(), "depends_on" | "refines") {
-                        d.strict_adjacency
-                            .entry(e.from.clone())
-                            .or_default()
-                            .push(e.to.clone());
-                    }
-                    d.edges.push(Edge {
-                        from: e.from.clone(),
-                        to: e.to.clone(),
-                        edge_type: e.edge_type.clone(),
-                        created: stamp(),
-                    });
-                    d.last_change = stamp();
-                }
+                Fact::DeliberationStarted(d) => self.start(d, &stamp, lookup),
+                Fact::NodeAdded(n) => self.add_node(n, &stamp, lookup),
+                Fact::EdgeAdded(e) => self.add_edge(e, &stamp),
                 Fact::RubricSet(r) => {
-                    if let Some(d) = self.deliberations.get_mut(&r.session_id) {
+                    if let Some(d) = self.get_mut(&r.session_id) {
                         d.rubric = Some(r.weights.clone());
                     }
                 }
-                Fact::NodesScored(s) => {
-                    let Some(d) = self.deliberations.get_mut(&s.session_id) else {
-                        continue;
-                    };
-                    for score in &s.scores {
-                        if let Some(node) = d.node_mut(&score.node_id) {
-                            node.score = Some(score.score);
-                            node.dimensions = score.dimensions.clone();
-                            node.scored_by = Some(s.score_run_id.clone());
-                        }
-                    }
-                    let node_ids: Vec<String> =
-                        s.scores.iter().map(|x| x.node_id.clone()).collect();
-                    for phase in &mut d.phases {
-                        let covers = node_ids.iter().any(|id| {
-                            phase.skeleton_node_ids.contains(id)
-                                || phase
-                                    .elaboration_node_ids_by_skeleton
-                                    .values()
-                                    .any(|v| v.contains(id))
-                        });
-                        if covers {
-                            phase.score_run_ids.push(s.score_run_id.clone());
-                        }
-                    }
-                    d.score_runs.push(ScoreRun {
-                        score_run_id: s.score_run_id.clone(),
-                        node_ids,
-                        weights: s.weights.clone(),
-                        created: stamp(),
-                    });
-                }
-                Fact::NodesPruned(p) => {
-                    let Some(d) = self.deliberations.get_mut(&p.session_id) else {
-                        continue;
-                    };
-                    for id in &p.node_ids {
-                        if let Some(node) = d.node_mut(id)
-                            && node.pruned.is_none()
-                        {
-                            node.pruned = Some(stamp());
-                            d.pruned_total += 1;
-                        }
-                    }
-                }
-                Fact::AssumptionRecorded(a) => {
-                    let text = self.keep_scanned(&a.text, lookup);
-                    let Some(d) = self.deliberations.get_mut(&a.session_id) else {
-                        continue;
-                    };
-                    for node in &a.source_node_ids {
-                        d.assumptions_by_node
-                            .entry(node.clone())
-                            .or_default()
-                            .push(a.assumption_id.clone());
-                    }
-                    d.assumptions.push(Assumption {
-                        assumption_id: a.assumption_id.clone(),
-                        text,
-                        criticality: a.criticality.clone(),
-                        verifiable: a.verifiable,
-                        source_node_ids: a.source_node_ids.clone(),
-                        status: a.status.clone(),
-                        evidence: Vec::new(),
-                        rationale: None,
-                        analysis: a.analysis.clone(),
-                        created: stamp(),
-                        updated: stamp(),
-                    });
-                    d.last_change = stamp();
-                }
-                Fact::AssumptionStatusSet(a) => {
-                    let evidence: Vec<Text> = a
-                        .evidence
-                        .iter()
-                        .map(|e| self.keep_scanned(e, lookup))
-                        .collect();
-                    let rationale = a.rationale.as_ref().map(|r| self.keep_scanned(r, lookup));
-                    let Some(d) = self.deliberations.get_mut(&a.session_id) else {
-                        continue;
-                    };
-                    if let Some(found) = d
-                        .assumptions
-                        .iter_mut()
-                        .find(|x| x.assumption_id == a.assumption_id)
-                    {
-                        found.status = a.status.clone();
-                        found.evidence.extend(evidence);
-                        if rationale.is_some() {
-                            found.rationale = rationale;
-                        }
-                        found.updated = stamp();
-                    }
-                    d.last_change = stamp();
-                }
-                Fact::VerificationRecorded(v) => {
-                    let claims: Vec<(usize, Text)> = v
-                        .claims
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| (i, self.keep_scanned(&c.text, lookup)))
-                        .collect();
-                    let evidence: Vec<(Text, Option<Text>)> = v
-                        .evidence
-                        .iter()
-                        .map(|e| {
-                            let source = self.keep_scanned(&e.source, lookup);
-                            let excerpt = e.excerpt.as_ref().map(|x| self.keep_scanned(x, lookup));
-                            (source, excerpt)
-                        })
-                        .collect();
-                    let resolutions: Vec<Text> = v
-                        .resolutions
-                        .iter()
-                        .map(|r| self.keep_scanned(&r.rationale, lookup))
-                        .collect();
-                    for q in &v.questions {
-                        self.keep(&q.question, lookup);
-                    }
-                    let Some(d) = self.deliberations.get_mut(&v.session_id) else {
-                        continue;
-                    };
-                    for (i, text) in claims {
-                        let c = &v.claims[i];
-                        d.claims.push(Claim {
-                            claim_id: c.claim_id.clone(),
-                            text,
-                            criticality: c.criticality.clone(),
-                            node_ids: c.node_ids.clone(),
-                            status: "unverified".to_owned(),
-                            resolution: None,
-                            created: stamp(),
-                            updated: stamp(),
-                        });
-                    }
-                    for (e, (source, excerpt)) in v.evidence.iter().zip(evidence) {
-                        d.evidence.push(Evidence {
-                            evidence_id: e.evidence_id.clone(),
-                            source,
-                            excerpt,
-                            tier: e.tier.clone(),
-                            independence_group: e.independence_group.clone(),
-                            supports_claims: e.supports_claims.clone(),
-                            refutes_claims: e.refutes_claims.clone(),
-                            created: stamp(),
-                        });
-                    }
-                    for (r, rationale) in v.resolutions.iter().zip(resolutions) {
-                        if let Some(claim) = d.claims.iter_mut().find(|c| c.claim_id == r.claim_id)
-                        {
-                            claim.resolution = Some((r.outcome.clone(), rationale));
-                        }
-                    }
-                    for q in &v.questions {
-                        d.questions.push(Question {
-                            claim_id: q.claim_id.clone(),
-                            question: Text::plain(&q.question),
-                        });
-                    }
-                    for (id, status) in &v.statuses {
-                        if let Some(claim) = d.claims.iter_mut().find(|c| &c.claim_id == id) {
-                            claim.status = status.clone();
-                            claim.updated = stamp();
-                        }
-                    }
-                    d.verifications.push(Verification {
-                        verification_id: v.verification_id.clone(),
-                        statuses: v.statuses.clone(),
-                        analysis: v.analysis.clone(),
-                        created: stamp(),
-                    });
-                    d.last_change = stamp();
-                }
-                Fact::RouteDecided(r) => {
-                    if let Some(d) = self.deliberations.get_mut(&r.session_id) {
-                        d.routes.push(Route {
-                            route_id: r.route_id.clone(),
-                            source: r.source.clone(),
-                            user_mode: r.user_mode.clone(),
-                            internal_method: r.internal_method.clone(),
-                            decision: r.decision.clone(),
-                            created: stamp(),
-                        });
-                    }
-                }
-                Fact::CheckpointRecorded(c) => {
-                    let Some(d) = self.deliberations.get_mut(&c.session_id) else {
-                        continue;
-                    };
-                    if let Some(phase_id) = &c.phase_id
-                        && let Some(phase) = d.phases.iter_mut().find(|p| &p.phase_id == phase_id)
-                    {
-                        phase.checkpoint_ids.push(c.checkpoint_id.clone());
-                    }
-                    d.checkpoints.push(Checkpoint {
-                        checkpoint_id: c.checkpoint_id.clone(),
-                        quality_score: c.quality_score,
-                        quality_tier: c.quality_tier.clone(),
-                        route_decision: c.route_decision.clone(),
-                        blocking_gaps: c.blocking_gaps.clone(),
-                        recommended_tools: c.recommended_tools.clone(),
-                        phase_id: c.phase_id.clone(),
-                        analysis: c.analysis.clone(),
-                        created: stamp(),
-                    });
-                }
-                Fact::DeliberationStatusChanged(s) => {
-                    if let Some(d) = self.deliberations.get_mut(&s.session_id) {
-                        d.status = s.status.clone();
-                        if s.node_id.is_some() {
-                            d.convergence_node_id = s.node_id.clone();
-                        }
-                    }
-                }
-                Fact::ConsensusReached(c) => {
-                    let answer = self.keep_scanned(&c.answer, lookup);
-                    if let Some(d) = self.deliberations.get_mut(&c.session_id) {
-                        d.consensus = Some(Consensus {
-                            answer,
-                            confidence: c.confidence,
-                            route_decision: c.route_decision.clone(),
-                            checks: c.checks.clone(),
-                            analysis: c.analysis.clone(),
-                            created: stamp(),
-                        });
-                        d.status = "concluded".to_owned();
-                    }
-                }
-                Fact::SkeletonPhaseStarted(p) => {
-                    if let Some(d) = self.deliberations.get_mut(&p.session_id) {
-                        d.phases.push(SkeletonPhase {
-                            phase_id: p.phase_id.clone(),
-                            source_node_id: p.source_node_id.clone(),
-                            state: "skeleton".to_owned(),
-                            style: p.style.clone(),
-                            suitability: p.suitability.clone(),
-                            skeleton_node_ids: p.skeleton_node_ids.clone(),
-                            elaboration_node_ids_by_skeleton: BTreeMap::new(),
-                            prompt_pack: p.prompt_pack.clone(),
-                            score_run_ids: Vec::new(),
-                            checkpoint_ids: Vec::new(),
-                            merge_node_id: None,
-                            analysis: p.analysis.clone(),
-                            created: stamp(),
-                            updated: stamp(),
-                        });
-                    }
-                }
-                Fact::SkeletonElaborated(p) => {
-                    let Some(d) = self.deliberations.get_mut(&p.session_id) else {
-                        continue;
-                    };
-                    if let Some(phase) = d.phases.iter_mut().find(|x| x.phase_id == p.phase_id) {
-                        for (skeleton, ids) in &p.elaboration_node_ids_by_skeleton {
-                            phase
-                                .elaboration_node_ids_by_skeleton
-                                .entry(skeleton.clone())
-                                .or_default()
-                                .extend(ids.iter().cloned());
-                        }
-                        if p.merge_node_id.is_some() {
-                            phase.merge_node_id = p.merge_node_id.clone();
-                        }
-                        phase.state = p.state.clone();
-                        phase.updated = stamp();
-                    }
-                }
-                Fact::TextsErased { commitments, .. } => {
-                    for c in commitments {
-                        if let Some(text) = self.texts.get_mut(c) {
-                            *text = None;
-                        }
-                    }
-                }
+                Fact::NodesScored(s) => self.score_nodes(s, &stamp),
+                Fact::NodesPruned(p) => self.prune_nodes(p, &stamp),
+                Fact::AssumptionRecorded(a) => self.record_assumption(a, &stamp, lookup),
+                Fact::AssumptionStatusSet(a) => self.set_assumption_status(a, &stamp, lookup),
+                Fact::VerificationRecorded(v) => self.record_verification(v, &stamp, lookup),
+                Fact::RouteDecided(r) => self.decide_route(r, &stamp),
+                Fact::CheckpointRecorded(c) => self.record_checkpoint(c, &stamp),
+                Fact::DeliberationStatusChanged(s) => self.change_status(s),
+                Fact::ConsensusReached(c) => self.reach_consensus(c, &stamp, lookup),
+                Fact::SkeletonPhaseStarted(p) => self.start_phase(p, &stamp),
+                Fact::SkeletonElaborated(p) => self.elaborate_phase(p, &stamp),
+                Fact::TextsErased { commitments, .. } => self.erase(commitments),
                 Fact::SessionStarted { .. }
                 | Fact::ThoughtRecorded(_)
                 | Fact::ThoughtTagged { .. }
                 | Fact::SessionClosed { .. } => {}
+            }
+        }
+    }
+
+    /// `DeliberationStarted`: a new deliberation with its goal and constraints (a second start
+    /// in the same session is ignored).
+    fn start(&mut self, d: &DeliberationStarted, stamp: &Stamp, lookup: &TextLookup<'_>) {
+        if self.deliberations.contains_key(&d.session_id) {
+            return;
+        }
+        let goal = self.keep_scanned(&d.goal, lookup);
+        let constraints = d
+            .constraints
+            .iter()
+            .map(|c| self.keep_scanned(c, lookup))
+            .collect();
+        self.order.push_back(d.session_id.clone());
+        self.deliberations.insert(
+            d.session_id.clone(),
+            Arc::new(Deliberation {
+                session_id: d.session_id.clone(),
+                deliberation_id: d.deliberation_id.clone(),
+                goal,
+                constraints,
+                user_mode: d.user_mode.clone(),
+                internal_method: d.internal_method.clone(),
+                profile: d.profile.clone(),
+                budgets: d.budgets,
+                root_node_id: d.root_node_id.clone(),
+                status: "open".to_owned(),
+                convergence_node_id: None,
+                created: stamp.clone(),
+                last_change: stamp.clone(),
+                nodes: Vec::new(),
+                node_index: HashMap::new(),
+                edges: Vec::new(),
+                children_by_parent: HashMap::new(),
+                branch_index: BTreeMap::new(),
+                strict_adjacency: HashMap::new(),
+                rubric: None,
+                score_runs: Vec::new(),
+                pruned_total: 0,
+                assumptions: Vec::new(),
+                assumptions_by_node: BTreeMap::new(),
+                claims: Vec::new(),
+                evidence: Vec::new(),
+                questions: Vec::new(),
+                verifications: Vec::new(),
+                routes: Vec::new(),
+                checkpoints: Vec::new(),
+                phases: Vec::new(),
+                consensus: None,
+            }),
+        );
+    }
+
+    /// `NodeAdded`: the node, filed under its parents and its branch (a known id is ignored).
+    fn add_node(&mut self, n: &NodeAdded, stamp: &Stamp, lookup: &TextLookup<'_>) {
+        let content = self.keep_scanned(&n.content, lookup);
+        let Some(d) = self.get_mut(&n.session_id) else {
+            return;
+        };
+        if d.node_index.contains_key(&n.node_id) {
+            return;
+        }
+        for parent in &n.parent_ids {
+            d.children_by_parent
+                .entry(parent.clone())
+                .or_default()
+                .push(n.node_id.clone());
+        }
+        d.branch_index
+            .entry(n.branch_id.clone())
+            .or_default()
+            .push(n.node_id.clone());
+        d.node_index.insert(n.node_id.clone(), d.nodes.len());
+        d.nodes.push(Node {
+            node_id: n.node_id.clone(),
+            parent_ids: n.parent_ids.clone(),
+            content,
+            branch_id: n.branch_id.clone(),
+            depth: n.depth,
+            kind: n.kind.clone(),
+            tags: n.tags.clone(),
+            analysis: n.analysis.clone(),
+            created: stamp.clone(),
+            score: None,
+            dimensions: BTreeMap::new(),
+            scored_by: None,
+            pruned: None,
+        });
+        d.last_change = stamp.clone();
+    }
+
+    /// `EdgeAdded`: the edge, and the strict relation's adjacency for `depends_on` / `refines`.
+    fn add_edge(&mut self, e: &EdgeAdded, stamp: &Stamp) {
+        let Some(d) = self.get_mut(&e.session_id) else {
+            return;
+        };
+        if matches!(e.edge_type.as_str(), "depends_on" | "refines") {
+            d.strict_adjacency
+                .entry(e.from.clone())
+                .or_default()
+                .push(e.to.clone());
+        }
+        d.edges.push(Edge {
+            from: e.from.clone(),
+            to: e.to.clone(),
+            edge_type: e.edge_type.clone(),
+            created: stamp.clone(),
+        });
+        d.last_change = stamp.clone();
+    }
+
+    /// `NodesScored`: each node's latest score, the run, and the skeleton phases it covers.
+    fn score_nodes(&mut self, s: &NodesScored, stamp: &Stamp) {
+        let Some(d) = self.get_mut(&s.session_id) else {
+            return;
+        };
+        for score in &s.scores {
+            if let Some(node) = d.node_mut(&score.node_id) {
+                node.score = Some(score.score);
+                node.dimensions = score.dimensions.clone();
+                node.scored_by = Some(s.score_run_id.clone());
+            }
+        }
+        let node_ids: Vec<String> = s.scores.iter().map(|x| x.node_id.clone()).collect();
+        for phase in &mut d.phases {
+            let covers = node_ids.iter().any(|id| {
+                phase.skeleton_node_ids.contains(id)
+                    || phase
+                        .elaboration_node_ids_by_skeleton
+                        .values()
+                        .any(|v| v.contains(id))
+            });
+            if covers {
+                phase.score_run_ids.push(s.score_run_id.clone());
+            }
+        }
+        d.score_runs.push(ScoreRun {
+            score_run_id: s.score_run_id.clone(),
+            node_ids,
+            weights: s.weights.clone(),
+            created: stamp.clone(),
+        });
+    }
+
+    /// `NodesPruned`: marks the nodes not yet pruned, and counts them.
+    fn prune_nodes(&mut self, p: &NodesPruned, stamp: &Stamp) {
+        let Some(d) = self.get_mut(&p.session_id) else {
+            return;
+        };
+        for id in &p.node_ids {
+            if let Some(node) = d.node_mut(id)
+                && node.pruned.is_none()
+            {
+                node.pruned = Some(stamp.clone());
+                d.pruned_total += 1;
+            }
+        }
+    }
+
+    /// `AssumptionRecorded`: the assumption, filed under the nodes it came from.
+    fn record_assumption(
+        &mut self,
+        a: &AssumptionRecorded,
+        stamp: &Stamp,
+        lookup: &TextLookup<'_>,
+    ) {
+        let text = self.keep_scanned(&a.text, lookup);
+        let Some(d) = self.get_mut(&a.session_id) else {
+            return;
+        };
+        for node in &a.source_node_ids {
+            d.assumptions_by_node
+                .entry(node.clone())
+                .or_default()
+                .push(a.assumption_id.clone());
+        }
+        d.assumptions.push(Assumption {
+            assumption_id: a.assumption_id.clone(),
+            text,
+            criticality: a.criticality.clone(),
+            verifiable: a.verifiable,
+            source_node_ids: a.source_node_ids.clone(),
+            status: a.status.clone(),
+            evidence: Vec::new(),
+            rationale: None,
+            analysis: a.analysis.clone(),
+            created: stamp.clone(),
+            updated: stamp.clone(),
+        });
+        d.last_change = stamp.clone();
+    }
+
+    /// `AssumptionStatusSet`: the new status, with its evidence and rationale.
+    fn set_assumption_status(
+        &mut self,
+        a: &AssumptionStatusSet,
+        stamp: &Stamp,
+        lookup: &TextLookup<'_>,
+    ) {
+        let evidence: Vec<Text> = a
+            .evidence
+            .iter()
+            .map(|e| self.keep_scanned(e, lookup))
+            .collect();
+        let rationale = a.rationale.as_ref().map(|r| self.keep_scanned(r, lookup));
+        let Some(d) = self.get_mut(&a.session_id) else {
+            return;
+        };
+        if let Some(found) = d
+            .assumptions
+            .iter_mut()
+            .find(|x| x.assumption_id == a.assumption_id)
+        {
+            found.status = a.status.clone();
+            found.evidence.extend(evidence);
+            if rationale.is_some() {
+                found.rationale = rationale;
+            }
+            found.updated = stamp.clone();
+        }
+        d.last_change = stamp.clone();
+    }
+
+    /// `VerificationRecorded`: new claims, evidence, conflict resolutions, questions, and the
+    /// claims' statuses.
+    fn record_verification(
+        &mut self,
+        v: &VerificationRecorded,
+        stamp: &Stamp,
+        lookup: &TextLookup<'_>,
+    ) {
+        let claims: Vec<(usize, Text)> = v
+            .claims
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i, self.keep_scanned(&c.text, lookup)))
+            .collect();
+        let evidence: Vec<(Text, Option<Text>)> = v
+            .evidence
+            .iter()
+            .map(|e| {
+                let source = self.keep_scanned(&e.source, lookup);
+                let excerpt = e.excerpt.as_ref().map(|x| self.keep_scanned(x, lookup));
+                (source, excerpt)
+            })
+            .collect();
+        let resolutions: Vec<Text> = v
+            .resolutions
+            .iter()
+            .map(|r| self.keep_scanned(&r.rationale, lookup))
+            .collect();
+        for q in &v.questions {
+            self.keep(&q.question, lookup);
+        }
+        let Some(d) = self.get_mut(&v.session_id) else {
+            return;
+        };
+        for (i, text) in claims {
+            let c = &v.claims[i];
+            d.claims.push(Claim {
+                claim_id: c.claim_id.clone(),
+                text,
+                criticality: c.criticality.clone(),
+                node_ids: c.node_ids.clone(),
+                status: "unverified".to_owned(),
+                resolution: None,
+                created: stamp.clone(),
+                updated: stamp.clone(),
+            });
+        }
+        for (e, (source, excerpt)) in v.evidence.iter().zip(evidence) {
+            d.evidence.push(Evidence {
+                evidence_id: e.evidence_id.clone(),
+                source,
+                excerpt,
+                tier: e.tier.clone(),
+                independence_group: e.independence_group.clone(),
+                supports_claims: e.supports_claims.clone(),
+                refutes_claims: e.refutes_claims.clone(),
+                created: stamp.clone(),
+            });
+        }
+        for (r, rationale) in v.resolutions.iter().zip(resolutions) {
+            if let Some(claim) = d.claims.iter_mut().find(|c| c.claim_id == r.claim_id) {
+                claim.resolution = Some((r.outcome.clone(), rationale));
+            }
+        }
+        for q in &v.questions {
+            d.questions.push(Question {
+                claim_id: q.claim_id.clone(),
+                question: Text::plain(&q.question),
+            });
+        }
+        for (id, status) in &v.statuses {
+            if let Some(claim) = d.claims.iter_mut().find(|c| &c.claim_id == id) {
+                claim.status = status.clone();
+                claim.updated = stamp.clone();
+            }
+        }
+        d.verifications.push(Verification {
+            verification_id: v.verification_id.clone(),
+            statuses: v.statuses.clone(),
+            analysis: v.analysis.clone(),
+            created: stamp.clone(),
+        });
+        d.last_change = stamp.clone();
+    }
+
+    /// `RouteDecided`: the route, in order.
+    fn decide_route(&mut self, r: &RouteDecided, stamp: &Stamp) {
+        if let Some(d) = self.get_mut(&r.session_id) {
+            d.routes.push(Route {
+                route_id: r.route_id.clone(),
+                source: r.source.clone(),
+                user_mode: r.user_mode.clone(),
+                internal_method: r.internal_method.clone(),
+                decision: r.decision.clone(),
+                created: stamp.clone(),
+            });
+        }
+    }
+
+    /// `CheckpointRecorded`: the quality checkpoint, and its skeleton phase's list of them.
+    fn record_checkpoint(&mut self, c: &CheckpointRecorded, stamp: &Stamp) {
+        let Some(d) = self.get_mut(&c.session_id) else {
+            return;
+        };
+        if let Some(phase_id) = &c.phase_id
+            && let Some(phase) = d.phases.iter_mut().find(|p| &p.phase_id == phase_id)
+        {
+            phase.checkpoint_ids.push(c.checkpoint_id.clone());
+        }
+        d.checkpoints.push(Checkpoint {
+            checkpoint_id: c.checkpoint_id.clone(),
+            quality_score: c.quality_score,
+            quality_tier: c.quality_tier.clone(),
+            route_decision: c.route_decision.clone(),
+            blocking_gaps: c.blocking_gaps.clone(),
+            recommended_tools: c.recommended_tools.clone(),
+            phase_id: c.phase_id.clone(),
+            analysis: c.analysis.clone(),
+            created: stamp.clone(),
+        });
+    }
+
+    /// `DeliberationStatusChanged`: the status, and the node it converged on if it names one.
+    fn change_status(&mut self, s: &DeliberationStatusChanged) {
+        if let Some(d) = self.get_mut(&s.session_id) {
+            d.status = s.status.clone();
+            if s.node_id.is_some() {
+                d.convergence_node_id = s.node_id.clone();
+            }
+        }
+    }
+
+    /// `ConsensusReached`: the answer; the deliberation is concluded.
+    fn reach_consensus(&mut self, c: &ConsensusReached, stamp: &Stamp, lookup: &TextLookup<'_>) {
+        let answer = self.keep_scanned(&c.answer, lookup);
+        if let Some(d) = self.get_mut(&c.session_id) {
+            d.consensus = Some(Consensus {
+                answer,
+                confidence: c.confidence,
+                route_decision: c.route_decision.clone(),
+                checks: c.checks.clone(),
+                analysis: c.analysis.clone(),
+                created: stamp.clone(),
+            });
+            d.status = "concluded".to_owned();
+        }
+    }
+
+    /// `SkeletonPhaseStarted`: a phase in state `skeleton`.
+    fn start_phase(&mut self, p: &SkeletonPhaseStarted, stamp: &Stamp) {
+        if let Some(d) = self.get_mut(&p.session_id) {
+            d.phases.push(SkeletonPhase {
+                phase_id: p.phase_id.clone(),
+                source_node_id: p.source_node_id.clone(),
+                state: "skeleton".to_owned(),
+                style: p.style.clone(),
+                suitability: p.suitability.clone(),
+                skeleton_node_ids: p.skeleton_node_ids.clone(),
+                elaboration_node_ids_by_skeleton: BTreeMap::new(),
+                prompt_pack: p.prompt_pack.clone(),
+                score_run_ids: Vec::new(),
+                checkpoint_ids: Vec::new(),
+                merge_node_id: None,
+                analysis: p.analysis.clone(),
+                created: stamp.clone(),
+                updated: stamp.clone(),
+            });
+        }
+    }
+
+    /// `SkeletonElaborated`: the phase's elaborations, merge node and new state.
+    fn elaborate_phase(&mut self, p: &SkeletonElaborated, stamp: &Stamp) {
+        let Some(d) = self.get_mut(&p.session_id) else {
+            return;
+        };
+        if let Some(phase) = d.phases.iter_mut().find(|x| x.phase_id == p.phase_id) {
+            for (skeleton, ids) in &p.elaboration_node_ids_by_skeleton {
+                phase
+                    .elaboration_node_ids_by_skeleton
+                    .entry(skeleton.clone())
+                    .or_default()
+                    .extend(ids.iter().cloned());
+            }
+            if p.merge_node_id.is_some() {
+                phase.merge_node_id = p.merge_node_id.clone();
+            }
+            phase.state = p.state.clone();
+            phase.updated = stamp.clone();
+        }
+    }
+
+    /// `TextsErased`: the texts are blanked wherever they are shown.
+    fn erase(&mut self, commitments: &[String]) {
+        for c in commitments {
+            if let Some(text) = self.texts.get_mut(c) {
+                *text = None;
             }
         }
     }

@@ -2,9 +2,15 @@
 //!
 //! Branch rule (the reference server's): a branch exists once a thought carries both
 //! `branchFromThought` and `branchId`; later thoughts carrying that `branchId` continue it.
+//!
+//! The state is cheap to clone, because the writer publishes a copy after every batch for
+//! reads to use (`ledger::writer`): sessions sit in a persistent map (`imbl`, structural
+//! sharing) each behind an `Arc`, and a fold copies only the sessions it changes
+//! (`Arc::make_mut`), once per batch.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use imbl::{HashMap, Vector};
 
 use serde::{Deserialize, Serialize};
 
@@ -99,26 +105,31 @@ impl Session {
 /// All sessions.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct ThinkingState {
-    sessions: HashMap<SessionId, Session>,
+    sessions: HashMap<SessionId, Arc<Session>>,
     /// Session ids in the order they started.
-    order: Vec<SessionId>,
+    order: Vector<SessionId>,
 }
 
 impl ThinkingState {
     pub fn session(&self, id: &SessionId) -> Option<&Session> {
-        self.sessions.get(id)
+        self.sessions.get(id).map(|s| &**s)
     }
 
     /// Sessions in the order they started.
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
-        self.order.iter().filter_map(|id| self.sessions.get(id))
+        self.order.iter().filter_map(|id| self.session(id))
+    }
+
+    /// The session to change, copied first if a published view still shares it.
+    fn session_mut(&mut self, id: &SessionId) -> Option<&mut Session> {
+        self.sessions.get_mut(id).map(Arc::make_mut)
     }
 
     /// Folds one event. Facts about unknown sessions or thoughts cannot occur in a log written
     /// by `app`; if they do (a hand-made log) they are ignored rather than invented.
     pub fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         if let Some(id) = &event.session_id
-            && let Some(session) = self.sessions.get_mut(id)
+            && let Some(session) = self.session_mut(id)
         {
             session.events += 1;
             session.last_seq = event.seq;
@@ -130,10 +141,10 @@ impl ThinkingState {
                     if self.sessions.contains_key(session_id) {
                         continue;
                     }
-                    self.order.push(session_id.clone());
+                    self.order.push_back(session_id.clone());
                     self.sessions.insert(
                         session_id.clone(),
-                        Session {
+                        Arc::new(Session {
                             id: session_id.clone(),
                             principal: event.actor.principal.clone(),
                             started_seq: event.seq,
@@ -144,11 +155,11 @@ impl ThinkingState {
                             events: 1,
                             last_seq: event.seq,
                             updated_at: event.recorded_at.clone(),
-                        },
+                        }),
                     );
                 }
                 Fact::ThoughtRecorded(recorded) => {
-                    if let Some(session) = self.sessions.get_mut(&recorded.session_id) {
+                    if let Some(session) = self.session_mut(&recorded.session_id) {
                         record_thought(session, event, recorded, texts);
                     }
                 }
@@ -158,7 +169,7 @@ impl ThinkingState {
                     added,
                     removed,
                 } => {
-                    let Some(session) = self.sessions.get_mut(session_id) else {
+                    let Some(session) = self.session_mut(session_id) else {
                         continue;
                     };
                     let Some(thought) = session.thoughts.iter_mut().find(|t| t.seq == *thought_seq)
@@ -173,7 +184,7 @@ impl ThinkingState {
                     }
                 }
                 Fact::SessionClosed { session_id, reason } => {
-                    if let Some(session) = self.sessions.get_mut(session_id) {
+                    if let Some(session) = self.session_mut(session_id) {
                         session.status = SessionStatus::Closed {
                             seq: event.seq,
                             at: event.recorded_at.clone(),
@@ -198,8 +209,22 @@ impl ThinkingState {
                 | Fact::SkeletonPhaseStarted(_)
                 | Fact::SkeletonElaborated(_) => {}
                 Fact::TextsErased { commitments, .. } => {
-                    // A commitment is random per text, so it names at most one thought.
-                    for session in self.sessions.values_mut() {
+                    // A commitment is random per text, so it names at most one thought. Only
+                    // the sessions holding one are changed (and so copied).
+                    let holding: Vec<SessionId> = self
+                        .sessions
+                        .iter()
+                        .filter(|(_, s)| {
+                            s.thoughts
+                                .iter()
+                                .any(|t| commitments.contains(&t.text_ref.commitment))
+                        })
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    for id in &holding {
+                        let Some(session) = self.session_mut(id) else {
+                            continue;
+                        };
                         for thought in &mut session.thoughts {
                             if commitments.contains(&thought.text_ref.commitment) {
                                 thought.text = None;

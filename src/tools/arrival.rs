@@ -1,11 +1,14 @@
-//! Admission: the moment a call's command (or a resource read's query) is in the ledger
-//! writer's queue, reported to the transport edge so it can let the connection's next request
-//! through.
+//! Admission: the moment a call's command is in the ledger writer's queue (or a resource read
+//! has the view of state it reads), reported to the transport edge so it can let the
+//! connection's next request through.
 //!
 //! Calls of one connection take effect in arrival order because the edge forwards request N+1
 //! only once request N is admitted (or answered); the writer decides what it is given in queue
 //! order, so admission order is effect order, while the writer still makes calls of every
-//! connection durable with one sync. This module owns the per-request [`Admission`], carried in
+//! connection durable with one sync. Reads do not enter the writer's queue: a read takes the
+//! latest published view that holds the connection's last admitted command ([`ConnectionOrder`],
+//! waiting only while that command's batch is not yet durable), and is admitted once it has
+//! it, so it sees every earlier call of its connection and none that came after it. This module owns the per-request [`Admission`], carried in
 //! a task-local for the duration of one handler so the ledger calls deep inside it can report
 //! themselves without new parameters. It knows rmcp's request context and the ledger handle;
 //! it does not know how an edge orders its queue (stdio, HTTP), only the two ways it is told:
@@ -20,7 +23,7 @@ use rmcp::service::RequestContext;
 
 use super::ThinkServer;
 use crate::app::{App, Command, Query};
-use crate::ledger::{Committed, LedgerError, LedgerHandle};
+use crate::ledger::{Admitted, Committed, Decider, LedgerError, LedgerHandle};
 use serde_json::Value;
 
 /// Told the id of each request of a connection once it is admitted (or, if it never reaches
@@ -58,12 +61,36 @@ impl std::fmt::Debug for Ticket {
     }
 }
 
+/// The last command a connection had admitted into the ledger's queue: its reads wait for
+/// that command's effect. Shared by the handlers of one connection.
+#[derive(Clone, Default)]
+pub struct ConnectionOrder(Arc<Mutex<Admitted>>);
+
+impl ConnectionOrder {
+    fn last(&self) -> Admitted {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn note(&self, admitted: Admitted) {
+        let mut last = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *last = (*last).max(admitted);
+    }
+}
+
 /// One request's admission: reported once, at the first ledger enqueue inside its handler,
 /// or when the handler ends (also by a panic or cancellation) without one.
 pub struct Admission {
     hook: Option<ArrivalHook>,
     id: RequestId,
     ticket: Option<Ticket>,
+    /// The request's connection, when it has one (a request that stands alone has no order).
+    order: Option<ConnectionOrder>,
     reported: std::sync::atomic::AtomicBool,
 }
 
@@ -88,8 +115,17 @@ impl Admission {
             hook,
             id,
             ticket,
+            order: None,
             reported: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Orders the request within its connection: its commands are noted there, its reads see
+    /// the connection's earlier commands.
+    #[must_use]
+    pub fn in_order(mut self, order: Option<ConnectionOrder>) -> Self {
+        self.order = order;
+        self
     }
 
     /// Runs `future` with this admission current; it is reported at its first enqueue, or at
@@ -126,21 +162,36 @@ fn admitted() {
     let _ = ADMISSION.try_with(Admission::report);
 }
 
-/// `LedgerHandle::submit`, reporting admission in between.
+/// `LedgerHandle::submit`, noting the command in its connection's order and reporting
+/// admission in between.
 pub(super) async fn submit(
     ledger: &LedgerHandle<App>,
     command: Command,
 ) -> Result<Committed, LedgerError> {
     let pending = ledger.enqueue(command).await;
+    if let Ok(pending) = &pending {
+        let at = pending.admitted();
+        let _ = ADMISSION.try_with(|a| {
+            if let Some(order) = &a.order {
+                order.note(at);
+            }
+        });
+    }
     admitted();
     pending?.wait().await
 }
 
-/// `LedgerHandle::query`, reporting admission in between.
+/// `LedgerHandle::query_after` the connection's last command: admitted once the view is taken,
+/// answered from it on this task.
 pub(super) async fn query(ledger: &LedgerHandle<App>, query: Query) -> Result<Value, LedgerError> {
-    let pending = ledger.enqueue_query(query).await;
+    let after = ADMISSION
+        .try_with(|a| a.order.as_ref().map(ConnectionOrder::last))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let view = ledger.view_after(after).await;
     admitted();
-    pending?.wait().await
+    Ok(App::answer(&*view?, query))
 }
 
 impl ThinkServer {

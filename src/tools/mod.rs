@@ -33,7 +33,7 @@ use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-pub use arrival::{Admission, ArrivalHook, Ticket};
+pub use arrival::{Admission, ArrivalHook, ConnectionOrder, Ticket};
 pub use catalog::{Catalog, DEFAULT_FAMILIES, FAMILIES, ToolEntry, Toolsets, UnknownToolset};
 pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
@@ -85,6 +85,8 @@ pub struct ThinkServer {
     current: Arc<CurrentSessions>,
     /// Told when each request is admitted into the ledger's queue (`arrival`).
     arrival: Option<ArrivalHook>,
+    /// This connection's last admitted command, which its resource reads wait for.
+    connection_order: ConnectionOrder,
     /// The families this connection has enabled (starting as `--toolsets`).
     connection_toolsets: EnabledToolsets,
     /// The principals' enabled families, for calls that come without a connection; shared by
@@ -105,6 +107,7 @@ impl ThinkServer {
             connection_session: SessionSlot::fresh(),
             current: Arc::new(CurrentSessions::default()),
             arrival: None,
+            connection_order: ConnectionOrder::default(),
             connection_toolsets,
             principal_toolsets: Arc::new(ToolsetsByPrincipal::default()),
             effects: Arc::new(SystemEffects),
@@ -353,7 +356,8 @@ impl ServerHandler for ThinkServer {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let actor = actor(&context, self.transport);
         let slot = self.slot(&context, &actor.principal);
-        let admission = Admission::of(self.arrival.as_ref(), &context);
+        let order = (!Self::standalone(&context)).then(|| self.connection_order.clone());
+        let admission = Admission::of(self.arrival.as_ref(), &context).in_order(order);
         let call = Call {
             tool: request.name.to_string(),
             arguments,
@@ -466,7 +470,8 @@ impl ServerHandler for ThinkServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let admission = Admission::of(self.arrival.as_ref(), &context);
+        let order = (!Self::standalone(&context)).then(|| self.connection_order.clone());
+        let admission = Admission::of(self.arrival.as_ref(), &context).in_order(order);
         if request.uri.starts_with(reasoning::PREFIX) {
             let read = reasoning::read(
                 &self.ledger,

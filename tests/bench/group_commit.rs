@@ -73,6 +73,7 @@ impl Decider for TimedApp {
     type Command = <App as Decider>::Command;
     type Query = <App as Decider>::Query;
     type Answer = <App as Decider>::Answer;
+    type View = <App as Decider>::View;
 
     fn prepared_at(&self, command: &Self::Command) -> chrono::DateTime<chrono::Utc> {
         self.inner.prepared_at(command)
@@ -104,8 +105,11 @@ impl Decider for TimedApp {
             .apply_nanos
             .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
     }
-    fn answer(&self, query: Self::Query) -> Self::Answer {
-        self.inner.answer(query)
+    fn view(&self) -> Self::View {
+        self.inner.view()
+    }
+    fn answer(view: &Self::View, query: Self::Query) -> Self::Answer {
+        App::answer(view, query)
     }
 }
 

@@ -250,6 +250,7 @@ impl Decider for ChangedEstimate {
     type Command = Command;
     type Query = Query;
     type Answer = Value;
+    type View = App;
 
     fn prepared_at(&self, command: &Command) -> chrono::DateTime<chrono::Utc> {
         self.0.prepared_at(command)
@@ -274,8 +275,11 @@ impl Decider for ChangedEstimate {
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.0.apply(event, texts);
     }
-    fn answer(&self, query: Query) -> Value {
-        self.0.answer(query)
+    fn view(&self) -> App {
+        self.0.view()
+    }
+    fn answer(view: &App, query: Query) -> Value {
+        App::answer(view, query)
     }
 }
 
