@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::call::{Decide, ToolSpec, parse};
 use super::{App, Command, Decided, Outcome, Rejection};
+use crate::app::ErrorCode;
 use crate::events::{Fact, SessionId};
 use crate::ledger::hash::parse_hex32;
 use crate::ledger::verify::text_refs;
@@ -49,7 +50,7 @@ fn decide_erase(
     };
     if args.reason.trim().is_empty() {
         return reject(
-            "reason_required",
+            ErrorCode::ReasonRequired,
             "an erasure must say why".into(),
             "pass --reason, e.g. --reason \"GDPR request 2026-114\"",
         );
@@ -60,7 +61,7 @@ fn decide_erase(
             Some(id) => Some(id),
             None => {
                 return reject(
-                    "invalid_session_id",
+                    ErrorCode::InvalidSessionId,
                     format!("\"{raw}\" is not a session id"),
                     "`thinkledger sessions` lists them",
                 );
@@ -69,7 +70,7 @@ fn decide_erase(
     };
     if session.is_none() == args.commitments.is_empty() {
         return reject(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "erase either a session or named commitments, exactly one of the two".into(),
             "give --session ID, or --commitment HEX (repeatable)",
         );
@@ -79,7 +80,7 @@ fn decide_erase(
         let seqs = log.session_seqs(id).map_err(|e| internal(&e))?;
         if seqs.is_empty() {
             return reject(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!("no session {id} in this ledger"),
                 "`thinkledger sessions` lists them",
             );
@@ -93,7 +94,7 @@ fn decide_erase(
     for c in &args.commitments {
         if parse_hex32(c).is_none() || c.chars().any(|ch| ch.is_ascii_uppercase()) {
             return reject(
-                "invalid_commitment",
+                ErrorCode::InvalidCommitment,
                 format!("\"{c}\" is not a text commitment (64 lowercase hex digits)"),
                 "copy the textCommitment value from an event or an export",
             );
@@ -110,7 +111,7 @@ fn decide_erase(
             TextState::Missing if session.is_some() => {}
             TextState::Missing => {
                 return reject(
-                    "unknown_commitment",
+                    ErrorCode::UnknownCommitment,
                     format!("no stored text has commitment {c}"),
                     "check the commitment; `thinkledger verify` lists texts that are missing",
                 );
@@ -119,7 +120,7 @@ fn decide_erase(
     }
     if erase.is_empty() {
         return reject(
-            "nothing_to_erase",
+            ErrorCode::NothingToErase,
             format!("nothing left to erase ({already} text(s) already erased)"),
             "nothing to do: the texts are already gone",
         );
@@ -143,7 +144,7 @@ fn decide_erase(
 fn internal(e: &dyn std::fmt::Display) -> (Rejection, Option<SessionId>) {
     (
         Rejection::new(
-            "log_unreadable",
+            ErrorCode::LogUnreadable,
             format!("the log could not be read: {e}"),
             "run `thinkledger verify`",
         ),

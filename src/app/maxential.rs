@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::call::{Decide, Target, ToolSpec, parse, target};
 use super::tags::normalize_tags;
 use super::{App, Command, Decided, Outcome, Rejection, lenient};
+use crate::app::ErrorCode;
 use crate::events::Fact;
 use crate::export::{self, ExportOptions, VisualizeOptions};
 
@@ -237,7 +238,7 @@ pub(super) fn decide_search(
         None => None,
         Some(q) if q.chars().count() > MAX_QUERY_CHARS => {
             return Err(attributed(Rejection::new(
-                "invalid_query",
+                ErrorCode::InvalidQuery,
                 format!("query is over {MAX_QUERY_CHARS} characters"),
                 "search for a shorter pattern",
             )));
@@ -249,7 +250,7 @@ pub(super) fn decide_search(
                 .build()
                 .map_err(|e| {
                     attributed(Rejection::new(
-                        "invalid_query",
+                        ErrorCode::InvalidQuery,
                         format!("query is not a valid regular expression: {e}"),
                         "escape special characters such as ( ) [ ] . * + ? with a backslash to \
                          search for them literally",
@@ -317,7 +318,7 @@ pub(super) fn decide_tag(app: &App, command: &Command, args: &Value, _recorded: 
         Target::New(_) => {
             return Err((
                 Rejection::new(
-                    "unknown_thought",
+                    ErrorCode::UnknownThought,
                     format!(
                         "thought {} does not exist: this connection has no thoughts yet",
                         args.thought_number
@@ -331,7 +332,7 @@ pub(super) fn decide_tag(app: &App, command: &Command, args: &Value, _recorded: 
     };
     let Some(thought) = session.thought_by_number(args.thought_number) else {
         return Err(attributed(Rejection::new(
-            "unknown_thought",
+            ErrorCode::UnknownThought,
             format!("this session has no thought {}", args.thought_number),
             format!(
                 "tag one of the thoughts 1..{} recorded so far (search lists them)",
@@ -364,7 +365,7 @@ pub(super) fn decide_tag(app: &App, command: &Command, args: &Value, _recorded: 
     }
     if tags.len() > 32 {
         return Err(attributed(Rejection::new(
-            "invalid_tag",
+            ErrorCode::InvalidTag,
             "at most 32 tags per thought",
             "remove some first",
         )));
@@ -408,7 +409,7 @@ pub(super) fn decide_export(
         let known = session.branch_ids();
         return Err((
             Rejection::new(
-                "unknown_branch",
+                ErrorCode::UnknownBranch,
                 format!("this session has no branch \"{branch}\""),
                 if known.is_empty() {
                     "this session has no branches; omit branchId to export the main thread"

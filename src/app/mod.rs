@@ -15,6 +15,7 @@ pub(crate) mod call;
 pub mod deliberation;
 mod draws;
 mod erase;
+pub mod errors;
 mod idempotency;
 mod lenient;
 mod maxential;
@@ -44,6 +45,7 @@ use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::{DeliberationState, Telemetry, ThinkingState};
 
 pub use audit_export::AuditExportArgs;
+pub use errors::ErrorCode;
 pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
@@ -178,7 +180,7 @@ impl App {
 /// Why a call was refused: shown to the client and recorded in the event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     pub suggestion: String,
     /// More members of the refusal body, e.g. the `blockers` a policy gate names.
@@ -186,11 +188,7 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    pub fn new(
-        code: &'static str,
-        message: impl Into<String>,
-        suggestion: impl Into<String>,
-    ) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>, suggestion: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -239,7 +237,7 @@ impl Decided {
 pub fn rejection_body(rejection: &Rejection) -> Value {
     let mut body = json!({
         "status": "rejected",
-        "code": rejection.code,
+        "code": rejection.code.as_str(),
         "error": rejection.message,
         "suggestion": rejection.suggestion,
     });
@@ -289,7 +287,7 @@ impl Decider for App {
             Err(_) => json!({ "omitted": { "reason": RANDOMNESS_UNAVAILABLE } }),
         };
         let error = ErrorRecord {
-            code: "internal_error".to_owned(),
+            code: ErrorCode::InternalError.as_str().to_owned(),
             message: format!("thinkledger failed while deciding this call: {reason}"),
             suggestion: "this is a bug in thinkledger; the call changed nothing. Please report it \
                          with the seq below"
@@ -347,7 +345,7 @@ impl Decider for App {
 pub(crate) type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
 
 /// The refusal code (and omitted-arguments reason) of a call prepared without randomness.
-pub const RANDOMNESS_UNAVAILABLE: &str = "randomness_unavailable";
+pub const RANDOMNESS_UNAVAILABLE: &str = ErrorCode::RandomnessUnavailable.as_str();
 
 impl App {
     fn policy<'d>(&self, draws: &'d draws::Draws) -> TextPolicy<'d> {
@@ -425,7 +423,7 @@ impl App {
             Err((rejection, session_id)) => (
                 OutcomeStatus::Rejected,
                 Some(ErrorRecord {
-                    code: rejection.code.to_owned(),
+                    code: rejection.code.as_str().to_owned(),
                     message: rejection.message.clone(),
                     suggestion: rejection.suggestion.clone(),
                 }),
@@ -468,7 +466,7 @@ impl App {
     /// nothing changes. Never a weaker commitment.
     fn without_randomness(command: &Command, reason: &str) -> Draft {
         let rejection = Rejection::new(
-            RANDOMNESS_UNAVAILABLE,
+            ErrorCode::RandomnessUnavailable,
             format!(
                 "thinkledger could not draw the random salt this call needs ({reason}); the \
                  call was not decided, its arguments were not recorded and nothing changed"
@@ -488,7 +486,7 @@ impl App {
             facts: Vec::new(),
             status: OutcomeStatus::Rejected,
             error: Some(ErrorRecord {
-                code: rejection.code.to_owned(),
+                code: rejection.code.as_str().to_owned(),
                 message: rejection.message.clone(),
                 suggestion: rejection.suggestion.clone(),
             }),
@@ -513,7 +511,7 @@ impl App {
         if command.tool == UNDECODABLE_CALL {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
             let rejection = Rejection::new(
-                "invalid_params",
+                ErrorCode::InvalidParams,
                 "the tools/call params could not be decoded",
                 "send {\"name\": \"<tool>\", \"arguments\": {...}} with a string name and an object",
             );
@@ -525,7 +523,7 @@ impl App {
             other => {
                 let recorded = policy.opaque(&other.to_string(), texts);
                 let rejection = Rejection::new(
-                    "invalid_arguments",
+                    ErrorCode::InvalidArguments,
                     "arguments must be a JSON object",
                     "send the tool's parameters as an object, e.g. {\"thought\": \"...\", ...}",
                 );
@@ -536,7 +534,7 @@ impl App {
         if raw_len > self.config.max_arguments_bytes() {
             let recorded = json!({ "omitted": { "reason": "too_large", "bytes": raw_len } });
             let rejection = Rejection::new(
-                "arguments_too_large",
+                ErrorCode::ArgumentsTooLarge,
                 format!(
                     "the arguments are {raw_len} bytes; at most {} are accepted",
                     self.config.max_arguments_bytes()
@@ -554,7 +552,7 @@ impl App {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
             let family = registry::toolset_of(&command.tool).unwrap_or("all");
             let rejection = Rejection::new(
-                "tool_disabled",
+                ErrorCode::ToolDisabled,
                 format!(
                     "the tool \"{}\" is in the toolset \"{family}\", which is not enabled",
                     command.tool
@@ -574,7 +572,7 @@ impl App {
                 .flat_map(|(_, t)| t.iter().copied())
                 .collect();
             let rejection = Rejection::new(
-                "unknown_tool",
+                ErrorCode::UnknownTool,
                 format!("there is no tool named \"{}\"", command.tool),
                 format!("call one of: {}", known.join(", ")),
             );
@@ -587,7 +585,7 @@ impl App {
                 let recorded =
                     policy.record_without_texts(&args, spec.known_fields, spec.text_fields, texts);
                 let rejection = Rejection::new(
-                    "text_too_large",
+                    ErrorCode::TextTooLarge,
                     format!(
                         "`{}` is {} bytes; at most {} are accepted",
                         oversized.field, oversized.bytes, self.config.max_text_bytes
@@ -607,7 +605,7 @@ impl App {
                     // The writer measured this decision over the limit (`Decider::over_time`).
                     Err((
                         Rejection::new(
-                            "time_limit_exceeded",
+                            ErrorCode::TimeLimitExceeded,
                             format!(
                                 "{} took longer than its time limit of {} ms; nothing was \
                                  recorded",
@@ -637,7 +635,7 @@ impl App {
             Ok(decided) => (recorded, Ok(decided)),
             Err(err) => {
                 // A call that did not parse may hold anything in any field: keep it erasable.
-                let recorded = if err.0.code == "invalid_arguments" {
+                let recorded = if err.0.code == ErrorCode::InvalidArguments {
                     texts.clear();
                     policy.opaque(&command.arguments.to_string(), texts)
                 } else {

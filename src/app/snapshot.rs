@@ -64,7 +64,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/1",
-        "b88e531dbf376aa5c276fde185b6ca860f3edf7d9913bba552c20ade8b199b0e",
+        "ec8a4153a0b4ce67f549b287a1c7882a67507deba66e51a30d8d71d6356f922e",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::call::{Decide, ToolSpec, parse};
 use super::{App, Command, Decided, Outcome, Rejection, TOOL_FAMILIES};
+use crate::app::ErrorCode;
 
 /// The family of these three tools: always offered, so no one can lock themselves out.
 pub const FAMILY: &str = "toolsets";
@@ -119,7 +120,7 @@ fn change(command: &Command, args: &Value, enable: bool) -> Outcome {
     let Some(current) = command.toolsets.iter().find(|t| t.name == args.toolset) else {
         return Err((
             Rejection::new(
-                "unknown_toolset",
+                ErrorCode::UnknownToolset,
                 format!("there is no toolset named \"{}\"", args.toolset),
                 format!("use one of: {}", names()),
             ),
@@ -129,7 +130,7 @@ fn change(command: &Command, args: &Value, enable: bool) -> Outcome {
     if current.name == FAMILY && !enable {
         return Err((
             Rejection::new(
-                "toolset_required",
+                ErrorCode::ToolsetRequired,
                 "the toolsets set cannot be disabled: it is how sets are enabled again",
                 format!("disable one of: {}", names()),
             ),

@@ -39,7 +39,7 @@ pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
 pub use toolsets::{EnabledToolsets, ToolsetsByPrincipal};
 
-use crate::app::{App, Command};
+use crate::app::{App, Command, ErrorCode};
 use crate::effects::{Effects, SystemEffects};
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{Committed, LedgerError, LedgerHandle};
@@ -266,21 +266,21 @@ impl ThinkServer {
 fn unrecorded(error: &LedgerError) -> Value {
     let (code, suggestion) = match error {
         LedgerError::Opening { .. } => (
-            "ledger_opening",
+            ErrorCode::LedgerOpening,
             "the server is still loading its ledger; send the same call again in a few seconds",
         ),
         LedgerError::OpenFailed(_) => (
-            "ledger_unavailable",
+            ErrorCode::LedgerUnavailable,
             "the ledger could not be opened, so nothing can be recorded; tell the user to check the server's log and run `thinkledger verify`",
         ),
         _ => (
-            "ledger_unavailable",
+            ErrorCode::LedgerUnavailable,
             "the call was not recorded and changed nothing; retry after the server is restarted",
         ),
     };
     json!({
         "status": "failed",
-        "code": code,
+        "code": code.as_str(),
         "error": error.to_string(),
         "suggestion": suggestion,
     })

@@ -135,6 +135,7 @@ const SHARED: &[&str] = &[
     "app/snapshot.rs",
     "app/providers.rs",
     "app/draws.rs",
+    "app/errors.rs",
 ];
 
 /// The module path of a source file (`app/deliberation/graph/mod.rs` → app, deliberation, graph).

@@ -9,6 +9,7 @@ use super::timeline::{TimelineEntry, render_text as timeline_text, timeline};
 use super::{
     ReexecutionReport, ReplayError, reexecute, render_text as report_text, session_events,
 };
+use crate::app::ErrorCode;
 use crate::app::call::{Decide, ToolSpec, owned_session, parse, unknown_session_of_another};
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
@@ -133,7 +134,7 @@ pub(crate) fn decide_replay(
         Some(raw) => SessionId::parse(raw).ok_or_else(|| {
             (
                 Rejection::new(
-                    "unknown_session",
+                    ErrorCode::UnknownSession,
                     format!("\"{raw}\" is not a session id"),
                     "session ids are lowercase UUIDs as returned in `sessionId`; read \
                      ledger://sessions to list them",
@@ -150,7 +151,7 @@ pub(crate) fn decide_replay(
         Ok(output) => Ok(Decided::new(Some(session), Vec::new(), output)),
         Err(ReplayError::UnknownSession(id)) => Err((
             Rejection::new(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!("there is no session {id} in this ledger"),
                 "pass session_id of a session listed in ledger://sessions; a connection's own \
                  session exists once its first thought is recorded",
@@ -159,7 +160,7 @@ pub(crate) fn decide_replay(
         )),
         Err(e) => Err((
             Rejection::new(
-                "replay_failed",
+                ErrorCode::ReplayFailed,
                 format!("the log could not be replayed: {e}"),
                 "run `thinkledger verify` to check the ledger",
             ),
@@ -203,7 +204,7 @@ pub(crate) fn decide_diff(
             .ok_or_else(|| {
                 (
                     Rejection::new(
-                        "unknown_session",
+                        ErrorCode::UnknownSession,
                         format!("there is no session \"{raw}\" in this ledger"),
                         "pass two session ids as returned in `sessionId`; read ledger://sessions \
                          to list them",

@@ -11,6 +11,7 @@ use super::{
     Assessment, CHECK_ASSUMPTION, CHECK_CRITICAL_CLAIM, CHECK_DIVERSITY, CHECK_SOURCE_CONFLICT,
     GAP_QUALITY, QualityComponent, assess, count, threshold_or_refuse,
 };
+use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::Call;
 use crate::app::deliberation::context::refuse;
@@ -245,7 +246,7 @@ pub(crate) fn decide_checkpoint(call: &mut Call<'_>) -> Outcome {
     {
         return Err(refuse(
             d,
-            "unknown_phase",
+            ErrorCode::UnknownPhase,
             format!("\"{phase}\" is not a skeleton phase of this deliberation"),
             "use a phase_id start_skeleton_of_thought returned, or omit phase_id",
         ));

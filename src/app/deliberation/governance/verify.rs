@@ -19,6 +19,7 @@ use super::{
     MAX_CLAIMS_PER_CALL, MAX_EVIDENCE_PER_CALL, MAX_IDS, Tally, VerificationMatrix, claim_status,
     criticality_or_refuse, empty_text, require_nodes, tier_weight, too_many,
 };
+use crate::app::ErrorCode;
 use crate::app::call::{Call, PathStep};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::injection::shown;
@@ -205,7 +206,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
     if claims.is_empty() && evidence.is_empty() && resolutions.is_empty() {
         return Err(refuse(
             d,
-            "nothing_to_verify",
+            ErrorCode::NothingToVerify,
             "no claims, evidence or resolutions were sent",
             "send new claims, evidence on claims (new or existing), or resolutions of contested \
              claims",
@@ -282,7 +283,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
     let unknown_claim = |id: &str, role: &str| {
         refuse(
             d,
-            "unknown_claim",
+            ErrorCode::UnknownClaim,
             format!("{role} names \"{id}\", which is not a claim of this deliberation"),
             format!(
                 "use an existing claim id (claim-1 … claim-{}) or claim-{} … for the claims of \
@@ -308,7 +309,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if tier_weight(&tier).is_none() {
             return Err(refuse(
                 d,
-                "invalid_tier",
+                ErrorCode::InvalidTier,
                 format!("{at}.tier \"{tier}\" is not an evidence tier"),
                 "use primary (weight 1.0), secondary (0.6) or tertiary (0.3)",
             ));
@@ -317,7 +318,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if group.is_empty() {
             return Err(refuse(
                 d,
-                "invalid_evidence",
+                ErrorCode::InvalidEvidence,
                 format!("{at}.independence_group is empty"),
                 "name the source's independence group; sources sharing an origin share a group",
             ));
@@ -327,7 +328,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if supports.is_empty() && refutes.is_empty() {
             return Err(refuse(
                 d,
-                "invalid_evidence",
+                ErrorCode::InvalidEvidence,
                 format!("{at} neither supports nor refutes a claim"),
                 "list the claims it bears on in supports_claims or refutes_claims",
             ));
@@ -343,7 +344,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if let Some(both) = supports.iter().find(|c| refutes.contains(c)) {
             return Err(refuse(
                 d,
-                "invalid_evidence",
+                ErrorCode::InvalidEvidence,
                 format!("{at} both supports and refutes {both}"),
                 "send the supporting and the refuting parts as two pieces of evidence, in \
                  different independence groups if they come from different sources",
@@ -400,7 +401,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if planned_resolutions.iter().any(|p| p.claim_id == r.claim_id) {
             return Err(refuse(
                 d,
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 format!("{} is resolved twice in this call", r.claim_id),
                 "send one resolution per claim",
             ));
@@ -409,7 +410,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if !matches!(outcome.as_str(), "verified" | "refuted") {
             return Err(refuse(
                 d,
-                "invalid_outcome",
+                ErrorCode::InvalidOutcome,
                 format!("{at}.outcome \"{outcome}\" is not a resolution outcome"),
                 "use verified or refuted",
             ));
@@ -420,7 +421,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         {
             return Err(refuse(
                 d,
-                "no_conflict",
+                ErrorCode::NoConflict,
                 format!(
                     "{} has no source conflict to resolve: no group supports it while another \
                      refutes it",
@@ -433,7 +434,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if r.rationale.trim().is_empty() {
             return Err(refuse(
                 d,
-                "rationale_required",
+                ErrorCode::RationaleRequired,
                 format!("{at}.rationale is empty"),
                 "say why one side of the conflict prevails",
             ));

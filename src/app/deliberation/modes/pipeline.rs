@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::super::scaffold::{NodeSpec, Scaffold};
 use super::profile_of;
+use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::Call;
 use crate::app::deliberation::budgets::profile_or_refuse;
@@ -305,7 +306,7 @@ pub(crate) fn decide_pipeline(call: &mut Call<'_>) -> Outcome {
             if !STAGES.iter().any(|(s, _, _)| *s == name) {
                 return Err(refuse(
                     d,
-                    "unknown_stage",
+                    ErrorCode::UnknownStage,
                     format!("\"{name}\" is not a ReasonKit stage"),
                     "use any of gigathink, laserlogic, bedrock, proofguard, brutalhonesty, or \
                      omit stages for the profile's default set",

@@ -13,6 +13,7 @@ use super::catalog::{
     EstimatedCost, ThinkingModeContract, contract, estimated_cost, mode_named, strings,
 };
 use super::{existing_deliberation, profile_of};
+use crate::app::ErrorCode;
 use crate::app::call::Call;
 use crate::app::deliberation::budgets::profile_or_refuse;
 use crate::app::deliberation::injection::shown;
@@ -513,7 +514,7 @@ pub(crate) fn decide_intent_router(call: &mut Call<'_>) -> Outcome {
     if args.query.trim().is_empty() {
         return Err((
             Rejection::new(
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 "query is empty",
                 "send the question or task to route",
             ),

@@ -14,6 +14,7 @@ use super::catalog::{
 use super::plans::{PlanStep, autopilot_steps, next_tools};
 use super::router::{classify, route_fact, safety_notes};
 use super::{existing_deliberation, profile_of};
+use crate::app::ErrorCode;
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::budgets::{BudgetArgs, budgets_or_refuse, profile_or_refuse};
 use crate::app::deliberation::injection::shown;
@@ -390,7 +391,7 @@ fn scaffold_mode(
 fn goal_required() -> Refusal {
     (
         Rejection::new(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "goal is required to start a deliberation",
             "send goal (the question or task); or pass the session_id of a session that holds \
              a deliberation to continue it",
@@ -416,7 +417,7 @@ fn run(call: &mut Call<'_>, req: RunRequest<'_>) -> Result<RunResult, Refusal> {
     {
         return Err((
             Rejection::new(
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 "goal is empty",
                 "omit goal to scaffold under the deliberation's root, or state the sub-goal",
             ),
@@ -492,7 +493,7 @@ fn run(call: &mut Call<'_>, req: RunRequest<'_>) -> Result<RunResult, Refusal> {
             else {
                 return Err((
                     Rejection::new(
-                        "invalid_arguments",
+                        ErrorCode::InvalidArguments,
                         "the deliberation could not be planned",
                         "retry without session_id",
                     ),
