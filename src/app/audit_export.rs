@@ -15,9 +15,12 @@ use crate::audit::{AuditError, ExportOptions, Selection, build_export_with};
 use crate::events::SessionId;
 use crate::ledger::LogView;
 
+/// The name of the `export_reasoning_audit` tool: its spec, its catalog entry and every reference use this.
+pub const EXPORT_REASONING_AUDIT_TOOL: &str = "export_reasoning_audit";
+
 /// The tool of this family.
 pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
-    name: "export_reasoning_audit",
+    name: EXPORT_REASONING_AUDIT_TOOL,
     known_fields: &["session_id", "since_checkpoint"],
     text_fields: &[],
     decide: Decide::WithLog(decide_audit_export),

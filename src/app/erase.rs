@@ -18,9 +18,12 @@ use crate::ledger::hash::parse_hex32;
 use crate::ledger::verify::text_refs;
 use crate::ledger::{LogView, TextState};
 
+/// The name of the `erase` tool: its spec, its catalog entry and every reference use this.
+pub const ERASE_TOOL: &str = "erase";
+
 /// Commands only the operator may run (through the CLI), never offered over MCP.
 pub(crate) const ADMIN_SPECS: &[ToolSpec] = &[ToolSpec {
-    name: "erase",
+    name: ERASE_TOOL,
     known_fields: &["sessionId", "commitments", "reason"],
     text_fields: &[],
     decide: Decide::WithLog(decide_erase),

@@ -13,28 +13,37 @@ use crate::app::ErrorCode;
 use crate::events::Fact;
 use crate::export::{self, ExportOptions, VisualizeOptions};
 
+/// The name of the `search` tool: its spec, its catalog entry and every reference use this.
+pub const SEARCH_TOOL: &str = "search";
+/// The name of the `tag` tool: its spec, its catalog entry and every reference use this.
+pub const TAG_TOOL: &str = "tag";
+/// The name of the `export` tool: its spec, its catalog entry and every reference use this.
+pub const EXPORT_TOOL: &str = "export";
+/// The name of the `visualize` tool: its spec, its catalog entry and every reference use this.
+pub const VISUALIZE_TOOL: &str = "visualize";
+
 /// The tools of the maxential family.
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
-        name: "search",
+        name: SEARCH_TOOL,
         known_fields: &["query", "tags", "branchId", "includeRevisions", "sessionId"],
         text_fields: &["query"],
         decide: Decide::Pure(decide_search),
     },
     ToolSpec {
-        name: "tag",
+        name: TAG_TOOL,
         known_fields: &["thoughtNumber", "add", "remove", "sessionId"],
         text_fields: &[],
         decide: Decide::Pure(decide_tag),
     },
     ToolSpec {
-        name: "export",
+        name: EXPORT_TOOL,
         known_fields: &["format", "includeBranches", "branchId", "sessionId"],
         text_fields: &[],
         decide: Decide::Pure(decide_export),
     },
     ToolSpec {
-        name: "visualize",
+        name: VISUALIZE_TOOL,
         known_fields: &["format", "showTags", "showContent", "sessionId"],
         text_fields: &[],
         decide: Decide::Pure(decide_visualize),

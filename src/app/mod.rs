@@ -45,13 +45,29 @@ use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::{DeliberationState, Telemetry, ThinkingState};
 
 pub use audit_export::AuditExportArgs;
+pub use audit_export::EXPORT_REASONING_AUDIT_TOOL;
+pub use deliberation::{
+    ADD_THOUGHT_NODE_TOOL, APPLY_ALGORITHM_TEMPLATE_TOOL, APPLY_REASONING_PATTERN_TOOL,
+    CONSENSUS_ANSWER_TOOL, CONVERGE_REASONING_TOOL, EVALUATE_REASONING_QUALITY_TOOL,
+    EXPAND_THOUGHTS_TOOL, PRUNE_THOUGHTS_TOOL, REASONING_AUTOPILOT_TOOL,
+    REASONING_INTENT_ROUTER_TOOL, RECORD_ASSUMPTION_TOOL, REFINE_THOUGHTS_TOOL,
+    RUN_REASONING_CHECKPOINT_TOOL, RUN_REASONKIT_PIPELINE_TOOL, RUN_SKELETON_ELABORATION_TOOL,
+    RUN_THINKING_MODE_TOOL, SCORE_THOUGHTS_TOOL, SET_ASSUMPTION_STATUS_TOOL,
+    SET_SCORING_RUBRIC_TOOL, START_DELIBERATION_TOOL, START_SKELETON_OF_THOUGHT_TOOL,
+    VERIFY_THOUGHTS_TOOL,
+};
+pub use erase::ERASE_TOOL;
 pub use errors::ErrorCode;
+pub use maxential::{EXPORT_TOOL, SEARCH_TOOL, TAG_TOOL, VISUALIZE_TOOL};
 pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
 };
 pub use registry::{TOOL_FAMILIES, toolset_of};
+pub use replay::tools::{DIFF_SESSIONS_TOOL, REPLAY_REASONING_SESSION_TOOL};
 pub use texts::TextPolicy;
+pub use thinking::{RESET_TOOL, SEQUENTIALTHINKING_TOOL};
+pub use toolsets::{DISABLE_TOOLSET_TOOL, ENABLE_TOOLSET_TOOL, LIST_TOOLSETS_TOOL};
 
 /// Limits applied to every call.
 #[derive(Debug, Clone)]

@@ -16,9 +16,14 @@ use crate::app::ErrorCode;
 use crate::events::{Fact, TextRef, ThoughtRecorded};
 use crate::projections::SessionStatus;
 
+/// The name of the `sequentialthinking` tool: its spec, its catalog entry and every reference use this.
+pub const SEQUENTIALTHINKING_TOOL: &str = "sequentialthinking";
+/// The name of the `reset` tool: its spec, its catalog entry and every reference use this.
+pub const RESET_TOOL: &str = "reset";
+
 /// The tools of the thinking toolset.
 pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
-    name: "sequentialthinking",
+    name: SEQUENTIALTHINKING_TOOL,
     known_fields: &[
         "thought",
         "nextThoughtNeeded",
@@ -39,7 +44,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
 /// MAXential's `reset`, decided here with the chain it closes but offered in the `maxential`
 /// toolset.
 pub(crate) const RESET_SPECS: &[ToolSpec] = &[ToolSpec {
-    name: "reset",
+    name: RESET_TOOL,
     known_fields: &["confirm", "sessionId"],
     text_fields: &[],
     decide: Decide::Pure(decide_reset),

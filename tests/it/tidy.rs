@@ -432,3 +432,129 @@ fn the_effects_guard_sees_what_it_must() {
     assert!(names("rand::random()", "rand::") && !names("operand::x", "rand::"));
     assert!(names("std::env::var(x)", "env::var") && names("env::var_os(x)", "env::var"));
 }
+
+/// The tool names, read from their declarations (`pub const <NAME>_TOOL: &str = "<name>";`,
+/// next to each tool's spec in its family's room), each with the file declaring it.
+fn declared_tool_names(sources: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (file, text) in sources {
+        for line in text.lines().map(str::trim) {
+            let Some(rest) = line.strip_prefix("pub const ") else {
+                continue;
+            };
+            let Some((ident, value)) = rest.split_once(": &str = \"") else {
+                continue;
+            };
+            if let Some(name) = value.strip_suffix("\";")
+                && ident.ends_with("_TOOL")
+            {
+                out.push((file.clone(), name.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// Where a string literal equal to a tool name means something else, and what.
+const NOT_A_TOOL: &[(&str, &str, &str)] = &[
+    ("main.rs", "=> \"erase\"", "the CLI's `erase` subcommand"),
+    ("main.rs", "=> \"export\"", "the CLI's `export` subcommand"),
+    (
+        "app/thinking.rs",
+        "status: \"reset\"",
+        "the reset output's `status` value",
+    ),
+    (
+        "app/thinking.rs",
+        "reason: \"reset\"",
+        "a session's close reason",
+    ),
+];
+
+/// The lines of `code` (test code and comments already cut) holding a string literal that is
+/// exactly one of `names`: code referring to a tool by a literal rather than by its constant.
+/// A name inside a longer literal (a description, a suggestion, prose) is not one.
+fn tool_name_literals(file: &str, code: &str, names: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("pub const ") && trimmed.contains("_TOOL: &str = ") {
+            continue;
+        }
+        for name in names {
+            let literal = format!("\"{name}\"");
+            let found = line
+                .match_indices(&literal)
+                .any(|(at, _)| !line[..at].ends_with('\\'));
+            let excused = NOT_A_TOOL
+                .iter()
+                .any(|(f, snippet, _)| *f == file && line.contains(snippet));
+            if found && !excused {
+                out.push(format!("{file}: {name} in `{trimmed}`"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_tool_name_literal_outside_its_declaration() {
+    let sources = sources();
+    let declared = declared_tool_names(&sources);
+    let names: Vec<String> = declared.iter().map(|(_, n)| n.clone()).collect();
+    assert!(names.len() >= 30, "too few tool names declared: {names:?}");
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "a tool name declared twice");
+    let tests = test_only_modules(&sources);
+    let mut violations = Vec::new();
+    for (file, text) in &sources {
+        let stem = file.trim_end_matches(".rs").trim_end_matches("/mod");
+        if tests
+            .iter()
+            .any(|t| stem == t || file.starts_with(&format!("{t}/")))
+        {
+            continue;
+        }
+        let code = code_without_tests_or_comments(text);
+        violations.extend(tool_name_literals(file, &code, &names));
+    }
+    assert!(
+        violations.is_empty(),
+        "tool names written as literals: use the tool's `<NAME>_TOOL` constant (declared next \
+         to its spec), or, where a tool's behaviour depends on which tool it is, a property \
+         of its spec or catalog entry (`tools::CallerEffect`): {violations:#?}"
+    );
+}
+
+#[test]
+fn the_tool_name_guard_sees_what_it_must() {
+    let sources = vec![(
+        "app/deliberation/mod.rs".to_owned(),
+        "pub const CONSENSUS_ANSWER_TOOL: &str = \"consensus_answer\";".to_owned(),
+    )];
+    let names: Vec<String> = declared_tool_names(&sources)
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect();
+    assert_eq!(names, ["consensus_answer"]);
+    let code = code_without_tests_or_comments(
+        "const NEXT: &[&str] = &[\"consensus_answer\"];\n\
+         let s = \"call consensus_answer next\";\n\
+         let t = \"then \\\"consensus_answer\\\" again\";\n\
+         // see \"consensus_answer\"\n\
+         pub const CONSENSUS_ANSWER_TOOL: &str = \"consensus_answer\";\n\
+         #[cfg(test)]\nmod tests {\n g.ok(\"consensus_answer\") }",
+    );
+    assert_eq!(
+        tool_name_literals("app/x.rs", &code, &names),
+        ["app/x.rs: consensus_answer in `const NEXT: &[&str] = &[\"consensus_answer\"];`"]
+    );
+    let reset = ["reset".to_owned()];
+    assert!(tool_name_literals("app/thinking.rs", "status: \"reset\".into(),", &reset).is_empty());
+    assert_eq!(
+        tool_name_literals("app/thinking.rs", "if tool == \"reset\" {", &reset).len(),
+        1
+    );
+}

@@ -16,16 +16,21 @@ use crate::events::{Fact, SessionId};
 use crate::export::diff::{SessionDiff, diff, render_text};
 use crate::ledger::LogView;
 
+/// The name of the `replay_reasoning_session` tool: its spec, its catalog entry and every reference use this.
+pub const REPLAY_REASONING_SESSION_TOOL: &str = "replay_reasoning_session";
+/// The name of the `diff_sessions` tool: its spec, its catalog entry and every reference use this.
+pub const DIFF_SESSIONS_TOOL: &str = "diff_sessions";
+
 /// The tools of the replay family.
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
-        name: "replay_reasoning_session",
+        name: REPLAY_REASONING_SESSION_TOOL,
         known_fields: &["session_id", "reexecute"],
         text_fields: &[],
         decide: Decide::WithLog(decide_replay),
     },
     ToolSpec {
-        name: "diff_sessions",
+        name: DIFF_SESSIONS_TOOL,
         known_fields: &["session_a", "session_b"],
         text_fields: &[],
         decide: Decide::Pure(decide_diff),

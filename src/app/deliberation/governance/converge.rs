@@ -19,6 +19,7 @@ use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::graph_edit::GraphEdit;
 use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::outputs::{BlockingGapOut, NodeOut};
+use crate::app::deliberation::{CONSENSUS_ANSWER_TOOL, RUN_REASONING_CHECKPOINT_TOOL};
 use crate::events::Fact;
 use crate::events::deliberation::{BlockingGap, DeliberationStatusChanged, ScannedText};
 use crate::projections::Deliberation;
@@ -237,9 +238,9 @@ pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
     }));
     let mut recommended_tools = Vec::new();
     if a.governed {
-        recommended_tools.push("run_reasoning_checkpoint".to_owned());
+        recommended_tools.push(RUN_REASONING_CHECKPOINT_TOOL.to_owned());
     }
-    recommended_tools.push("consensus_answer".to_owned());
+    recommended_tools.push(CONSENSUS_ANSWER_TOOL.to_owned());
     let body = ConvergeOutput {
         node,
         subsumed_node_ids: sources,

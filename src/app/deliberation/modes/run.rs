@@ -21,6 +21,7 @@ use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::mode::{Mode, mode_or_refuse};
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut, RouteDecisionOut};
 use crate::app::deliberation::start::{StartPlan, plan_start};
+use crate::app::deliberation::{REASONING_AUTOPILOT_TOOL, RUN_THINKING_MODE_TOOL};
 use crate::app::providers::{HEURISTIC, SOT_HEURISTIC_SCAFFOLD};
 use crate::app::{Outcome, Rejection};
 use crate::events::deliberation::RouteDecision;
@@ -621,7 +622,7 @@ pub(crate) fn decide_run_thinking_mode(call: &mut Call<'_>) -> Outcome {
             constraints: &constraints,
             budgets: args.budgets.as_ref(),
             session_id: args.session_id.as_deref(),
-            source: "run_thinking_mode",
+            source: RUN_THINKING_MODE_TOOL,
         },
     )?;
     call.done(Some(result.session_id), result.facts, result.body)
@@ -643,7 +644,7 @@ pub(crate) fn decide_autopilot(call: &mut Call<'_>) -> Outcome {
             constraints: &constraints,
             budgets: args.budgets.as_ref(),
             session_id: args.session_id.as_deref(),
-            source: "reasoning_autopilot",
+            source: REASONING_AUTOPILOT_TOOL,
         },
     )?;
     let body = AutopilotOutput {

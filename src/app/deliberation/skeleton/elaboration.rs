@@ -14,6 +14,10 @@ use crate::app::ErrorCode;
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
+use crate::app::deliberation::{
+    CONVERGE_REASONING_TOOL, RUN_REASONING_CHECKPOINT_TOOL, RUN_SKELETON_ELABORATION_TOOL,
+    SCORE_THOUGHTS_TOOL,
+};
 use crate::app::providers::SOT_HEURISTIC_SCAFFOLD;
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
@@ -397,9 +401,9 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
         }));
     }
     let next_tools = if merge {
-        vec!["run_reasoning_checkpoint", "converge_reasoning"]
+        vec![RUN_REASONING_CHECKPOINT_TOOL, CONVERGE_REASONING_TOOL]
     } else {
-        vec!["run_skeleton_elaboration", "score_thoughts"]
+        vec![RUN_SKELETON_ELABORATION_TOOL, SCORE_THOUGHTS_TOOL]
     };
     let body = ElaborationOutput {
         session_id: d.session_id.to_string(),

@@ -12,6 +12,7 @@ use crate::app::ErrorCode;
 use crate::app::call::{Call, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
+use crate::app::deliberation::{RUN_REASONING_CHECKPOINT_TOOL, RUN_SKELETON_ELABORATION_TOOL};
 use crate::app::{Outcome, Rejection, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::Suitability;
@@ -190,8 +191,8 @@ pub(crate) fn decide_start_skeleton(call: &mut Call<'_>) -> Outcome {
         skeleton_nodes: s.nodes_out(call.at),
         safety_notes: notes,
         next_tools: vec![
-            "run_skeleton_elaboration".to_owned(),
-            "run_reasoning_checkpoint".to_owned(),
+            RUN_SKELETON_ELABORATION_TOOL.to_owned(),
+            RUN_REASONING_CHECKPOINT_TOOL.to_owned(),
         ],
         analysis: AnalysisOut::from(&phase.analysis),
     };
