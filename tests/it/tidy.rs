@@ -76,6 +76,148 @@ fn each_dependency_stays_in_its_layer() {
     );
 }
 
+/// The layers inside the crate, innermost first (docs/ARCHITECTURE.md, "Code map"): for each
+/// top-level module, the modules it must never name, and why. A lower layer never names a higher
+/// one: `tools → app → events/projections → ledger`, and the ledger takes no effects.
+const LAYER_EDGES: &[(&str, &[&str], &str)] = &[
+    (
+        "events",
+        &[
+            "ledger",
+            "projections",
+            "effects",
+            "audit",
+            "export",
+            "app",
+            "tools",
+            "server",
+            "cli",
+        ],
+        "the persisted contract is the innermost layer",
+    ),
+    (
+        "effects",
+        &[
+            "ledger",
+            "projections",
+            "audit",
+            "export",
+            "app",
+            "tools",
+            "server",
+            "cli",
+        ],
+        "the one door for effects needs nothing above events",
+    ),
+    (
+        "ledger",
+        &[
+            "effects", "audit", "export", "app", "tools", "server", "cli",
+        ],
+        "the ledger (its writer included) stores and orders; it takes no effect, provider or rule",
+    ),
+    (
+        "projections",
+        &[
+            "effects", "audit", "export", "app", "tools", "server", "cli",
+        ],
+        "folds are pure and know no rules",
+    ),
+    (
+        "audit",
+        &["app", "tools", "server", "cli"],
+        "the audit format sits below the decisions",
+    ),
+    (
+        "export",
+        &["app", "tools", "server", "cli"],
+        "read tools compute exports inside decisions",
+    ),
+    (
+        "app",
+        &["tools", "server", "cli"],
+        "the rules know no MCP and no transport",
+    ),
+    (
+        "tools",
+        &["server", "cli"],
+        "the MCP face knows no transport",
+    ),
+];
+
+/// Each crate path `file` names that its layer must not name (by [`LAYER_EDGES`]).
+fn layer_violations(file: &str, text: &str) -> Vec<String> {
+    let layer = module_path(file).into_iter().next().unwrap_or_default();
+    let Some((_, forbidden, why)) = LAYER_EDGES.iter().find(|(l, ..)| *l == layer) else {
+        return Vec::new();
+    };
+    named_paths(file, text)
+        .into_iter()
+        .filter(|path| {
+            path.first()
+                .is_some_and(|top| forbidden.contains(&top.as_str()))
+        })
+        .map(|path| format!("{file} ({layer}) names {} ({why})", path.join("::")))
+        .collect()
+}
+
+#[test]
+fn no_layer_names_a_layer_above_it() {
+    let sources = sources();
+    let mut violations = Vec::new();
+    let mut layers_seen = std::collections::BTreeSet::new();
+    for (file, text) in &sources {
+        layers_seen.insert(module_path(file).into_iter().next().unwrap_or_default());
+        violations.extend(layer_violations(file, text));
+    }
+    let missing: Vec<&str> = LAYER_EDGES
+        .iter()
+        .map(|(l, ..)| *l)
+        .filter(|l| !layers_seen.contains(*l))
+        .collect();
+    assert!(missing.is_empty(), "layers with no source: {missing:?}");
+    assert!(
+        violations.is_empty(),
+        "a layer names one above it (docs/ARCHITECTURE.md, \"Code map\"); move what both need \
+         down, or pass it in: {violations:#?}"
+    );
+}
+
+#[test]
+fn the_layer_guard_sees_what_it_must() {
+    assert_eq!(
+        layer_violations(
+            "ledger/writer.rs",
+            "use crate::effects::Prepared;\nuse crate::events::Event;"
+        ),
+        [
+            "ledger/writer.rs (ledger) names effects::Prepared (the ledger (its writer included) \
+          stores and orders; it takes no effect, provider or rule)"
+        ]
+    );
+    assert_eq!(
+        layer_violations(
+            "app/deliberation/graph/mod.rs",
+            "use super::super::super::tools::Catalog;"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        layer_violations("projections/mod.rs", "use crate::{events::Fact, app::App};").len(),
+        1
+    );
+    assert!(
+        layer_violations(
+            "app/mod.rs",
+            "// crate::tools is above\nuse crate::ledger::X;"
+        )
+        .is_empty()
+    );
+    assert!(layer_violations("tools/mod.rs", "use crate::app::App;").is_empty());
+    assert!(layer_violations("main.rs", "use crate::server;").is_empty());
+}
+
 /// The tool families. Each is a room of its own under `app/` and, when it has facts or a fold of
 /// its own, under `events/` and `projections/` (`<layer>/<family>.rs` or `<layer>/<family>/`).
 /// A family is every module directly under `app/` that is neither shared machinery ([`SHARED`])
