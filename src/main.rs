@@ -15,6 +15,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
+use thinkledger::app::ERASE_TOOL;
 use thinkledger::app::{AppConfig, Command as AppCommand, replay};
 use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
@@ -543,7 +544,7 @@ fn erase(
         client_version: Some(env!("CARGO_PKG_VERSION").into()),
     };
     let mut command = AppCommand::tool_call(
-        "erase",
+        ERASE_TOOL,
         arguments,
         actor,
         SessionId::random(),

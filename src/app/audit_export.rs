@@ -10,13 +10,17 @@ use serde_json::Value;
 
 use super::call::{Decide, ToolSpec, owned_session, parse, unknown_session_of_another};
 use super::{App, Command, Decided, Outcome, Rejection};
-use crate::audit::{ExportOptions, Selection, build_export_with};
+use crate::app::ErrorCode;
+use crate::audit::{AuditError, ExportOptions, Selection, build_export_with};
 use crate::events::SessionId;
 use crate::ledger::LogView;
 
+/// The name of the `export_reasoning_audit` tool: its spec, its catalog entry and every reference use this.
+pub const EXPORT_REASONING_AUDIT_TOOL: &str = "export_reasoning_audit";
+
 /// The tool of this family.
 pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
-    name: "export_reasoning_audit",
+    name: EXPORT_REASONING_AUDIT_TOOL,
     known_fields: &["session_id", "since_checkpoint"],
     text_fields: &[],
     decide: Decide::WithLog(decide_audit_export),
@@ -50,7 +54,7 @@ pub(crate) fn decide_audit_export(
     let session = SessionId::parse(&args.session_id).ok_or_else(|| {
         (
             Rejection::new(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!("\"{}\" is not a session id", args.session_id),
                 "session ids are lowercase UUIDs as returned in `sessionId`; read \
                  ledger://sessions to list them",
@@ -74,19 +78,75 @@ pub(crate) fn decide_audit_export(
     match build_export_with(log, &selection, &options) {
         Ok(export) => Ok(Decided::new(Some(session), Vec::new(), export)),
         Err(e) => {
-            let suggestion = match e.code() {
+            let code = audit_error_code(&e);
+            let suggestion = match code {
                 // Over MCP the CLI cannot reach a ledger the server holds.
-                "no_checkpoint" => "the server signs a checkpoint before every export; if \
+                ErrorCode::NoCheckpoint => "the server signs a checkpoint before every export; if \
                                     this persists its signing key is unusable: check the \
                                     server's log and run `thinkledger verify`"
                     .to_owned(),
                 _ => e.suggestion(),
             };
-            let no_such_session = e.code() == "empty_session";
+            let no_such_session = code == ErrorCode::EmptySession;
             Err((
-                Rejection::new(e.code(), e.to_string(), suggestion),
+                Rejection::new(code, e.to_string(), suggestion),
                 (!no_such_session).then_some(session),
             ))
+        }
+    }
+}
+
+/// The refusal code of an export that could not be built (the same string as
+/// [`AuditError::code`], which the CLI reports).
+fn audit_error_code(error: &AuditError) -> ErrorCode {
+    match error {
+        AuditError::NoCheckpoint { .. } => ErrorCode::NoCheckpoint,
+        AuditError::EmptySession { .. } => ErrorCode::EmptySession,
+        AuditError::InvalidRange { .. } => ErrorCode::InvalidRange,
+        AuditError::NoSigningKey => ErrorCode::NoSigningKey,
+        AuditError::ForeignCheckpoint(_) => ErrorCode::ForeignCheckpoint,
+        AuditError::Rollback { .. } => ErrorCode::Rollback,
+        AuditError::Fork { .. } => ErrorCode::Fork,
+        AuditError::TextMissing { .. } => ErrorCode::TextMissing,
+        AuditError::Ledger(_) | AuditError::Merkle(_) | AuditError::Checkpoint(_) => {
+            ErrorCode::LedgerCorrupt
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AuditError, audit_error_code};
+
+    #[test]
+    fn an_export_refusal_carries_the_code_the_cli_reports() {
+        let errors = [
+            AuditError::NoCheckpoint {
+                needed: 3,
+                latest: None,
+            },
+            AuditError::EmptySession {
+                session: "s".into(),
+            },
+            AuditError::InvalidRange {
+                from: 2,
+                to: 1,
+                len: 1,
+            },
+            AuditError::NoSigningKey,
+            AuditError::ForeignCheckpoint("x".into()),
+            AuditError::Rollback {
+                old_size: 2,
+                new_size: 1,
+            },
+            AuditError::Fork { size: 1 },
+            AuditError::TextMissing {
+                seq: 1,
+                commitment: "c".into(),
+            },
+        ];
+        for error in &errors {
+            assert_eq!(audit_error_code(error).as_str(), error.code());
         }
     }
 }

@@ -12,14 +12,18 @@ use serde_json::{Value, json};
 
 use super::call::{Decide, ToolSpec, parse};
 use super::{App, Command, Decided, Outcome, Rejection};
+use crate::app::ErrorCode;
 use crate::events::{Fact, SessionId};
 use crate::ledger::hash::parse_hex32;
 use crate::ledger::verify::text_refs;
 use crate::ledger::{LogView, TextState};
 
+/// The name of the `erase` tool: its spec, its catalog entry and every reference use this.
+pub const ERASE_TOOL: &str = "erase";
+
 /// Commands only the operator may run (through the CLI), never offered over MCP.
 pub(crate) const ADMIN_SPECS: &[ToolSpec] = &[ToolSpec {
-    name: "erase",
+    name: ERASE_TOOL,
     known_fields: &["sessionId", "commitments", "reason"],
     text_fields: &[],
     decide: Decide::WithLog(decide_erase),
@@ -49,7 +53,7 @@ fn decide_erase(
     };
     if args.reason.trim().is_empty() {
         return reject(
-            "reason_required",
+            ErrorCode::ReasonRequired,
             "an erasure must say why".into(),
             "pass --reason, e.g. --reason \"GDPR request 2026-114\"",
         );
@@ -60,7 +64,7 @@ fn decide_erase(
             Some(id) => Some(id),
             None => {
                 return reject(
-                    "invalid_session_id",
+                    ErrorCode::InvalidSessionId,
                     format!("\"{raw}\" is not a session id"),
                     "`thinkledger sessions` lists them",
                 );
@@ -69,7 +73,7 @@ fn decide_erase(
     };
     if session.is_none() == args.commitments.is_empty() {
         return reject(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "erase either a session or named commitments, exactly one of the two".into(),
             "give --session ID, or --commitment HEX (repeatable)",
         );
@@ -79,7 +83,7 @@ fn decide_erase(
         let seqs = log.session_seqs(id).map_err(|e| internal(&e))?;
         if seqs.is_empty() {
             return reject(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!("no session {id} in this ledger"),
                 "`thinkledger sessions` lists them",
             );
@@ -93,7 +97,7 @@ fn decide_erase(
     for c in &args.commitments {
         if parse_hex32(c).is_none() || c.chars().any(|ch| ch.is_ascii_uppercase()) {
             return reject(
-                "invalid_commitment",
+                ErrorCode::InvalidCommitment,
                 format!("\"{c}\" is not a text commitment (64 lowercase hex digits)"),
                 "copy the textCommitment value from an event or an export",
             );
@@ -110,7 +114,7 @@ fn decide_erase(
             TextState::Missing if session.is_some() => {}
             TextState::Missing => {
                 return reject(
-                    "unknown_commitment",
+                    ErrorCode::UnknownCommitment,
                     format!("no stored text has commitment {c}"),
                     "check the commitment; `thinkledger verify` lists texts that are missing",
                 );
@@ -119,7 +123,7 @@ fn decide_erase(
     }
     if erase.is_empty() {
         return reject(
-            "nothing_to_erase",
+            ErrorCode::NothingToErase,
             format!("nothing left to erase ({already} text(s) already erased)"),
             "nothing to do: the texts are already gone",
         );
@@ -143,7 +147,7 @@ fn decide_erase(
 fn internal(e: &dyn std::fmt::Display) -> (Rejection, Option<SessionId>) {
     (
         Rejection::new(
-            "log_unreadable",
+            ErrorCode::LogUnreadable,
             format!("the log could not be read: {e}"),
             "run `thinkledger verify`",
         ),

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::Rejection;
+use crate::app::ErrorCode;
 use crate::events::{ErrorRecord, Event, OutcomeStatus, SessionId, TextRef};
 use crate::ledger::hash::parse_hex32;
 use crate::ledger::{Committed, LogView, NewText, TextState};
@@ -112,7 +113,7 @@ impl IdempotencyIndex {
     ) -> Check {
         if key.is_empty() || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
             return Check::Refused(Rejection::new(
-                "invalid_idempotency_key",
+                ErrorCode::InvalidIdempotencyKey,
                 format!(
                     "an idempotency key must be 1 to {MAX_KEY_BYTES} bytes without control \
                      characters"
@@ -125,7 +126,7 @@ impl IdempotencyIndex {
         };
         let reused = |why: &str| {
             Check::Refused(Rejection::new(
-                "idempotency_key_reused",
+                ErrorCode::IdempotencyKeyReused,
                 format!(
                     "the idempotency key \"{key}\" was used for event {} ({}), {why}",
                     entry.seq, entry.tool

@@ -9,31 +9,41 @@ use serde_json::Value;
 use super::call::{Decide, Target, ToolSpec, parse, target};
 use super::tags::normalize_tags;
 use super::{App, Command, Decided, Outcome, Rejection, lenient};
+use crate::app::ErrorCode;
 use crate::events::Fact;
 use crate::export::{self, ExportOptions, VisualizeOptions};
+
+/// The name of the `search` tool: its spec, its catalog entry and every reference use this.
+pub const SEARCH_TOOL: &str = "search";
+/// The name of the `tag` tool: its spec, its catalog entry and every reference use this.
+pub const TAG_TOOL: &str = "tag";
+/// The name of the `export` tool: its spec, its catalog entry and every reference use this.
+pub const EXPORT_TOOL: &str = "export";
+/// The name of the `visualize` tool: its spec, its catalog entry and every reference use this.
+pub const VISUALIZE_TOOL: &str = "visualize";
 
 /// The tools of the maxential family.
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
-        name: "search",
+        name: SEARCH_TOOL,
         known_fields: &["query", "tags", "branchId", "includeRevisions", "sessionId"],
         text_fields: &["query"],
         decide: Decide::Pure(decide_search),
     },
     ToolSpec {
-        name: "tag",
+        name: TAG_TOOL,
         known_fields: &["thoughtNumber", "add", "remove", "sessionId"],
         text_fields: &[],
         decide: Decide::Pure(decide_tag),
     },
     ToolSpec {
-        name: "export",
+        name: EXPORT_TOOL,
         known_fields: &["format", "includeBranches", "branchId", "sessionId"],
         text_fields: &[],
         decide: Decide::Pure(decide_export),
     },
     ToolSpec {
-        name: "visualize",
+        name: VISUALIZE_TOOL,
         known_fields: &["format", "showTags", "showContent", "sessionId"],
         text_fields: &[],
         decide: Decide::Pure(decide_visualize),
@@ -237,7 +247,7 @@ pub(super) fn decide_search(
         None => None,
         Some(q) if q.chars().count() > MAX_QUERY_CHARS => {
             return Err(attributed(Rejection::new(
-                "invalid_query",
+                ErrorCode::InvalidQuery,
                 format!("query is over {MAX_QUERY_CHARS} characters"),
                 "search for a shorter pattern",
             )));
@@ -249,7 +259,7 @@ pub(super) fn decide_search(
                 .build()
                 .map_err(|e| {
                     attributed(Rejection::new(
-                        "invalid_query",
+                        ErrorCode::InvalidQuery,
                         format!("query is not a valid regular expression: {e}"),
                         "escape special characters such as ( ) [ ] . * + ? with a backslash to \
                          search for them literally",
@@ -317,7 +327,7 @@ pub(super) fn decide_tag(app: &App, command: &Command, args: &Value, _recorded: 
         Target::New(_) => {
             return Err((
                 Rejection::new(
-                    "unknown_thought",
+                    ErrorCode::UnknownThought,
                     format!(
                         "thought {} does not exist: this connection has no thoughts yet",
                         args.thought_number
@@ -331,7 +341,7 @@ pub(super) fn decide_tag(app: &App, command: &Command, args: &Value, _recorded: 
     };
     let Some(thought) = session.thought_by_number(args.thought_number) else {
         return Err(attributed(Rejection::new(
-            "unknown_thought",
+            ErrorCode::UnknownThought,
             format!("this session has no thought {}", args.thought_number),
             format!(
                 "tag one of the thoughts 1..{} recorded so far (search lists them)",
@@ -364,7 +374,7 @@ pub(super) fn decide_tag(app: &App, command: &Command, args: &Value, _recorded: 
     }
     if tags.len() > 32 {
         return Err(attributed(Rejection::new(
-            "invalid_tag",
+            ErrorCode::InvalidTag,
             "at most 32 tags per thought",
             "remove some first",
         )));
@@ -408,7 +418,7 @@ pub(super) fn decide_export(
         let known = session.branch_ids();
         return Err((
             Rejection::new(
-                "unknown_branch",
+                ErrorCode::UnknownBranch,
                 format!("this session has no branch \"{branch}\""),
                 if known.is_empty() {
                     "this session has no branches; omit branchId to export the main thread"

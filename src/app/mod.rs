@@ -15,6 +15,7 @@ pub(crate) mod call;
 pub mod deliberation;
 mod draws;
 mod erase;
+pub mod errors;
 mod idempotency;
 mod lenient;
 mod maxential;
@@ -44,12 +45,29 @@ use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::{DeliberationState, Telemetry, ThinkingState};
 
 pub use audit_export::AuditExportArgs;
+pub use audit_export::EXPORT_REASONING_AUDIT_TOOL;
+pub use deliberation::{
+    ADD_THOUGHT_NODE_TOOL, APPLY_ALGORITHM_TEMPLATE_TOOL, APPLY_REASONING_PATTERN_TOOL,
+    CONSENSUS_ANSWER_TOOL, CONVERGE_REASONING_TOOL, EVALUATE_REASONING_QUALITY_TOOL,
+    EXPAND_THOUGHTS_TOOL, PRUNE_THOUGHTS_TOOL, REASONING_AUTOPILOT_TOOL,
+    REASONING_INTENT_ROUTER_TOOL, RECORD_ASSUMPTION_TOOL, REFINE_THOUGHTS_TOOL,
+    RUN_REASONING_CHECKPOINT_TOOL, RUN_REASONKIT_PIPELINE_TOOL, RUN_SKELETON_ELABORATION_TOOL,
+    RUN_THINKING_MODE_TOOL, SCORE_THOUGHTS_TOOL, SET_ASSUMPTION_STATUS_TOOL,
+    SET_SCORING_RUBRIC_TOOL, START_DELIBERATION_TOOL, START_SKELETON_OF_THOUGHT_TOOL,
+    VERIFY_THOUGHTS_TOOL,
+};
+pub use erase::ERASE_TOOL;
+pub use errors::ErrorCode;
+pub use maxential::{EXPORT_TOOL, SEARCH_TOOL, TAG_TOOL, VISUALIZE_TOOL};
 pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
 };
 pub use registry::{TOOL_FAMILIES, toolset_of};
+pub use replay::tools::{DIFF_SESSIONS_TOOL, REPLAY_REASONING_SESSION_TOOL};
 pub use texts::TextPolicy;
+pub use thinking::{RESET_TOOL, SEQUENTIALTHINKING_TOOL};
+pub use toolsets::{DISABLE_TOOLSET_TOOL, ENABLE_TOOLSET_TOOL, LIST_TOOLSETS_TOOL};
 
 /// Limits applied to every call.
 #[derive(Debug, Clone)]
@@ -184,7 +202,7 @@ impl App {
 /// Why a call was refused: shown to the client and recorded in the event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     pub suggestion: String,
     /// More members of the refusal body, e.g. the `blockers` a policy gate names.
@@ -192,11 +210,7 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    pub fn new(
-        code: &'static str,
-        message: impl Into<String>,
-        suggestion: impl Into<String>,
-    ) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>, suggestion: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -245,7 +259,7 @@ impl Decided {
 pub fn rejection_body(rejection: &Rejection) -> Value {
     let mut body = json!({
         "status": "rejected",
-        "code": rejection.code,
+        "code": rejection.code.as_str(),
         "error": rejection.message,
         "suggestion": rejection.suggestion,
     });
@@ -296,7 +310,7 @@ impl Decider for App {
             Err(_) => json!({ "omitted": { "reason": RANDOMNESS_UNAVAILABLE } }),
         };
         let error = ErrorRecord {
-            code: "internal_error".to_owned(),
+            code: ErrorCode::InternalError.as_str().to_owned(),
             message: format!("thinkledger failed while deciding this call: {reason}"),
             suggestion: "this is a bug in thinkledger; the call changed nothing. Please report it \
                          with the seq below"
@@ -358,7 +372,7 @@ impl Decider for App {
 pub(crate) type Outcome = Result<Decided, (Rejection, Option<SessionId>)>;
 
 /// The refusal code (and omitted-arguments reason) of a call prepared without randomness.
-pub const RANDOMNESS_UNAVAILABLE: &str = "randomness_unavailable";
+pub const RANDOMNESS_UNAVAILABLE: &str = ErrorCode::RandomnessUnavailable.as_str();
 
 impl App {
     fn policy<'d>(&self, draws: &'d draws::Draws) -> TextPolicy<'d> {
@@ -436,7 +450,7 @@ impl App {
             Err((rejection, session_id)) => (
                 OutcomeStatus::Rejected,
                 Some(ErrorRecord {
-                    code: rejection.code.to_owned(),
+                    code: rejection.code.as_str().to_owned(),
                     message: rejection.message.clone(),
                     suggestion: rejection.suggestion.clone(),
                 }),
@@ -479,7 +493,7 @@ impl App {
     /// nothing changes. Never a weaker commitment.
     fn without_randomness(command: &Command, reason: &str) -> Draft {
         let rejection = Rejection::new(
-            RANDOMNESS_UNAVAILABLE,
+            ErrorCode::RandomnessUnavailable,
             format!(
                 "thinkledger could not draw the random salt this call needs ({reason}); the \
                  call was not decided, its arguments were not recorded and nothing changed"
@@ -499,7 +513,7 @@ impl App {
             facts: Vec::new(),
             status: OutcomeStatus::Rejected,
             error: Some(ErrorRecord {
-                code: rejection.code.to_owned(),
+                code: rejection.code.as_str().to_owned(),
                 message: rejection.message.clone(),
                 suggestion: rejection.suggestion.clone(),
             }),
@@ -524,7 +538,7 @@ impl App {
         if command.tool == UNDECODABLE_CALL {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
             let rejection = Rejection::new(
-                "invalid_params",
+                ErrorCode::InvalidParams,
                 "the tools/call params could not be decoded",
                 "send {\"name\": \"<tool>\", \"arguments\": {...}} with a string name and an object",
             );
@@ -536,7 +550,7 @@ impl App {
             other => {
                 let recorded = policy.opaque(&other.to_string(), texts);
                 let rejection = Rejection::new(
-                    "invalid_arguments",
+                    ErrorCode::InvalidArguments,
                     "arguments must be a JSON object",
                     "send the tool's parameters as an object, e.g. {\"thought\": \"...\", ...}",
                 );
@@ -547,7 +561,7 @@ impl App {
         if raw_len > self.config.max_arguments_bytes() {
             let recorded = json!({ "omitted": { "reason": "too_large", "bytes": raw_len } });
             let rejection = Rejection::new(
-                "arguments_too_large",
+                ErrorCode::ArgumentsTooLarge,
                 format!(
                     "the arguments are {raw_len} bytes; at most {} are accepted",
                     self.config.max_arguments_bytes()
@@ -565,7 +579,7 @@ impl App {
             let recorded = policy.opaque(&command.arguments.to_string(), texts);
             let family = registry::toolset_of(&command.tool).unwrap_or("all");
             let rejection = Rejection::new(
-                "tool_disabled",
+                ErrorCode::ToolDisabled,
                 format!(
                     "the tool \"{}\" is in the toolset \"{family}\", which is not enabled",
                     command.tool
@@ -585,7 +599,7 @@ impl App {
                 .flat_map(|(_, t)| t.iter().copied())
                 .collect();
             let rejection = Rejection::new(
-                "unknown_tool",
+                ErrorCode::UnknownTool,
                 format!("there is no tool named \"{}\"", command.tool),
                 format!("call one of: {}", known.join(", ")),
             );
@@ -598,7 +612,7 @@ impl App {
                 let recorded =
                     policy.record_without_texts(&args, spec.known_fields, spec.text_fields, texts);
                 let rejection = Rejection::new(
-                    "text_too_large",
+                    ErrorCode::TextTooLarge,
                     format!(
                         "`{}` is {} bytes; at most {} are accepted",
                         oversized.field, oversized.bytes, self.config.max_text_bytes
@@ -618,7 +632,7 @@ impl App {
                     // The writer measured this decision over the limit (`Decider::over_time`).
                     Err((
                         Rejection::new(
-                            "time_limit_exceeded",
+                            ErrorCode::TimeLimitExceeded,
                             format!(
                                 "{} took longer than its time limit of {} ms; nothing was \
                                  recorded",
@@ -648,7 +662,7 @@ impl App {
             Ok(decided) => (recorded, Ok(decided)),
             Err(err) => {
                 // A call that did not parse may hold anything in any field: keep it erasable.
-                let recorded = if err.0.code == "invalid_arguments" {
+                let recorded = if err.0.code == ErrorCode::InvalidArguments {
                     texts.clear();
                     policy.opaque(&command.arguments.to_string(), texts)
                 } else {

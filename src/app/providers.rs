@@ -19,6 +19,7 @@
 use serde_json::{Value, json};
 
 use super::Rejection;
+use crate::app::ErrorCode;
 use crate::effects::Effects;
 
 /// The active provider of every derived output.
@@ -69,7 +70,7 @@ impl Capability {
 pub fn require(capability: Capability) -> Result<(), Rejection> {
     let env = capability.env().join(", ");
     Err(Rejection::new(
-        "provider_unavailable",
+        ErrorCode::ProviderUnavailable,
         format!(
             "the {} provider is unavailable in this build: there is no invocation binding, so \
              setting {env} does not enable it (fail-closed, no heuristic stand-in)",
@@ -90,7 +91,7 @@ pub fn requested(args: &Value) -> Result<(), Rejection> {
         Some(Value::String(p)) if p == "model_backed" => require(Capability::ModelBacked),
         Some(Value::String(p)) if p == "retrieval" => require(Capability::Retrieval),
         Some(other) => Err(Rejection::new(
-            "invalid_provider",
+            ErrorCode::InvalidProvider,
             format!("{other} is not an analysis provider"),
             "use heuristic (the default); model_backed and retrieval are reserved and fail \
              closed",

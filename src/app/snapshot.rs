@@ -64,7 +64,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/2",
-        "66cc32ac2bf393e12b414c5f2584d9667209d06139e74877cdfb38f48e6cd6d3",
+        "44cf3e10b8c43c3fc9e53e52ae5a2fc48ed6a6633435c7a68d0bf5e6f32855d3",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

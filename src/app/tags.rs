@@ -3,6 +3,7 @@
 //! Shared by the thinking chain, `tag` and the deliberation's nodes. Must not know any family.
 
 use super::Rejection;
+use crate::app::ErrorCode;
 
 /// Lowercased, trimmed, deduplicated tags, in first-seen order; refuses unusable ones.
 pub(crate) fn normalize_tags(raw: &[String]) -> Result<Vec<String>, Rejection> {
@@ -14,7 +15,7 @@ pub(crate) fn normalize_tags(raw: &[String]) -> Result<Vec<String>, Rejection> {
         }
         if tag.chars().count() > 64 || tag.chars().any(char::is_control) {
             return Err(Rejection::new(
-                "invalid_tag",
+                ErrorCode::InvalidTag,
                 "a tag must be at most 64 characters with no control characters",
                 "use short labels such as hypothesis, evidence, counter, decision, question, \
                  rejected, key",
@@ -26,7 +27,7 @@ pub(crate) fn normalize_tags(raw: &[String]) -> Result<Vec<String>, Rejection> {
     }
     if tags.len() > 32 {
         return Err(Rejection::new(
-            "invalid_tag",
+            ErrorCode::InvalidTag,
             "at most 32 tags per thought",
             "keep the few that matter",
         ));

@@ -12,12 +12,18 @@ use serde_json::Value;
 use super::call::{Decide, Target, ToolSpec, parse, target};
 use super::tags::normalize_tags;
 use super::{App, Command, Decided, Outcome, Rejection, lenient};
+use crate::app::ErrorCode;
 use crate::events::{Fact, TextRef, ThoughtRecorded};
 use crate::projections::SessionStatus;
 
+/// The name of the `sequentialthinking` tool: its spec, its catalog entry and every reference use this.
+pub const SEQUENTIALTHINKING_TOOL: &str = "sequentialthinking";
+/// The name of the `reset` tool: its spec, its catalog entry and every reference use this.
+pub const RESET_TOOL: &str = "reset";
+
 /// The tools of the thinking toolset.
 pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
-    name: "sequentialthinking",
+    name: SEQUENTIALTHINKING_TOOL,
     known_fields: &[
         "thought",
         "nextThoughtNeeded",
@@ -38,7 +44,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
 /// MAXential's `reset`, decided here with the chain it closes but offered in the `maxential`
 /// toolset.
 pub(crate) const RESET_SPECS: &[ToolSpec] = &[ToolSpec {
-    name: "reset",
+    name: RESET_TOOL,
     known_fields: &["confirm", "sessionId"],
     text_fields: &[],
     decide: Decide::Pure(decide_reset),
@@ -155,7 +161,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
     let session = target.view();
     if let SessionStatus::Closed { seq, .. } = &session.status {
         return Err(attributed(Rejection::new(
-            "session_closed",
+            ErrorCode::SessionClosed,
             format!("session {session_id} was closed by a reset (event {seq})"),
             "omit sessionId to continue your current session, or start a new \
              chain; the closed session stays readable through export and ledger://session/{id}",
@@ -163,14 +169,14 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
     }
     if args.thought.trim().is_empty() {
         return Err(attributed(Rejection::new(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "thought is empty",
             SEQUENTIAL_USAGE,
         )));
     }
     if args.thought_number == 0 || args.total_thoughts == 0 {
         return Err(attributed(Rejection::new(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "thoughtNumber and totalThoughts start at 1",
             SEQUENTIAL_USAGE,
         )));
@@ -183,7 +189,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
             && session.thought_by_number(n).is_none()
         {
             return Err(attributed(Rejection::new(
-                "unknown_thought",
+                ErrorCode::UnknownThought,
                 format!("{name} is {n}, but this session has no thought {n}"),
                 format!(
                     "refer to a thought already recorded (this session has {} thoughts); to \
@@ -202,7 +208,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
         .map(str::to_owned);
     if branch_id.as_ref().is_some_and(|b| b.chars().count() > 128) {
         return Err(attributed(Rejection::new(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "branchId is over 128 characters",
             "use a short branch name",
         )));
@@ -211,7 +217,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
     // The text is stored under the commitment made when the arguments were recorded.
     let text: TextRef = serde_json::from_value(recorded["thought"].clone()).map_err(|_| {
         attributed(Rejection::new(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "thought could not be recorded",
             SEQUENTIAL_USAGE,
         ))
@@ -254,7 +260,7 @@ fn decide_reset(app: &App, command: &Command, args: &Value, _recorded: &Value) -
     if !args.confirm {
         return Err((
             Rejection::new(
-                "confirmation_required",
+                ErrorCode::ConfirmationRequired,
                 "reset needs confirm: true",
                 "call reset with {\"confirm\": true} to close the session; nothing is deleted \
                  from the ledger",

@@ -15,25 +15,33 @@ use serde_json::Value;
 
 use super::call::{Decide, ToolSpec, parse};
 use super::{App, Command, Decided, Outcome, Rejection, TOOL_FAMILIES};
+use crate::app::ErrorCode;
 
 /// The family of these three tools: always offered, so no one can lock themselves out.
 pub const FAMILY: &str = "toolsets";
 
+/// The name of the `list_toolsets` tool: its spec, its catalog entry and every reference use this.
+pub const LIST_TOOLSETS_TOOL: &str = "list_toolsets";
+/// The name of the `enable_toolset` tool: its spec, its catalog entry and every reference use this.
+pub const ENABLE_TOOLSET_TOOL: &str = "enable_toolset";
+/// The name of the `disable_toolset` tool: its spec, its catalog entry and every reference use this.
+pub const DISABLE_TOOLSET_TOOL: &str = "disable_toolset";
+
 pub(super) const SPECS: &[ToolSpec] = &[
     ToolSpec {
-        name: "list_toolsets",
+        name: LIST_TOOLSETS_TOOL,
         known_fields: &[],
         text_fields: &[],
         decide: Decide::Pure(decide_list),
     },
     ToolSpec {
-        name: "enable_toolset",
+        name: ENABLE_TOOLSET_TOOL,
         known_fields: &["toolset"],
         text_fields: &[],
         decide: Decide::Pure(decide_enable),
     },
     ToolSpec {
-        name: "disable_toolset",
+        name: DISABLE_TOOLSET_TOOL,
         known_fields: &["toolset"],
         text_fields: &[],
         decide: Decide::Pure(decide_disable),
@@ -119,7 +127,7 @@ fn change(command: &Command, args: &Value, enable: bool) -> Outcome {
     let Some(current) = command.toolsets.iter().find(|t| t.name == args.toolset) else {
         return Err((
             Rejection::new(
-                "unknown_toolset",
+                ErrorCode::UnknownToolset,
                 format!("there is no toolset named \"{}\"", args.toolset),
                 format!("use one of: {}", names()),
             ),
@@ -129,7 +137,7 @@ fn change(command: &Command, args: &Value, enable: bool) -> Outcome {
     if current.name == FAMILY && !enable {
         return Err((
             Rejection::new(
-                "toolset_required",
+                ErrorCode::ToolsetRequired,
                 "the toolsets set cannot be disabled: it is how sets are enabled again",
                 format!("disable one of: {}", names()),
             ),

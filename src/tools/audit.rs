@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
-use super::catalog::{Effect, ToolEntry, entry};
+use super::catalog::{CallerEffect, Effect, ToolEntry, entry};
 use crate::app::AuditExportArgs;
+use crate::app::EXPORT_REASONING_AUDIT_TOOL;
 use crate::audit::AuditExport;
 use crate::ledger::canonical::canonical_bytes;
 
@@ -25,7 +26,7 @@ fn export_file(body: &Value) -> String {
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![entry::<AuditExportArgs, AuditExport>(
-        "export_reasoning_audit",
+        EXPORT_REASONING_AUDIT_TOOL,
         "Export Reasoning Audit",
         "Export a session as an offline-verifiable audit file (thinkledger-audit/1): every event \
          of the session exactly as stored, with a Merkle inclusion proof to the ledger's latest \
@@ -35,5 +36,6 @@ pub(super) fn entries() -> Vec<ToolEntry> {
          save it byte for byte and check it with `thinkledger verify-export FILE --pubkey KEY`.",
         Effect::Reads,
         export_file,
-    )]
+    )
+    .with_caller(CallerEffect::SignsCheckpointFirst)]
 }

@@ -27,6 +27,40 @@ pub struct ToolEntry {
     pub documented_output: Arc<JsonObject>,
     /// The text content block of a successful result (structured content carries the rest).
     pub render_text: fn(&Value) -> String,
+    /// What the tools layer does for the caller around the call, beyond recording it.
+    pub caller: CallerEffect,
+}
+
+/// What a tool's call does on the tools layer, for its caller, beside the ledger: declared on
+/// the tool's catalog entry ([`ToolEntry::with_caller`]), so the handler chooses by property,
+/// never by a list of tool names. The effects that follow a call take place only when it is
+/// recorded and accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallerEffect {
+    /// Nothing beyond the call itself.
+    #[default]
+    None,
+    /// May start a deliberation in a new session (the body's `session_id`), which becomes the
+    /// caller's current session.
+    ContinuesStartedSession,
+    /// Closes the caller's current session (the body's `sessionId`): the caller moves on to a
+    /// new one.
+    RotatesClosedSession,
+    /// Enables (`true`) or disables the toolset the body's `toolset.name` names in the
+    /// caller's list, telling the caller its tool list changed.
+    SetsToolset(bool),
+    /// Proves events against a signed checkpoint: one is signed first if the log grew, so the
+    /// caller's latest calls are covered.
+    SignsCheckpointFirst,
+}
+
+impl ToolEntry {
+    /// The entry with `effect` for its caller.
+    #[must_use]
+    pub(super) fn with_caller(mut self, effect: CallerEffect) -> Self {
+        self.caller = effect;
+        self
+    }
 }
 
 /// A choice of families: what a server offers a new caller (`--toolsets`), or what one caller
@@ -243,6 +277,7 @@ pub(super) fn entry<Args: JsonSchema + Any, Output: JsonSchema + Any>(
         tool,
         documented_output,
         render_text,
+        caller: CallerEffect::None,
     }
 }
 
@@ -374,6 +409,29 @@ mod tests {
             .flat_map(|(_, tools)| tools.iter().copied())
             .collect();
         assert_eq!(listed, dispatched);
+    }
+
+    #[test]
+    fn the_caller_effects_sit_on_the_tools_that_have_them() {
+        let catalog = Catalog::new(Toolsets::all());
+        let declared: Vec<(&str, CallerEffect)> = catalog
+            .all_entries()
+            .iter()
+            .filter(|e| e.caller != CallerEffect::None)
+            .map(|e| (e.tool.name.as_ref(), e.caller))
+            .collect();
+        assert_eq!(
+            declared,
+            [
+                ("reset", CallerEffect::RotatesClosedSession),
+                ("export_reasoning_audit", CallerEffect::SignsCheckpointFirst),
+                ("run_thinking_mode", CallerEffect::ContinuesStartedSession),
+                ("reasoning_autopilot", CallerEffect::ContinuesStartedSession),
+                ("start_deliberation", CallerEffect::ContinuesStartedSession),
+                ("enable_toolset", CallerEffect::SetsToolset(true)),
+                ("disable_toolset", CallerEffect::SetsToolset(false)),
+            ]
+        );
     }
 
     #[test]

@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
-use super::catalog::{Effect, ToolEntry, entry, render_json};
+use super::catalog::{CallerEffect, Effect, ToolEntry, entry, render_json};
 use crate::app::thinking::{ResetArgs, ResetOutput};
+use crate::app::{EXPORT_TOOL, RESET_TOOL, SEARCH_TOOL, TAG_TOOL, VISUALIZE_TOOL};
 use crate::app::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
@@ -20,16 +21,17 @@ fn field(body: &Value, name: &str) -> String {
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<ResetArgs, ResetOutput>(
-            "reset",
+            RESET_TOOL,
             "Reset Session",
             "Close the current thinking session and start fresh; use when beginning a new \
              problem. confirm must be true. Nothing is deleted: the closed session stays in the \
              ledger and can still be exported by its sessionId.",
             Effect::Idempotent,
             render_json,
-        ),
+        )
+        .with_caller(CallerEffect::RotatesClosedSession),
         entry::<SearchArgs, SearchOutput>(
-            "search",
+            SEARCH_TOOL,
             "Search Thoughts",
             "Search the thought history by content (case-insensitive regular expression), tags \
              (all must match), branch, and whether to include revisions.",
@@ -37,7 +39,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<TagArgs, TagOutput>(
-            "tag",
+            TAG_TOOL,
             "Tag Thought",
             "Add or remove tags on a thought to organize and filter the chain. Tags are \
              lowercased, trimmed and deduplicated. Suggested: hypothesis, evidence, counter, \
@@ -46,7 +48,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ExportArgs, ExportOutput>(
-            "export",
+            EXPORT_TOOL,
             "Export Chain",
             "Export the thinking chain as markdown or JSON, with or without branches, or one \
              branch alone.",
@@ -54,7 +56,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             |body| field(body, "content"),
         ),
         entry::<VisualizeArgs, VisualizeOutput>(
-            "visualize",
+            VISUALIZE_TOOL,
             "Visualize Chain",
             "Draw the thinking chain and its branches and revisions as a Mermaid flowchart or \
              ASCII art.",

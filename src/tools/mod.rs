@@ -34,31 +34,23 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 pub use arrival::{Admission, ArrivalHook, ConnectionOrder, Ticket};
-pub use catalog::{Catalog, DEFAULT_FAMILIES, FAMILIES, ToolEntry, Toolsets, UnknownToolset};
+pub use catalog::{
+    CallerEffect, Catalog, DEFAULT_FAMILIES, FAMILIES, ToolEntry, Toolsets, UnknownToolset,
+};
 pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
 pub use toolsets::{EnabledToolsets, ToolsetsByPrincipal};
 
-use crate::app::{App, Command};
+use crate::app::{App, Command, ErrorCode};
 use crate::effects::{Effects, SystemEffects};
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{Committed, LedgerError, LedgerHandle};
-
-/// Tools that may start a deliberation in a new session, which becomes the connection's.
-const STARTS_DELIBERATION: &[&str] = &[
-    "start_deliberation",
-    "run_thinking_mode",
-    "reasoning_autopilot",
-];
 
 /// How long clients may cache the prompt and resource lists (2026-07-28 `ttlMs`): they are
 /// fixed for a server's life and the same for every caller (`cacheScope: public`). The tool
 /// list is the caller's own (dynamic toolsets): `ttlMs: 0`, `private`. Resource reads are not
 /// cached (rmcp fills `ttlMs: 0`, `private`).
 const LIST_TTL_MS: u64 = 60_000;
-
-/// The toolset tools whose accepted call changes the caller's list, and to which state.
-const TOOLSET_CHANGES: &[(&str, bool)] = &[("enable_toolset", true), ("disable_toolset", false)];
 
 /// The `_meta` key of a `tools/call` that carries its idempotency key.
 pub const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
@@ -192,7 +184,11 @@ impl ThinkServer {
             // Prepare: every effect the call needs, taken before it reaches the writer.
             prepared: self.effects.prepare(),
         };
-        if tool == "export_reasoning_audit" {
+        let effect = self
+            .catalog
+            .entry(tool)
+            .map_or(CallerEffect::None, |entry| entry.caller);
+        if effect == CallerEffect::SignsCheckpointFirst {
             // The export proves events against a signed checkpoint: sign one now if the log
             // grew, so a session's latest calls are covered. A failure here is reported by the
             // export itself (no checkpoint covers the events).
@@ -202,13 +198,13 @@ impl ThinkServer {
         }
         match arrival::submit(&self.ledger, command).await {
             Ok(committed) => {
-                if tool == "reset"
+                if effect == CallerEffect::RotatesClosedSession
                     && committed.status == OutcomeStatus::Ok
                     && let Some(closed) = committed.body.get("sessionId").and_then(Value::as_str)
                 {
                     slot.rotate_if(closed);
                 }
-                if STARTS_DELIBERATION.contains(&tool)
+                if effect == CallerEffect::ContinuesStartedSession
                     && committed.status == OutcomeStatus::Ok
                     && let Some(id) = committed
                         .body
@@ -219,14 +215,14 @@ impl ThinkServer {
                     // Later calls that name no session continue the new deliberation.
                     slot.continue_with(id);
                 }
-                if let Some((_, enable)) = TOOLSET_CHANGES.iter().find(|(t, _)| *t == tool)
+                if let CallerEffect::SetsToolset(enable) = effect
                     && committed.status == OutcomeStatus::Ok
                     && !committed.replayed
                     && let Some(family) = committed
                         .body
                         .pointer("/toolset/name")
                         .and_then(Value::as_str)
-                    && toolsets.set(family, *enable)
+                    && toolsets.set(family, enable)
                     && let Some(peer) = peer
                     && let Err(e) = peer.notify_tool_list_changed().await
                 {
@@ -269,21 +265,21 @@ impl ThinkServer {
 fn unrecorded(error: &LedgerError) -> Value {
     let (code, suggestion) = match error {
         LedgerError::Opening { .. } => (
-            "ledger_opening",
+            ErrorCode::LedgerOpening,
             "the server is still loading its ledger; send the same call again in a few seconds",
         ),
         LedgerError::OpenFailed(_) => (
-            "ledger_unavailable",
+            ErrorCode::LedgerUnavailable,
             "the ledger could not be opened, so nothing can be recorded; tell the user to check the server's log and run `thinkledger verify`",
         ),
         _ => (
-            "ledger_unavailable",
+            ErrorCode::LedgerUnavailable,
             "the call was not recorded and changed nothing; retry after the server is restarted",
         ),
     };
     json!({
         "status": "failed",
-        "code": code,
+        "code": code.as_str(),
         "error": error.to_string(),
         "suggestion": suggestion,
     })

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::catalog::{Effect, ToolEntry, entry, render_json};
 use crate::app::replay::{DiffSessionsArgs, DiffSessionsOutput, ReplayArgs, ReplayOutput};
+use crate::app::{DIFF_SESSIONS_TOOL, REPLAY_REASONING_SESSION_TOOL};
 
 /// The text block of `diff_sessions`: the unified-diff-like rendering.
 fn diff_text(body: &Value) -> String {
@@ -16,7 +17,7 @@ fn diff_text(body: &Value) -> String {
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<ReplayArgs, ReplayOutput>(
-            "replay_reasoning_session",
+            REPLAY_REASONING_SESSION_TOOL,
             "Replay Reasoning Session",
             "Reconstruct a session's timeline from its ledger events: every recorded call in \
              order, with when it was recorded, the tool, how it ended and what it changed \
@@ -28,7 +29,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<DiffSessionsArgs, DiffSessionsOutput>(
-            "diff_sessions",
+            DIFF_SESSIONS_TOOL,
             "Diff Sessions",
             "Compare two thinking sessions (e.g. two runs of the same task): main-line thoughts \
              aligned by text (added, removed, changed), branches found in only one, tag \

@@ -1,6 +1,7 @@
 //! The `sequentialthinking` tool: a drop-in for the reference server's tool of that name.
 
 use super::catalog::{Effect, ToolEntry, entry, render_json};
+use crate::app::SEQUENTIALTHINKING_TOOL;
 use crate::app::thinking::{SequentialThinkingArgs, SequentialThinkingOutput};
 
 const DESCRIPTION: &str = "Think through a problem one recorded step at a time. Each call adds a \
@@ -14,7 +15,7 @@ question, rejected, key) make thoughts searchable.";
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![entry::<SequentialThinkingArgs, SequentialThinkingOutput>(
-        "sequentialthinking",
+        SEQUENTIALTHINKING_TOOL,
         "Sequential Thinking",
         DESCRIPTION,
         Effect::Appends,

@@ -11,15 +11,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::watch;
 
-use super::catalog::{Effect, ToolEntry, Toolsets, entry, render_json};
+use super::catalog::{CallerEffect, Effect, ToolEntry, Toolsets, entry, render_json};
 use crate::app::toolsets::{
     ListToolsetsArgs, ListToolsetsOutput, ToolsetArgs, ToolsetChangeOutput,
 };
+use crate::app::{DISABLE_TOOLSET_TOOL, ENABLE_TOOLSET_TOOL, LIST_TOOLSETS_TOOL};
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<ListToolsetsArgs, ListToolsetsOutput>(
-            "list_toolsets",
+            LIST_TOOLSETS_TOOL,
             "List Toolsets",
             "List every toolset: its tools, their tools/list size in bytes, and whether it is \
              enabled for you. Enable one to use its tools.",
@@ -27,20 +28,22 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ToolsetArgs, ToolsetChangeOutput>(
-            "enable_toolset",
+            ENABLE_TOOLSET_TOOL,
             "Enable Toolset",
             "Add a toolset's tools to your tools/list (announced by \
              notifications/tools/list_changed).",
             Effect::Idempotent,
             render_json,
-        ),
+        )
+        .with_caller(CallerEffect::SetsToolset(true)),
         entry::<ToolsetArgs, ToolsetChangeOutput>(
-            "disable_toolset",
+            DISABLE_TOOLSET_TOOL,
             "Disable Toolset",
             "Remove a toolset's tools from your tools/list; nothing recorded is lost.",
             Effect::Idempotent,
             render_json,
-        ),
+        )
+        .with_caller(CallerEffect::SetsToolset(false)),
     ]
 }
 

@@ -76,6 +76,148 @@ fn each_dependency_stays_in_its_layer() {
     );
 }
 
+/// The layers inside the crate, innermost first (docs/ARCHITECTURE.md, "Code map"): for each
+/// top-level module, the modules it must never name, and why. A lower layer never names a higher
+/// one: `tools → app → events/projections → ledger`, and the ledger takes no effects.
+const LAYER_EDGES: &[(&str, &[&str], &str)] = &[
+    (
+        "events",
+        &[
+            "ledger",
+            "projections",
+            "effects",
+            "audit",
+            "export",
+            "app",
+            "tools",
+            "server",
+            "cli",
+        ],
+        "the persisted contract is the innermost layer",
+    ),
+    (
+        "effects",
+        &[
+            "ledger",
+            "projections",
+            "audit",
+            "export",
+            "app",
+            "tools",
+            "server",
+            "cli",
+        ],
+        "the one door for effects needs nothing above events",
+    ),
+    (
+        "ledger",
+        &[
+            "effects", "audit", "export", "app", "tools", "server", "cli",
+        ],
+        "the ledger (its writer included) stores and orders; it takes no effect, provider or rule",
+    ),
+    (
+        "projections",
+        &[
+            "effects", "audit", "export", "app", "tools", "server", "cli",
+        ],
+        "folds are pure and know no rules",
+    ),
+    (
+        "audit",
+        &["app", "tools", "server", "cli"],
+        "the audit format sits below the decisions",
+    ),
+    (
+        "export",
+        &["app", "tools", "server", "cli"],
+        "read tools compute exports inside decisions",
+    ),
+    (
+        "app",
+        &["tools", "server", "cli"],
+        "the rules know no MCP and no transport",
+    ),
+    (
+        "tools",
+        &["server", "cli"],
+        "the MCP face knows no transport",
+    ),
+];
+
+/// Each crate path `file` names that its layer must not name (by [`LAYER_EDGES`]).
+fn layer_violations(file: &str, text: &str) -> Vec<String> {
+    let layer = module_path(file).into_iter().next().unwrap_or_default();
+    let Some((_, forbidden, why)) = LAYER_EDGES.iter().find(|(l, ..)| *l == layer) else {
+        return Vec::new();
+    };
+    named_paths(file, text)
+        .into_iter()
+        .filter(|path| {
+            path.first()
+                .is_some_and(|top| forbidden.contains(&top.as_str()))
+        })
+        .map(|path| format!("{file} ({layer}) names {} ({why})", path.join("::")))
+        .collect()
+}
+
+#[test]
+fn no_layer_names_a_layer_above_it() {
+    let sources = sources();
+    let mut violations = Vec::new();
+    let mut layers_seen = std::collections::BTreeSet::new();
+    for (file, text) in &sources {
+        layers_seen.insert(module_path(file).into_iter().next().unwrap_or_default());
+        violations.extend(layer_violations(file, text));
+    }
+    let missing: Vec<&str> = LAYER_EDGES
+        .iter()
+        .map(|(l, ..)| *l)
+        .filter(|l| !layers_seen.contains(*l))
+        .collect();
+    assert!(missing.is_empty(), "layers with no source: {missing:?}");
+    assert!(
+        violations.is_empty(),
+        "a layer names one above it (docs/ARCHITECTURE.md, \"Code map\"); move what both need \
+         down, or pass it in: {violations:#?}"
+    );
+}
+
+#[test]
+fn the_layer_guard_sees_what_it_must() {
+    assert_eq!(
+        layer_violations(
+            "ledger/writer.rs",
+            "use crate::effects::Prepared;\nuse crate::events::Event;"
+        ),
+        [
+            "ledger/writer.rs (ledger) names effects::Prepared (the ledger (its writer included) \
+          stores and orders; it takes no effect, provider or rule)"
+        ]
+    );
+    assert_eq!(
+        layer_violations(
+            "app/deliberation/graph/mod.rs",
+            "use super::super::super::tools::Catalog;"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        layer_violations("projections/mod.rs", "use crate::{events::Fact, app::App};").len(),
+        1
+    );
+    assert!(
+        layer_violations(
+            "app/mod.rs",
+            "// crate::tools is above\nuse crate::ledger::X;"
+        )
+        .is_empty()
+    );
+    assert!(layer_violations("tools/mod.rs", "use crate::app::App;").is_empty());
+    assert!(layer_violations("main.rs", "use crate::server;").is_empty());
+}
+
 /// The tool families. Each is a room of its own under `app/` and, when it has facts or a fold of
 /// its own, under `events/` and `projections/` (`<layer>/<family>.rs` or `<layer>/<family>/`).
 /// A family is every module directly under `app/` that is neither shared machinery ([`SHARED`])
@@ -135,6 +277,7 @@ const SHARED: &[&str] = &[
     "app/snapshot.rs",
     "app/providers.rs",
     "app/draws.rs",
+    "app/errors.rs",
 ];
 
 /// The module path of a source file (`app/deliberation/graph/mod.rs` → app, deliberation, graph).
@@ -430,4 +573,130 @@ fn the_effects_guard_sees_what_it_must() {
     assert!(!names(&code, "SystemTime::now") && !names(&code, "getrandom"));
     assert!(names("rand::random()", "rand::") && !names("operand::x", "rand::"));
     assert!(names("std::env::var(x)", "env::var") && names("env::var_os(x)", "env::var"));
+}
+
+/// The tool names, read from their declarations (`pub const <NAME>_TOOL: &str = "<name>";`,
+/// next to each tool's spec in its family's room), each with the file declaring it.
+fn declared_tool_names(sources: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (file, text) in sources {
+        for line in text.lines().map(str::trim) {
+            let Some(rest) = line.strip_prefix("pub const ") else {
+                continue;
+            };
+            let Some((ident, value)) = rest.split_once(": &str = \"") else {
+                continue;
+            };
+            if let Some(name) = value.strip_suffix("\";")
+                && ident.ends_with("_TOOL")
+            {
+                out.push((file.clone(), name.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// Where a string literal equal to a tool name means something else, and what.
+const NOT_A_TOOL: &[(&str, &str, &str)] = &[
+    ("main.rs", "=> \"erase\"", "the CLI's `erase` subcommand"),
+    ("main.rs", "=> \"export\"", "the CLI's `export` subcommand"),
+    (
+        "app/thinking.rs",
+        "status: \"reset\"",
+        "the reset output's `status` value",
+    ),
+    (
+        "app/thinking.rs",
+        "reason: \"reset\"",
+        "a session's close reason",
+    ),
+];
+
+/// The lines of `code` (test code and comments already cut) holding a string literal that is
+/// exactly one of `names`: code referring to a tool by a literal rather than by its constant.
+/// A name inside a longer literal (a description, a suggestion, prose) is not one.
+fn tool_name_literals(file: &str, code: &str, names: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("pub const ") && trimmed.contains("_TOOL: &str = ") {
+            continue;
+        }
+        for name in names {
+            let literal = format!("\"{name}\"");
+            let found = line
+                .match_indices(&literal)
+                .any(|(at, _)| !line[..at].ends_with('\\'));
+            let excused = NOT_A_TOOL
+                .iter()
+                .any(|(f, snippet, _)| *f == file && line.contains(snippet));
+            if found && !excused {
+                out.push(format!("{file}: {name} in `{trimmed}`"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_tool_name_literal_outside_its_declaration() {
+    let sources = sources();
+    let declared = declared_tool_names(&sources);
+    let names: Vec<String> = declared.iter().map(|(_, n)| n.clone()).collect();
+    assert!(names.len() >= 30, "too few tool names declared: {names:?}");
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "a tool name declared twice");
+    let tests = test_only_modules(&sources);
+    let mut violations = Vec::new();
+    for (file, text) in &sources {
+        let stem = file.trim_end_matches(".rs").trim_end_matches("/mod");
+        if tests
+            .iter()
+            .any(|t| stem == t || file.starts_with(&format!("{t}/")))
+        {
+            continue;
+        }
+        let code = code_without_tests_or_comments(text);
+        violations.extend(tool_name_literals(file, &code, &names));
+    }
+    assert!(
+        violations.is_empty(),
+        "tool names written as literals: use the tool's `<NAME>_TOOL` constant (declared next \
+         to its spec), or, where a tool's behaviour depends on which tool it is, a property \
+         of its spec or catalog entry (`tools::CallerEffect`): {violations:#?}"
+    );
+}
+
+#[test]
+fn the_tool_name_guard_sees_what_it_must() {
+    let sources = vec![(
+        "app/deliberation/mod.rs".to_owned(),
+        "pub const CONSENSUS_ANSWER_TOOL: &str = \"consensus_answer\";".to_owned(),
+    )];
+    let names: Vec<String> = declared_tool_names(&sources)
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect();
+    assert_eq!(names, ["consensus_answer"]);
+    let code = code_without_tests_or_comments(
+        "const NEXT: &[&str] = &[\"consensus_answer\"];\n\
+         let s = \"call consensus_answer next\";\n\
+         let t = \"then \\\"consensus_answer\\\" again\";\n\
+         // see \"consensus_answer\"\n\
+         pub const CONSENSUS_ANSWER_TOOL: &str = \"consensus_answer\";\n\
+         #[cfg(test)]\nmod tests {\n g.ok(\"consensus_answer\") }",
+    );
+    assert_eq!(
+        tool_name_literals("app/x.rs", &code, &names),
+        ["app/x.rs: consensus_answer in `const NEXT: &[&str] = &[\"consensus_answer\"];`"]
+    );
+    let reset = ["reset".to_owned()];
+    assert!(tool_name_literals("app/thinking.rs", "status: \"reset\".into(),", &reset).is_empty());
+    assert_eq!(
+        tool_name_literals("app/thinking.rs", "if tool == \"reset\" {", &reset).len(),
+        1
+    );
 }

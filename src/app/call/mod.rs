@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{App, Command, Outcome, Rejection};
+use crate::app::ErrorCode;
 use crate::events::SessionId;
 use crate::ledger::LogView;
 
@@ -50,7 +51,7 @@ pub enum Decide {
 pub(crate) fn parse<T: DeserializeOwned>(args: &Value, usage: &str) -> Result<T, Rejection> {
     serde_json::from_value(args.clone()).map_err(|e| {
         Rejection::new(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             format!("invalid arguments: {e}"),
             usage.to_owned(),
         )

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::super::{App, Command, Rejection};
+use crate::app::ErrorCode;
 use crate::events::{Fact, SessionId};
 use crate::projections::{Session, SessionStatus};
 
@@ -82,7 +83,7 @@ pub(crate) fn target<'a>(
             // current one: refused as if that session did not exist.
             (None, Some(_)) => Err((
                 Rejection::new(
-                    "unknown_session",
+                    ErrorCode::UnknownSession,
                     format!("there is no session {own} in this ledger"),
                     "pass sessionId to name one of your own sessions",
                 ),
@@ -93,7 +94,7 @@ pub(crate) fn target<'a>(
     let Some(id) = SessionId::parse(raw) else {
         return Err((
             Rejection::new(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!("\"{raw}\" is not a session id"),
                 "session ids are lowercase UUIDs as returned in `sessionId`; omit sessionId to \
                  continue your current session, or read ledger://sessions to list them",
@@ -105,7 +106,7 @@ pub(crate) fn target<'a>(
         Some(session) => Ok(Target::Existing(session)),
         None => Err((
             Rejection::new(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!("there is no session {id} in this ledger"),
                 "omit sessionId to continue your current session, or read ledger://sessions to \
                  list the sessions that exist",
@@ -131,7 +132,7 @@ pub(crate) fn owned_session<'a>(
 pub(crate) fn unknown_session_of_another(id: &SessionId) -> (Rejection, Option<SessionId>) {
     (
         Rejection::new(
-            "unknown_session",
+            ErrorCode::UnknownSession,
             format!("there is no session {id} in this ledger"),
             "pass the sessionId of one of your own sessions, as returned by earlier calls",
         ),

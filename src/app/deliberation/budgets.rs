@@ -3,6 +3,7 @@
 //!
 //! Owns those numbers and their refusals. Must not know MCP or storage.
 
+use crate::app::ErrorCode;
 use crate::app::Rejection;
 use crate::app::call::Refusal;
 use crate::events::deliberation::Budgets;
@@ -57,7 +58,7 @@ pub fn profile_or_refuse(raw: Option<&str>) -> Result<&'static str, Refusal> {
         .ok_or_else(|| {
             (
                 Rejection::new(
-                    "invalid_profile",
+                    ErrorCode::InvalidProfile,
                     format!("\"{name}\" is not a profile"),
                     "use quick, balanced, deep or paranoid",
                 ),
@@ -108,7 +109,7 @@ pub fn budgets_or_refuse(profile: &str, args: Option<&BudgetArgs>) -> Result<Bud
             if v == 0 || v > ceiling {
                 return Err((
                     Rejection::new(
-                        "invalid_budget",
+                        ErrorCode::InvalidBudget,
                         format!("budgets.{name} is {v}; it must be between 1 and {ceiling}"),
                         format!("pass a value from 1 to {ceiling}, or omit it for the profile's"),
                     ),

@@ -5,6 +5,7 @@
 //! Must not know MCP or storage.
 
 use super::injection::scan;
+use crate::app::ErrorCode;
 use crate::app::Rejection;
 use crate::app::call::{Call, PathStep, Refusal, Target, target};
 use crate::events::deliberation::{AnalysisMetadata, ScannedText};
@@ -73,7 +74,7 @@ impl<'a> Call<'a> {
         if d.status == "concluded" {
             return Err((
                 Rejection::new(
-                    "deliberation_concluded",
+                    ErrorCode::DeliberationConcluded,
                     format!(
                         "deliberation {} concluded with a consensus answer; it no longer changes",
                         d.deliberation_id
@@ -90,7 +91,7 @@ impl<'a> Call<'a> {
 
 fn no_deliberation() -> Rejection {
     Rejection::new(
-        "no_deliberation",
+        ErrorCode::NoDeliberation,
         "this session has no deliberation",
         "start one with start_deliberation (or run_thinking_mode), then pass the session_id it \
          returns",
@@ -100,7 +101,7 @@ fn no_deliberation() -> Rejection {
 /// A refusal attributed to `d`'s session.
 pub fn refuse(
     d: &Deliberation,
-    code: &'static str,
+    code: ErrorCode,
     message: impl Into<String>,
     suggestion: impl Into<String>,
 ) -> Refusal {

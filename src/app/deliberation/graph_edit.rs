@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 
 use super::context::refuse;
+use crate::app::ErrorCode;
 use crate::app::call::Refusal;
 use crate::events::Fact;
 use crate::events::deliberation::{AnalysisMetadata, EdgeAdded, NodeAdded, ScannedText};
@@ -70,7 +71,7 @@ impl<'a> GraphEdit<'a> {
         }
         Err(refuse(
             self.d,
-            "unknown_node",
+            ErrorCode::UnknownNode,
             format!("{role} \"{id}\" is not a node of this deliberation"),
             format!(
                 "use a node id returned earlier (node-1 … node-{}); reasoning://session/{}/… \
@@ -96,7 +97,7 @@ impl<'a> GraphEdit<'a> {
         if total >= budgets.max_nodes as usize {
             return Err(refuse(
                 self.d,
-                "budget_exceeded",
+                ErrorCode::BudgetExceeded,
                 format!(
                     "the node budget is spent: this deliberation holds {total} of at most {} \
                      nodes",
@@ -114,7 +115,7 @@ impl<'a> GraphEdit<'a> {
         if depth > budgets.max_depth {
             return Err(refuse(
                 self.d,
-                "budget_exceeded",
+                ErrorCode::BudgetExceeded,
                 format!(
                     "this node would sit at depth {depth}; the budget allows at most {}",
                     budgets.max_depth
@@ -144,7 +145,7 @@ impl<'a> GraphEdit<'a> {
         if !EDGE_TYPES.contains(&edge_type) {
             return Err(refuse(
                 self.d,
-                "invalid_edge_type",
+                ErrorCode::InvalidEdgeType,
                 format!("\"{edge_type}\" is not an edge type"),
                 format!("use one of: {}", EDGE_TYPES.join(", ")),
             ));
@@ -154,7 +155,7 @@ impl<'a> GraphEdit<'a> {
         if from == to {
             return Err(refuse(
                 self.d,
-                "invalid_edge",
+                ErrorCode::InvalidEdge,
                 format!("an edge from {from} to itself"),
                 "relate two different nodes",
             ));
@@ -175,7 +176,7 @@ impl<'a> GraphEdit<'a> {
         if STRICT_EDGE_TYPES.contains(&edge_type) && self.strictly_reaches(to, from) {
             return Err(refuse(
                 self.d,
-                "cycle_detected",
+                ErrorCode::CycleDetected,
                 format!(
                     "{from} {edge_type} {to} would close a cycle: {to} already reaches {from} \
                      through depends_on / refines edges"

@@ -26,10 +26,55 @@ pub mod testing;
 
 use super::call::{Decide, ToolSpec};
 
+/// The name of the `run_thinking_mode` tool: its spec, its catalog entry and every reference use this.
+pub const RUN_THINKING_MODE_TOOL: &str = "run_thinking_mode";
+/// The name of the `reasoning_intent_router` tool: its spec, its catalog entry and every reference use this.
+pub const REASONING_INTENT_ROUTER_TOOL: &str = "reasoning_intent_router";
+/// The name of the `reasoning_autopilot` tool: its spec, its catalog entry and every reference use this.
+pub const REASONING_AUTOPILOT_TOOL: &str = "reasoning_autopilot";
+/// The name of the `start_deliberation` tool: its spec, its catalog entry and every reference use this.
+pub const START_DELIBERATION_TOOL: &str = "start_deliberation";
+/// The name of the `add_thought_node` tool: its spec, its catalog entry and every reference use this.
+pub const ADD_THOUGHT_NODE_TOOL: &str = "add_thought_node";
+/// The name of the `expand_thoughts` tool: its spec, its catalog entry and every reference use this.
+pub const EXPAND_THOUGHTS_TOOL: &str = "expand_thoughts";
+/// The name of the `apply_algorithm_template` tool: its spec, its catalog entry and every reference use this.
+pub const APPLY_ALGORITHM_TEMPLATE_TOOL: &str = "apply_algorithm_template";
+/// The name of the `set_scoring_rubric` tool: its spec, its catalog entry and every reference use this.
+pub const SET_SCORING_RUBRIC_TOOL: &str = "set_scoring_rubric";
+/// The name of the `score_thoughts` tool: its spec, its catalog entry and every reference use this.
+pub const SCORE_THOUGHTS_TOOL: &str = "score_thoughts";
+/// The name of the `prune_thoughts` tool: its spec, its catalog entry and every reference use this.
+pub const PRUNE_THOUGHTS_TOOL: &str = "prune_thoughts";
+/// The name of the `refine_thoughts` tool: its spec, its catalog entry and every reference use this.
+pub const REFINE_THOUGHTS_TOOL: &str = "refine_thoughts";
+/// The name of the `record_assumption` tool: its spec, its catalog entry and every reference use this.
+pub const RECORD_ASSUMPTION_TOOL: &str = "record_assumption";
+/// The name of the `set_assumption_status` tool: its spec, its catalog entry and every reference use this.
+pub const SET_ASSUMPTION_STATUS_TOOL: &str = "set_assumption_status";
+/// The name of the `apply_reasoning_pattern` tool: its spec, its catalog entry and every reference use this.
+pub const APPLY_REASONING_PATTERN_TOOL: &str = "apply_reasoning_pattern";
+/// The name of the `verify_thoughts` tool: its spec, its catalog entry and every reference use this.
+pub const VERIFY_THOUGHTS_TOOL: &str = "verify_thoughts";
+/// The name of the `evaluate_reasoning_quality` tool: its spec, its catalog entry and every reference use this.
+pub const EVALUATE_REASONING_QUALITY_TOOL: &str = "evaluate_reasoning_quality";
+/// The name of the `run_reasoning_checkpoint` tool: its spec, its catalog entry and every reference use this.
+pub const RUN_REASONING_CHECKPOINT_TOOL: &str = "run_reasoning_checkpoint";
+/// The name of the `converge_reasoning` tool: its spec, its catalog entry and every reference use this.
+pub const CONVERGE_REASONING_TOOL: &str = "converge_reasoning";
+/// The name of the `run_reasonkit_pipeline` tool: its spec, its catalog entry and every reference use this.
+pub const RUN_REASONKIT_PIPELINE_TOOL: &str = "run_reasonkit_pipeline";
+/// The name of the `consensus_answer` tool: its spec, its catalog entry and every reference use this.
+pub const CONSENSUS_ANSWER_TOOL: &str = "consensus_answer";
+/// The name of the `start_skeleton_of_thought` tool: its spec, its catalog entry and every reference use this.
+pub const START_SKELETON_OF_THOUGHT_TOOL: &str = "start_skeleton_of_thought";
+/// The name of the `run_skeleton_elaboration` tool: its spec, its catalog entry and every reference use this.
+pub const RUN_SKELETON_ELABORATION_TOOL: &str = "run_skeleton_elaboration";
+
 /// The deliberation family's tools, in the seed's order (its tool table).
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
-        name: "run_thinking_mode",
+        name: RUN_THINKING_MODE_TOOL,
         known_fields: &[
             "mode",
             "goal",
@@ -42,19 +87,19 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         decide: Decide::InContext(modes::decide_run_thinking_mode),
     },
     ToolSpec {
-        name: "reasoning_intent_router",
+        name: REASONING_INTENT_ROUTER_TOOL,
         known_fields: &["query", "profile", "session_id"],
         text_fields: &["query"],
         decide: Decide::InContext(modes::decide_intent_router),
     },
     ToolSpec {
-        name: "reasoning_autopilot",
+        name: REASONING_AUTOPILOT_TOOL,
         known_fields: &["goal", "profile", "constraints", "budgets", "session_id"],
         text_fields: &["goal", "constraints[]"],
         decide: Decide::InContext(modes::decide_autopilot),
     },
     ToolSpec {
-        name: "start_deliberation",
+        name: START_DELIBERATION_TOOL,
         known_fields: &[
             "goal",
             "constraints",
@@ -67,7 +112,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         decide: Decide::InContext(graph::decide_start),
     },
     ToolSpec {
-        name: "add_thought_node",
+        name: ADD_THOUGHT_NODE_TOOL,
         known_fields: &[
             "content",
             "parent_ids",
@@ -80,43 +125,43 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         decide: Decide::InContext(graph::decide_add_node),
     },
     ToolSpec {
-        name: "expand_thoughts",
+        name: EXPAND_THOUGHTS_TOOL,
         known_fields: &["node_id", "count", "candidates", "provider", "session_id"],
         text_fields: &["candidates[]"],
         decide: Decide::InContext(graph::decide_expand),
     },
     ToolSpec {
-        name: "apply_algorithm_template",
+        name: APPLY_ALGORITHM_TEMPLATE_TOOL,
         known_fields: &["template", "node_id", "session_id"],
         text_fields: &[],
         decide: Decide::InContext(graph::decide_template),
     },
     ToolSpec {
-        name: "set_scoring_rubric",
+        name: SET_SCORING_RUBRIC_TOOL,
         known_fields: &["weights", "session_id"],
         text_fields: &[],
         decide: Decide::InContext(graph::decide_rubric),
     },
     ToolSpec {
-        name: "score_thoughts",
+        name: SCORE_THOUGHTS_TOOL,
         known_fields: &["node_ids", "agent_scores", "provider", "session_id"],
         text_fields: &[],
         decide: Decide::InContext(graph::decide_score),
     },
     ToolSpec {
-        name: "prune_thoughts",
+        name: PRUNE_THOUGHTS_TOOL,
         known_fields: &["beam_width", "min_score", "session_id"],
         text_fields: &[],
         decide: Decide::InContext(graph::decide_prune),
     },
     ToolSpec {
-        name: "refine_thoughts",
+        name: REFINE_THOUGHTS_TOOL,
         known_fields: &["node_id", "feedback", "refined_content", "session_id"],
         text_fields: &["feedback", "refined_content"],
         decide: Decide::InContext(graph::decide_refine),
     },
     ToolSpec {
-        name: "record_assumption",
+        name: RECORD_ASSUMPTION_TOOL,
         known_fields: &[
             "text",
             "criticality",
@@ -128,7 +173,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         decide: Decide::InContext(governance::decide_record_assumption),
     },
     ToolSpec {
-        name: "set_assumption_status",
+        name: SET_ASSUMPTION_STATUS_TOOL,
         known_fields: &[
             "assumption_id",
             "status",
@@ -140,13 +185,13 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         decide: Decide::InContext(governance::decide_assumption_status),
     },
     ToolSpec {
-        name: "apply_reasoning_pattern",
+        name: APPLY_REASONING_PATTERN_TOOL,
         known_fields: &["pattern", "node_id", "session_id"],
         text_fields: &[],
         decide: Decide::InContext(graph::decide_pattern),
     },
     ToolSpec {
-        name: "verify_thoughts",
+        name: VERIFY_THOUGHTS_TOOL,
         known_fields: &[
             "claims",
             "evidence",
@@ -164,37 +209,37 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         decide: Decide::InContext(governance::decide_verify),
     },
     ToolSpec {
-        name: "evaluate_reasoning_quality",
+        name: EVALUATE_REASONING_QUALITY_TOOL,
         known_fields: &["session_id"],
         text_fields: &[],
         decide: Decide::InContext(governance::decide_evaluate),
     },
     ToolSpec {
-        name: "run_reasoning_checkpoint",
+        name: RUN_REASONING_CHECKPOINT_TOOL,
         known_fields: &["quality_threshold", "phase_id", "session_id"],
         text_fields: &[],
         decide: Decide::InContext(governance::decide_checkpoint),
     },
     ToolSpec {
-        name: "converge_reasoning",
+        name: CONVERGE_REASONING_TOOL,
         known_fields: &["quality_threshold", "summary", "session_id"],
         text_fields: &["summary"],
         decide: Decide::InContext(governance::decide_converge),
     },
     ToolSpec {
-        name: "run_reasonkit_pipeline",
+        name: RUN_REASONKIT_PIPELINE_TOOL,
         known_fields: &["profile", "stages", "session_id"],
         text_fields: &[],
         decide: Decide::InContext(modes::decide_pipeline),
     },
     ToolSpec {
-        name: "consensus_answer",
+        name: CONSENSUS_ANSWER_TOOL,
         known_fields: &["answer", "session_id"],
         text_fields: &["answer"],
         decide: Decide::InContext(governance::decide_consensus),
     },
     ToolSpec {
-        name: "start_skeleton_of_thought",
+        name: START_SKELETON_OF_THOUGHT_TOOL,
         known_fields: &[
             "source_node_id",
             "points",
@@ -206,7 +251,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         decide: Decide::InContext(skeleton::decide_start_skeleton),
     },
     ToolSpec {
-        name: "run_skeleton_elaboration",
+        name: RUN_SKELETON_ELABORATION_TOOL,
         known_fields: &[
             "phase_id",
             "elaborations",

@@ -3,6 +3,7 @@
 //!
 //! Must not know MCP or storage.
 
+use crate::app::ErrorCode;
 use crate::app::Rejection;
 use crate::app::call::Refusal;
 
@@ -59,7 +60,7 @@ pub fn mode_or_refuse(raw: Option<&str>, default: &str) -> Result<Mode, Refusal>
     parse_mode(name).ok_or_else(|| {
         (
             Rejection::new(
-                "invalid_mode",
+                ErrorCode::InvalidMode,
                 format!("\"{name}\" is not a thinking mode"),
                 "use Auto, Quick, Explore, Map, Sketch or Test (or the internal values cot, tot, \
                  got, reasonkit); reasoning://thinking-modes describes each",

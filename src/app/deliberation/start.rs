@@ -4,6 +4,7 @@
 //! Must not know MCP or storage.
 
 use super::mode::Mode;
+use crate::app::ErrorCode;
 use crate::app::Rejection;
 use crate::app::call::{Call, PathStep, Refusal, target};
 use crate::events::deliberation::{Budgets, NodeAdded};
@@ -41,7 +42,7 @@ pub fn plan_start(call: &mut Call<'_>, plan: &StartPlan<'_>) -> Result<Started, 
     if plan.goal.trim().is_empty() {
         return Err((
             Rejection::new(
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 "goal is empty",
                 "state the question or task to deliberate on",
             ),
@@ -51,7 +52,7 @@ pub fn plan_start(call: &mut Call<'_>, plan: &StartPlan<'_>) -> Result<Started, 
     if plan.constraints.len() > 64 {
         return Err((
             Rejection::new(
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 format!("{} constraints; at most 64", plan.constraints.len()),
                 "merge related constraints",
             ),
@@ -65,7 +66,7 @@ pub fn plan_start(call: &mut Call<'_>, plan: &StartPlan<'_>) -> Result<Started, 
             if call.app.deliberations().get(&id).is_some() {
                 return Err((
                     Rejection::new(
-                        "deliberation_exists",
+                        ErrorCode::DeliberationExists,
                         format!("session {id} already holds a deliberation"),
                         "omit session_id to start a new deliberation in a new session",
                     ),

@@ -42,7 +42,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::call::Decide;
-use super::{Command, registry};
+use super::{Command, ErrorCode, registry};
 use crate::effects::{Prepared, Seed};
 use crate::events::{Event, Fact, OutcomeStatus, SessionId, TextRef};
 use crate::ledger::hash::{parse_hex32, text_commitment};
@@ -539,7 +539,7 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         .outcome
         .error
         .as_ref()
-        .is_some_and(|e| e.code == "time_limit_exceeded")
+        .is_some_and(|e| e.code == ErrorCode::TimeLimitExceeded.as_str())
     {
         return Ok(Err(Skip::new(
             SkipReason::TimeLimited,
@@ -596,7 +596,7 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         .outcome
         .error
         .as_ref()
-        .is_none_or(|e| e.code != "tool_disabled");
+        .is_none_or(|e| e.code != ErrorCode::ToolDisabled.as_str());
     Ok(Ok(Command {
         tool: event.call.tool.clone(),
         arguments,

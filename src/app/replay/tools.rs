@@ -9,22 +9,28 @@ use super::timeline::{TimelineEntry, render_text as timeline_text, timeline};
 use super::{
     ReexecutionReport, ReplayError, reexecute, render_text as report_text, session_events,
 };
+use crate::app::ErrorCode;
 use crate::app::call::{Decide, ToolSpec, owned_session, parse, unknown_session_of_another};
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
 use crate::export::diff::{SessionDiff, diff, render_text};
 use crate::ledger::LogView;
 
+/// The name of the `replay_reasoning_session` tool: its spec, its catalog entry and every reference use this.
+pub const REPLAY_REASONING_SESSION_TOOL: &str = "replay_reasoning_session";
+/// The name of the `diff_sessions` tool: its spec, its catalog entry and every reference use this.
+pub const DIFF_SESSIONS_TOOL: &str = "diff_sessions";
+
 /// The tools of the replay family.
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
-        name: "replay_reasoning_session",
+        name: REPLAY_REASONING_SESSION_TOOL,
         known_fields: &["session_id", "reexecute"],
         text_fields: &[],
         decide: Decide::WithLog(decide_replay),
     },
     ToolSpec {
-        name: "diff_sessions",
+        name: DIFF_SESSIONS_TOOL,
         known_fields: &["session_a", "session_b"],
         text_fields: &[],
         decide: Decide::Pure(decide_diff),
@@ -133,7 +139,7 @@ pub(crate) fn decide_replay(
         Some(raw) => SessionId::parse(raw).ok_or_else(|| {
             (
                 Rejection::new(
-                    "unknown_session",
+                    ErrorCode::UnknownSession,
                     format!("\"{raw}\" is not a session id"),
                     "session ids are lowercase UUIDs as returned in `sessionId`; read \
                      ledger://sessions to list them",
@@ -150,7 +156,7 @@ pub(crate) fn decide_replay(
         Ok(output) => Ok(Decided::new(Some(session), Vec::new(), output)),
         Err(ReplayError::UnknownSession(id)) => Err((
             Rejection::new(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!("there is no session {id} in this ledger"),
                 "pass session_id of a session listed in ledger://sessions; a connection's own \
                  session exists once its first thought is recorded",
@@ -159,7 +165,7 @@ pub(crate) fn decide_replay(
         )),
         Err(e) => Err((
             Rejection::new(
-                "replay_failed",
+                ErrorCode::ReplayFailed,
                 format!("the log could not be replayed: {e}"),
                 "run `thinkledger verify` to check the ledger",
             ),
@@ -203,7 +209,7 @@ pub(crate) fn decide_diff(
             .ok_or_else(|| {
                 (
                     Rejection::new(
-                        "unknown_session",
+                        ErrorCode::UnknownSession,
                         format!("there is no session \"{raw}\" in this ledger"),
                         "pass two session ids as returned in `sessionId`; read ledger://sessions \
                          to list them",

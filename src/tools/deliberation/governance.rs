@@ -8,11 +8,16 @@ use crate::app::deliberation::governance::{
     ConsensusOutput, ConvergeArgs, ConvergeOutput, EvaluateArgs, EvaluateOutput,
     RecordAssumptionArgs, RecordAssumptionOutput, VerifyArgs, VerifyOutput,
 };
+use crate::app::{
+    CONSENSUS_ANSWER_TOOL, CONVERGE_REASONING_TOOL, EVALUATE_REASONING_QUALITY_TOOL,
+    RECORD_ASSUMPTION_TOOL, RUN_REASONING_CHECKPOINT_TOOL, SET_ASSUMPTION_STATUS_TOOL,
+    VERIFY_THOUGHTS_TOOL,
+};
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<RecordAssumptionArgs, RecordAssumptionOutput>(
-            "record_assumption",
+            RECORD_ASSUMPTION_TOOL,
             "Record Assumption",
             "Add an assumption to the deliberation's ledger (id asm-N, status unverified), with \
              its criticality (low, medium, high, critical; default medium), whether evidence \
@@ -23,7 +28,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<AssumptionStatusArgs, AssumptionStatusOutput>(
-            "set_assumption_status",
+            SET_ASSUMPTION_STATUS_TOOL,
             "Set Assumption Status",
             "Mark an assumption validated, falsified, retracted or unverified. validated and \
              falsified need evidence or a rationale. A falsified high or critical verifiable \
@@ -33,7 +38,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<VerifyArgs, VerifyOutput>(
-            "verify_thoughts",
+            VERIFY_THOUGHTS_TOOL,
             "Verify Claims",
             "Put claims under verification and weigh the evidence you supply; this server \
              retrieves and fact-checks nothing, it only evaluates caller-supplied evidence. \
@@ -49,7 +54,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<EvaluateArgs, EvaluateOutput>(
-            "evaluate_reasoning_quality",
+            EVALUATE_REASONING_QUALITY_TOOL,
             "Evaluate Reasoning Quality",
             "Read-only assessment of the deliberation's structure: a quality score in [0, 1] \
              from verification coverage, assumption coverage, the critical gates, branch \
@@ -62,7 +67,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<CheckpointArgs, CheckpointOutput>(
-            "run_reasoning_checkpoint",
+            RUN_REASONING_CHECKPOINT_TOOL,
             "Run Reasoning Checkpoint",
             "Record a quality checkpoint (id ckpt-N): the quality score and tier against a \
              threshold (default by profile: quick 0.5, balanced 0.65, deep 0.75, paranoid \
@@ -76,7 +81,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ConvergeArgs, ConvergeOutput>(
-            "converge_reasoning",
+            CONVERGE_REASONING_TOOL,
             "Converge Reasoning",
             "Add a convergence node over the best-scored live leaf of each branch (up to 3), \
              with subsumes edges to them, and mark the deliberation converged. Refused \
@@ -88,7 +93,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ConsensusArgs, ConsensusOutput>(
-            "consensus_answer",
+            CONSENSUS_ANSWER_TOOL,
             "Consensus Answer",
             "Conclude the deliberation with an answer (yours, or the convergence node's \
              content) behind a policy guard of five checks: no_unresolved_critical_claim (no \

@@ -1,17 +1,22 @@
 //! Catalog entries of the thought-graph tools (decided in `app::deliberation::graph`): what
 //! each does, what of it is heuristic, and what repeating it does.
 
-use super::super::catalog::{Effect, ToolEntry, entry, render_json};
+use super::super::catalog::{CallerEffect, Effect, ToolEntry, entry, render_json};
 use crate::app::deliberation::graph::{
     AddNodeArgs, AddNodeOutput, ExpandArgs, ExpandOutput, PatternArgs, PatternOutput, PruneArgs,
     PruneOutput, RefineArgs, RefineOutput, RubricArgs, RubricOutput, ScoreArgs, ScoreOutput,
     StartArgs, StartOutput, TemplateArgs, TemplateOutput,
 };
+use crate::app::{
+    ADD_THOUGHT_NODE_TOOL, APPLY_ALGORITHM_TEMPLATE_TOOL, APPLY_REASONING_PATTERN_TOOL,
+    EXPAND_THOUGHTS_TOOL, PRUNE_THOUGHTS_TOOL, REFINE_THOUGHTS_TOOL, SCORE_THOUGHTS_TOOL,
+    SET_SCORING_RUBRIC_TOOL, START_DELIBERATION_TOOL,
+};
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<StartArgs, StartOutput>(
-            "start_deliberation",
+            START_DELIBERATION_TOOL,
             "Start Deliberation",
             "Open a deliberation: the goal becomes the root node of a thought graph, with \
              constraints, a thinking mode (default Explore; Auto starts as Explore, since this \
@@ -21,9 +26,10 @@ pub(super) fn entries() -> Vec<ToolEntry> {
              or a new one that later calls continue.",
             Effect::Appends,
             render_json,
-        ),
+        )
+        .with_caller(CallerEffect::ContinuesStartedSession),
         entry::<AddNodeArgs, AddNodeOutput>(
-            "add_thought_node",
+            ADD_THOUGHT_NODE_TOOL,
             "Add Thought Node",
             "Add a thought you wrote to the graph, under parent_ids (default the root), on a \
              branch (default the parent's), with tags and typed edges from it to other nodes \
@@ -35,7 +41,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ExpandArgs, ExpandOutput>(
-            "expand_thoughts",
+            EXPAND_THOUGHTS_TOOL,
             "Expand Thoughts",
             "Branch a node into children, each on its own branch. Pass candidates (your own \
              texts) to record real alternatives; without them each child is a fixed lens prompt \
@@ -46,7 +52,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<TemplateArgs, TemplateOutput>(
-            "apply_algorithm_template",
+            APPLY_ALGORITHM_TEMPLATE_TOOL,
             "Apply Algorithm Template",
             "Scaffold a reasoning algorithm under a node as ordered step nodes on a new branch, \
              linked by temporally_precedes and depends_on edges: divide_and_conquer, \
@@ -57,7 +63,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<RubricArgs, RubricOutput>(
-            "set_scoring_rubric",
+            SET_SCORING_RUBRIC_TOOL,
             "Set Scoring Rubric",
             "Set the weights (each 0 to 1) score_thoughts gives its dimensions: grounding, \
              coherence, novelty, specificity, assumption_risk, agent. Dimensions not named weigh \
@@ -66,7 +72,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ScoreArgs, ScoreOutput>(
-            "score_thoughts",
+            SCORE_THOUGHTS_TOOL,
             "Score Thoughts",
             "Score nodes (default every live node but the root) and rank them: a weighted mean \
              of structural dimensions — grounding (supports edges, verified or refuted claims), \
@@ -78,7 +84,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<PruneArgs, PruneOutput>(
-            "prune_thoughts",
+            PRUNE_THOUGHTS_TOOL,
             "Prune Thoughts",
             "Beam-prune the graph: at each depth keep the beam_width best-scored live nodes \
              (ties in node order), prune the rest and any below min_score, and prune nodes whose \
@@ -88,7 +94,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<RefineArgs, RefineOutput>(
-            "refine_thoughts",
+            REFINE_THOUGHTS_TOOL,
             "Refine Thought",
             "Record a refinement of a node in light of feedback: a new node on its branch with a \
              refines edge to it. Pass refined_content (your rewrite) to record the refinement \
@@ -98,7 +104,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<PatternArgs, PatternOutput>(
-            "apply_reasoning_pattern",
+            APPLY_REASONING_PATTERN_TOOL,
             "Apply Reasoning Pattern",
             "Apply a reasoning pattern to a node: adds the pattern's prompt (quoting the node) as \
              a child on a new branch, linked by the fitting edge — steelman (supports), red_team \

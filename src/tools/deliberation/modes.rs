@@ -1,16 +1,20 @@
 //! Catalog entries of the thinking-mode tools: `run_thinking_mode`, `reasoning_intent_router`,
 //! `reasoning_autopilot`, `run_reasonkit_pipeline` (decided in `app::deliberation::modes`).
 
-use super::super::catalog::{Effect, ToolEntry, entry, render_json};
+use super::super::catalog::{CallerEffect, Effect, ToolEntry, entry, render_json};
 use crate::app::deliberation::modes::{
     AutopilotArgs, AutopilotOutput, PipelineArgs, PipelineOutput, RouterArgs, RouterOutput,
     RunModeArgs, RunModeOutput,
+};
+use crate::app::{
+    REASONING_AUTOPILOT_TOOL, REASONING_INTENT_ROUTER_TOOL, RUN_REASONKIT_PIPELINE_TOOL,
+    RUN_THINKING_MODE_TOOL,
 };
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<RunModeArgs, RunModeOutput>(
-            "run_thinking_mode",
+            RUN_THINKING_MODE_TOOL,
             "Run Thinking Mode",
             "Run a thinking mode on a goal: Auto (routed by keyword rules), Quick (concise \
              linear audit), Explore (branches to score and prune), Map (drivers, constraints \
@@ -20,9 +24,10 @@ pub(super) fn entries() -> Vec<ToolEntry> {
              prompts for you to answer; no model is invoked) and records the route decision.",
             Effect::Appends,
             render_json,
-        ),
+        )
+        .with_caller(CallerEffect::ContinuesStartedSession),
         entry::<RouterArgs, RouterOutput>(
-            "reasoning_intent_router",
+            REASONING_INTENT_ROUTER_TOOL,
             "Route Reasoning Intent",
             "Classify a query into a thinking mode with documented keyword and structure rules \
              (verify/evidence/claim → Test; compare/options/trade-off → Explore; \
@@ -34,15 +39,16 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<AutopilotArgs, AutopilotOutput>(
-            "reasoning_autopilot",
+            REASONING_AUTOPILOT_TOOL,
             "Reasoning Autopilot",
             "run_thinking_mode in Auto, plus autopilot_plan: the ordered tools to call next for \
              the routed mode and profile, each with why.",
             Effect::Appends,
             render_json,
-        ),
+        )
+        .with_caller(CallerEffect::ContinuesStartedSession),
         entry::<PipelineArgs, PipelineOutput>(
-            "run_reasonkit_pipeline",
+            RUN_REASONKIT_PIPELINE_TOOL,
             "Run ReasonKit Pipeline",
             "Add ReasonKit stage markers to the deliberation — gigathink (perspectives), \
              laserlogic (conflicts, orphans), bedrock (first principles), proofguard \

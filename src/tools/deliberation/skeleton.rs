@@ -5,11 +5,12 @@ use super::super::catalog::{Effect, ToolEntry, entry, render_json};
 use crate::app::deliberation::skeleton::{
     ElaborationArgs, ElaborationOutput, StartSkeletonArgs, StartSkeletonOutput,
 };
+use crate::app::{RUN_SKELETON_ELABORATION_TOOL, START_SKELETON_OF_THOUGHT_TOOL};
 
 pub(super) fn entries() -> Vec<ToolEntry> {
     vec![
         entry::<StartSkeletonArgs, StartSkeletonOutput>(
-            "start_skeleton_of_thought",
+            START_SKELETON_OF_THOUGHT_TOOL,
             "Start Skeleton of Thought",
             "Outline a node's answer (default: the goal) as ordered skeleton points — yours \
              (points, preferred) or an outline template when you send none (a scaffold, not \
@@ -20,7 +21,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             render_json,
         ),
         entry::<ElaborationArgs, ElaborationOutput>(
-            "run_skeleton_elaboration",
+            RUN_SKELETON_ELABORATION_TOOL,
             "Elaborate Skeleton",
             "Add your elaborations under a phase's skeleton points, then merge: a merge node \
              (your merge_summary, or a merge prompt) that subsumes every elaboration. Merges by \

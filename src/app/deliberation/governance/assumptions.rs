@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     MAX_IDS, assumption_blocks, criticality_or_refuse, empty_text, require_nodes, too_many,
 };
+use crate::app::ErrorCode;
 use crate::app::call::{Call, PathStep};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::injection::shown;
@@ -220,7 +221,7 @@ pub(crate) fn decide_assumption_status(call: &mut Call<'_>) -> Outcome {
     let Some(found) = d.assumption(&args.assumption_id) else {
         return Err(refuse(
             d,
-            "unknown_assumption",
+            ErrorCode::UnknownAssumption,
             format!(
                 "\"{}\" is not an assumption of this deliberation",
                 args.assumption_id
@@ -235,7 +236,7 @@ pub(crate) fn decide_assumption_status(call: &mut Call<'_>) -> Outcome {
     if !ASSUMPTION_STATUSES.contains(&status.as_str()) {
         return Err(refuse(
             d,
-            "invalid_status",
+            ErrorCode::InvalidStatus,
             format!("\"{status}\" is not an assumption status"),
             "use validated, falsified, retracted or unverified",
         ));
@@ -258,7 +259,7 @@ pub(crate) fn decide_assumption_status(call: &mut Call<'_>) -> Outcome {
     {
         return Err(refuse(
             d,
-            "rationale_required",
+            ErrorCode::RationaleRequired,
             format!(
                 "marking {} {status} needs evidence or a rationale",
                 found.assumption_id

@@ -11,10 +11,17 @@ use super::{
     Assessment, CHECK_ASSUMPTION, CHECK_CRITICAL_CLAIM, CHECK_DIVERSITY, CHECK_SOURCE_CONFLICT,
     GAP_QUALITY, QualityComponent, assess, count, threshold_or_refuse,
 };
+use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::Call;
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::{AnalysisOut, BlockingGapOut, RouteDecisionOut};
+use crate::app::deliberation::{
+    ADD_THOUGHT_NODE_TOOL, APPLY_REASONING_PATTERN_TOOL, CONSENSUS_ANSWER_TOOL,
+    CONVERGE_REASONING_TOOL, EXPAND_THOUGHTS_TOOL, PRUNE_THOUGHTS_TOOL,
+    RUN_REASONING_CHECKPOINT_TOOL, SCORE_THOUGHTS_TOOL, SET_ASSUMPTION_STATUS_TOOL,
+    VERIFY_THOUGHTS_TOOL,
+};
 use crate::events::Fact;
 use crate::events::deliberation::{CheckpointRecorded, RouteDecision};
 use crate::projections::Deliberation;
@@ -32,16 +39,16 @@ pub(super) struct Route {
 
 fn remedy_tools(decision: &str, converged: bool) -> &'static [&'static str] {
     match decision {
-        "resolve_conflicts" | "verify" => &["verify_thoughts"],
-        "resolve_assumptions" => &["set_assumption_status"],
+        "resolve_conflicts" | "verify" => &[VERIFY_THOUGHTS_TOOL],
+        "resolve_assumptions" => &[SET_ASSUMPTION_STATUS_TOOL],
         "expand" => &[
-            "expand_thoughts",
-            "add_thought_node",
-            "apply_reasoning_pattern",
+            EXPAND_THOUGHTS_TOOL,
+            ADD_THOUGHT_NODE_TOOL,
+            APPLY_REASONING_PATTERN_TOOL,
         ],
-        "score" => &["score_thoughts", "prune_thoughts"],
-        _ if converged => &["consensus_answer"],
-        _ => &["converge_reasoning", "consensus_answer"],
+        "score" => &[SCORE_THOUGHTS_TOOL, PRUNE_THOUGHTS_TOOL],
+        _ if converged => &[CONSENSUS_ANSWER_TOOL],
+        _ => &[CONVERGE_REASONING_TOOL, CONSENSUS_ANSWER_TOOL],
     }
 }
 
@@ -161,15 +168,15 @@ pub(super) fn route(a: &Assessment, d: &Deliberation, route_pending: bool) -> Ro
     };
     if decision == "converge" {
         if !converged {
-            push("converge_reasoning");
+            push(CONVERGE_REASONING_TOOL);
             if a.governed {
                 // Converging changes the graph, so the route must be decided again after it.
-                push("run_reasoning_checkpoint");
+                push(RUN_REASONING_CHECKPOINT_TOOL);
             }
         } else if route_pending {
-            push("run_reasoning_checkpoint");
+            push(RUN_REASONING_CHECKPOINT_TOOL);
         }
-        push("consensus_answer");
+        push(CONSENSUS_ANSWER_TOOL);
     } else {
         for t in remedy_tools(decision, converged) {
             push(t);
@@ -179,7 +186,7 @@ pub(super) fn route(a: &Assessment, d: &Deliberation, route_pending: bool) -> Ro
                 push(t);
             }
         }
-        push("run_reasoning_checkpoint");
+        push(RUN_REASONING_CHECKPOINT_TOOL);
     }
     Route {
         decision: RouteDecision {
@@ -245,7 +252,7 @@ pub(crate) fn decide_checkpoint(call: &mut Call<'_>) -> Outcome {
     {
         return Err(refuse(
             d,
-            "unknown_phase",
+            ErrorCode::UnknownPhase,
             format!("\"{phase}\" is not a skeleton phase of this deliberation"),
             "use a phase_id start_skeleton_of_thought returned, or omit phase_id",
         ));

@@ -12,6 +12,7 @@ use super::{
     CHECK_ASSUMPTION, CHECK_CRITICAL_CLAIM, CHECK_DIVERSITY, CHECK_SOURCE_CONFLICT, Check,
     CheckOut, assess, empty_text, guard_checks, ratio, round3,
 };
+use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::{Call, PathStep};
 use crate::app::deliberation::context::refuse;
@@ -159,7 +160,7 @@ pub(crate) fn decide_consensus(call: &mut Call<'_>) -> Outcome {
             serde_json::to_value(a.checks.iter().map(CheckOut::from).collect::<Vec<_>>())
                 .unwrap_or(Value::Null),
         );
-        let (rejection, session) = refuse(d, "consensus_blocked", message, suggestion);
+        let (rejection, session) = refuse(d, ErrorCode::ConsensusBlocked, message, suggestion);
         return Err((rejection.with_details(details), session));
     }
     let (answer, answer_source, shown_answer) = match &args.answer {
@@ -177,7 +178,7 @@ pub(crate) fn decide_consensus(call: &mut Call<'_>) -> Outcome {
             let Some(content) = content else {
                 return Err(refuse(
                     d,
-                    "no_answer",
+                    ErrorCode::NoAnswer,
                     "no answer was passed and the deliberation has no convergence node with \
                      content",
                     "run converge_reasoning first (its node's content becomes the answer), or \

@@ -12,12 +12,14 @@ use serde_json::{Map, Value, json};
 
 use super::claims::quote;
 use super::{assess, empty_text, is_candidate, threshold_or_refuse};
+use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::{Call, PathStep};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::graph_edit::GraphEdit;
 use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::outputs::{BlockingGapOut, NodeOut};
+use crate::app::deliberation::{CONSENSUS_ANSWER_TOOL, RUN_REASONING_CHECKPOINT_TOOL};
 use crate::events::Fact;
 use crate::events::deliberation::{BlockingGap, DeliberationStatusChanged, ScannedText};
 use crate::projections::Deliberation;
@@ -134,7 +136,7 @@ pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
         details.insert("threshold".into(), json!(a.threshold));
         let (rejection, session) = refuse(
             d,
-            "convergence_blocked",
+            ErrorCode::ConvergenceBlocked,
             format!("convergence is blocked: {}", named.join(", ")),
             "clear the blockers first: verify_thoughts for claims and conflicts, \
              set_assumption_status for assumptions; run_reasoning_checkpoint or \
@@ -146,7 +148,7 @@ pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
     if sources.is_empty() {
         return Err(refuse(
             d,
-            "nothing_to_converge",
+            ErrorCode::NothingToConverge,
             "there is no live candidate node to converge on",
             "add thoughts first (add_thought_node, expand_thoughts), or pass an answer to \
              consensus_answer directly",
@@ -222,7 +224,7 @@ pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
     let Some(node) = node else {
         return Err(refuse(
             d,
-            "internal_error",
+            ErrorCode::InternalError,
             "the convergence node was not planned",
             "retry",
         ));
@@ -236,9 +238,9 @@ pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
     }));
     let mut recommended_tools = Vec::new();
     if a.governed {
-        recommended_tools.push("run_reasoning_checkpoint".to_owned());
+        recommended_tools.push(RUN_REASONING_CHECKPOINT_TOOL.to_owned());
     }
-    recommended_tools.push("consensus_answer".to_owned());
+    recommended_tools.push(CONSENSUS_ANSWER_TOOL.to_owned());
     let body = ConvergeOutput {
         node,
         subsumed_node_ids: sources,

@@ -36,6 +36,7 @@ mod tests;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::app::ErrorCode;
 use crate::app::call::Refusal;
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::graph_edit::GraphEdit;
@@ -189,7 +190,7 @@ fn criticality_or_refuse(
     } else {
         Err(refuse(
             d,
-            "invalid_criticality",
+            ErrorCode::InvalidCriticality,
             format!("{field} \"{value}\" is not a criticality"),
             "use low, medium, high or critical (default medium)",
         ))
@@ -200,7 +201,7 @@ fn threshold_or_refuse(d: &Deliberation, raw: Option<f64>) -> Result<Option<f64>
     match raw {
         Some(t) if !(t.is_finite() && (0.0..=1.0).contains(&t)) => Err(refuse(
             d,
-            "invalid_threshold",
+            ErrorCode::InvalidThreshold,
             format!("quality_threshold {t} is not between 0 and 1"),
             format!(
                 "pass a number from 0 to 1, or omit it for the {} profile's {}",
@@ -215,7 +216,7 @@ fn threshold_or_refuse(d: &Deliberation, raw: Option<f64>) -> Result<Option<f64>
 fn too_many(d: &Deliberation, field: &str, n: usize, max: usize) -> Refusal {
     refuse(
         d,
-        "too_many_items",
+        ErrorCode::TooManyItems,
         format!("{field} holds {n} items; at most {max} are accepted in one call"),
         "split them over several calls",
     )
@@ -224,7 +225,7 @@ fn too_many(d: &Deliberation, field: &str, n: usize, max: usize) -> Refusal {
 fn empty_text(d: &Deliberation, field: &str, what: &str) -> Refusal {
     refuse(
         d,
-        "invalid_arguments",
+        ErrorCode::InvalidArguments,
         format!("{field} is empty"),
         format!("send {what}"),
     )

@@ -19,7 +19,8 @@ use super::{
     MAX_CLAIMS_PER_CALL, MAX_EVIDENCE_PER_CALL, MAX_IDS, Tally, VerificationMatrix, claim_status,
     criticality_or_refuse, empty_text, require_nodes, tier_weight, too_many,
 };
-use crate::app::call::{Call, PathStep};
+use crate::app::ErrorCode;
+use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::outputs::{AnalysisOut, RedactionOut};
@@ -28,6 +29,7 @@ use crate::events::Fact;
 use crate::events::deliberation::{
     ClaimRecorded, ConflictResolved, EvidenceRecorded, VerificationQuestion, VerificationRecorded,
 };
+use crate::projections::Deliberation;
 
 /// A new claim to put under verification.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -190,6 +192,12 @@ fn lower(s: &str) -> String {
     s.trim().to_ascii_lowercase()
 }
 
+/// A claim of this call, planned: its index in `claims`, id, criticality and nodes.
+type NewClaim = (usize, String, String, Vec<String>);
+
+/// Decides `verify_thoughts`, step by step: the counts, the claims, the evidence, the
+/// resolutions, the statuses they give, the questions within the budget, then the fact and the
+/// response. Any refusal comes before anything is recorded.
 pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
     let args: VerifyArgs = call.parse(
         "send {\"claims\": [{\"text\": \"…\", \"criticality\": \"critical\", \"node_ids\": \
@@ -198,14 +206,95 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
          [{\"claim_id\": \"claim-1\", \"outcome\": \"verified\", \"rationale\": \"…\"}]}",
     )?;
     let d = call.open_deliberation(args.session_id.as_deref())?;
-    let state = call.app.deliberations();
     let claims = args.claims.unwrap_or_default();
     let evidence = args.evidence.unwrap_or_default();
     let resolutions = args.resolutions.unwrap_or_default();
+    check_counts(d, &claims, &evidence, &resolutions)?;
+    let (mut views, new_claims) = plan_claims(call, d, &claims)?;
+    let planned = plan_evidence(call, d, &views, &evidence)?;
+    let all_tallies = tallies(recorded_evidence(d).chain(planned_evidence(&planned)));
+    let planned_resolutions = plan_resolutions(call, d, &views, &all_tallies, &resolutions)?;
+    let statuses = settle_statuses(
+        &mut views,
+        &new_claims,
+        &planned,
+        &planned_resolutions,
+        &all_tallies,
+    );
+    let questions = if args.generate_questions.unwrap_or(true) {
+        plan_questions(call, d, &views, &new_claims)
+    } else {
+        Questions::none(d)
+    };
+    let (recorded_claims, redactions) =
+        record_claims(call, &claims, new_claims, &planned, &planned_resolutions);
+    let source_node_ids: Vec<String> = views
+        .iter()
+        .filter(|v| statuses.touched.contains(&v.claim_id))
+        .flat_map(|v| v.node_ids.iter().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let analysis = call.analysis(
+        &d.user_mode,
+        "verify.tiered_independent_evidence",
+        "heuristic",
+        source_node_ids,
+        &[
+            "evaluates only caller-supplied evidence; no retrieval or fact-checking provider is \
+             configured",
+            "statuses follow the tiers (primary 1.0, secondary 0.6, tertiary 0.3) and \
+             independence groups as the caller declared them; neither is checked",
+            "verification questions are fixed templates quoting the claim; nothing answers them",
+        ],
+    );
+    let verification_id = format!("verif-{}", d.verifications.len() + 1);
+    let body = VerifyOutput {
+        verification_id: verification_id.clone(),
+        claims: claim_outs(&views, &statuses, &all_tallies),
+        evidence: evidence_outs(&planned),
+        verification_matrix: matrix(
+            &views,
+            &recorded_evidence(d)
+                .chain(planned_evidence(&planned))
+                .collect::<Vec<EvidenceView<'_>>>(),
+        ),
+        questions_used: questions
+            .used
+            .saturating_add(u32::try_from(questions.recorded.len()).unwrap_or(u32::MAX)),
+        questions: questions.shown,
+        questions_truncated: questions.truncated,
+        questions_budget: questions.budget,
+        conflicts: conflicts(&views, &all_tallies),
+        redactions,
+        analysis: AnalysisOut::from(&analysis),
+        session_id: d.session_id.to_string(),
+        deliberation_id: d.deliberation_id.clone(),
+    };
+    let fact = Fact::VerificationRecorded(VerificationRecorded {
+        session_id: d.session_id.clone(),
+        verification_id,
+        claims: recorded_claims,
+        evidence: planned,
+        resolutions: planned_resolutions,
+        questions: questions.recorded,
+        statuses: statuses.statuses,
+        analysis,
+    });
+    call.done(Some(d.session_id.clone()), vec![fact], body)
+}
+
+/// Refuses a call that sends nothing, or more than a call may hold.
+fn check_counts(
+    d: &Deliberation,
+    claims: &[ClaimArg],
+    evidence: &[EvidenceArg],
+    resolutions: &[ResolutionArg],
+) -> Result<(), Refusal> {
     if claims.is_empty() && evidence.is_empty() && resolutions.is_empty() {
         return Err(refuse(
             d,
-            "nothing_to_verify",
+            ErrorCode::NothingToVerify,
             "no claims, evidence or resolutions were sent",
             "send new claims, evidence on claims (new or existing), or resolutions of contested \
              claims",
@@ -230,8 +319,16 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
             MAX_CLAIMS_PER_CALL,
         ));
     }
+    Ok(())
+}
 
-    // Claims: recorded ones, then the new ones with their ids.
+/// The recorded claims, then the new ones with their ids (checked: text, criticality, nodes).
+fn plan_claims(
+    call: &Call<'_>,
+    d: &Deliberation,
+    claims: &[ClaimArg],
+) -> Result<(Vec<ClaimView>, Vec<NewClaim>), Refusal> {
+    let state = call.app.deliberations();
     let mut views: Vec<ClaimView> = d
         .claims
         .iter()
@@ -278,22 +375,32 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         });
         new_claims.push((i, claim_id, criticality, node_ids));
     }
-    let known = |id: &str| views.iter().any(|v| v.claim_id == id);
-    let unknown_claim = |id: &str, role: &str| {
-        refuse(
-            d,
-            "unknown_claim",
-            format!("{role} names \"{id}\", which is not a claim of this deliberation"),
-            format!(
-                "use an existing claim id (claim-1 … claim-{}) or claim-{} … for the claims of \
-                 this call, in order",
-                d.claims.len(),
-                d.claims.len() + 1
-            ),
-        )
-    };
+    Ok((views, new_claims))
+}
 
-    // Evidence: validate, then plan with ids.
+/// The refusal of a claim id that is neither recorded nor new in this call.
+fn unknown_claim(d: &Deliberation, id: &str, role: &str) -> Refusal {
+    refuse(
+        d,
+        ErrorCode::UnknownClaim,
+        format!("{role} names \"{id}\", which is not a claim of this deliberation"),
+        format!(
+            "use an existing claim id (claim-1 … claim-{}) or claim-{} … for the claims of \
+             this call, in order",
+            d.claims.len(),
+            d.claims.len() + 1
+        ),
+    )
+}
+
+/// The evidence, checked and planned with its ids.
+fn plan_evidence(
+    call: &mut Call<'_>,
+    d: &Deliberation,
+    views: &[ClaimView],
+    evidence: &[EvidenceArg],
+) -> Result<Vec<EvidenceRecorded>, Refusal> {
+    let known = |id: &str| views.iter().any(|v| v.claim_id == id);
     let mut planned: Vec<EvidenceRecorded> = Vec::with_capacity(evidence.len());
     for (i, e) in evidence.iter().enumerate() {
         let at = format!("evidence[{i}]");
@@ -308,7 +415,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if tier_weight(&tier).is_none() {
             return Err(refuse(
                 d,
-                "invalid_tier",
+                ErrorCode::InvalidTier,
                 format!("{at}.tier \"{tier}\" is not an evidence tier"),
                 "use primary (weight 1.0), secondary (0.6) or tertiary (0.3)",
             ));
@@ -317,7 +424,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if group.is_empty() {
             return Err(refuse(
                 d,
-                "invalid_evidence",
+                ErrorCode::InvalidEvidence,
                 format!("{at}.independence_group is empty"),
                 "name the source's independence group; sources sharing an origin share a group",
             ));
@@ -327,7 +434,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if supports.is_empty() && refutes.is_empty() {
             return Err(refuse(
                 d,
-                "invalid_evidence",
+                ErrorCode::InvalidEvidence,
                 format!("{at} neither supports nor refutes a claim"),
                 "list the claims it bears on in supports_claims or refutes_claims",
             ));
@@ -343,7 +450,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if let Some(both) = supports.iter().find(|c| refutes.contains(c)) {
             return Err(refuse(
                 d,
-                "invalid_evidence",
+                ErrorCode::InvalidEvidence,
                 format!("{at} both supports and refutes {both}"),
                 "send the supporting and the refuting parts as two pieces of evidence, in \
                  different independence groups if they come from different sources",
@@ -351,7 +458,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         }
         for id in supports.iter().chain(&refutes) {
             if !known(id) {
-                return Err(unknown_claim(id, &at));
+                return Err(unknown_claim(d, id, &at));
             }
         }
         let source = call.scanned(
@@ -388,19 +495,27 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
             refutes_claims: refutes,
         });
     }
-    let all_tallies = tallies(recorded_evidence(d).chain(planned_evidence(&planned)));
+    Ok(planned)
+}
 
-    // Resolutions: only for claims whose sources conflict.
+/// The resolutions, only for claims whose sources conflict.
+fn plan_resolutions(
+    call: &mut Call<'_>,
+    d: &Deliberation,
+    views: &[ClaimView],
+    all_tallies: &HashMap<String, Tally>,
+    resolutions: &[ResolutionArg],
+) -> Result<Vec<ConflictResolved>, Refusal> {
     let mut planned_resolutions: Vec<ConflictResolved> = Vec::with_capacity(resolutions.len());
     for (i, r) in resolutions.iter().enumerate() {
         let at = format!("resolutions[{i}]");
         let Some(view) = views.iter().find(|v| v.claim_id == r.claim_id) else {
-            return Err(unknown_claim(&r.claim_id, &at));
+            return Err(unknown_claim(d, &r.claim_id, &at));
         };
         if planned_resolutions.iter().any(|p| p.claim_id == r.claim_id) {
             return Err(refuse(
                 d,
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 format!("{} is resolved twice in this call", r.claim_id),
                 "send one resolution per claim",
             ));
@@ -409,7 +524,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if !matches!(outcome.as_str(), "verified" | "refuted") {
             return Err(refuse(
                 d,
-                "invalid_outcome",
+                ErrorCode::InvalidOutcome,
                 format!("{at}.outcome \"{outcome}\" is not a resolution outcome"),
                 "use verified or refuted",
             ));
@@ -420,7 +535,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         {
             return Err(refuse(
                 d,
-                "no_conflict",
+                ErrorCode::NoConflict,
                 format!(
                     "{} has no source conflict to resolve: no group supports it while another \
                      refutes it",
@@ -433,7 +548,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         if r.rationale.trim().is_empty() {
             return Err(refuse(
                 d,
-                "rationale_required",
+                ErrorCode::RationaleRequired,
                 format!("{at}.rationale is empty"),
                 "say why one side of the conflict prevails",
             ));
@@ -453,10 +568,29 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
             rationale,
         });
     }
+    Ok(planned_resolutions)
+}
 
-    // Statuses of every claim this call touches.
+/// The claims a call touches, with their statuses after it.
+struct Statuses {
+    /// The claims the call adds, weighs evidence on or resolves.
+    touched: BTreeSet<String>,
+    /// Each touched claim's status after the call.
+    statuses: BTreeMap<String, String>,
+    /// The status a touched recorded claim had before the call.
+    previous: HashMap<String, String>,
+}
+
+/// Sets the status of every claim the call touches in `views` (keeping the previous one).
+fn settle_statuses(
+    views: &mut [ClaimView],
+    new_claims: &[NewClaim],
+    planned: &[EvidenceRecorded],
+    planned_resolutions: &[ConflictResolved],
+    all_tallies: &HashMap<String, Tally>,
+) -> Statuses {
     let mut touched: BTreeSet<String> = new_claims.iter().map(|(_, id, _, _)| id.clone()).collect();
-    for e in &planned {
+    for e in planned {
         touched.extend(e.supports_claims.iter().chain(&e.refutes_claims).cloned());
     }
     touched.extend(planned_resolutions.iter().map(|r| r.claim_id.clone()));
@@ -482,41 +616,83 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         }
         statuses.insert(v.claim_id.clone(), status.to_owned());
     }
+    Statuses {
+        touched,
+        statuses,
+        previous,
+    }
+}
 
-    // Questions, within the budget.
-    let budget = d.budgets.max_verification_questions;
-    let used = u32::try_from(d.questions.len()).unwrap_or(u32::MAX);
-    let mut remaining = budget.saturating_sub(used);
-    let mut questions: Vec<VerificationQuestion> = Vec::new();
-    let mut questions_out = Vec::new();
-    let mut truncated = false;
-    if args.generate_questions.unwrap_or(true) {
-        for (_, claim_id, criticality, _) in &new_claims {
-            let text = views
-                .iter()
-                .find(|v| &v.claim_id == claim_id)
-                .and_then(|v| v.text.clone())
-                .unwrap_or_default();
-            for template in QUESTION_TEMPLATES.iter().take(questions_for(criticality)) {
-                if remaining == 0 {
-                    truncated = true;
-                    break;
-                }
-                remaining -= 1;
-                let question = template.replacen("{}", &quote(&text), 1);
-                questions.push(VerificationQuestion {
-                    claim_id: claim_id.clone(),
-                    question: call.derive_text(&question),
-                });
-                questions_out.push(QuestionOut {
-                    claim_id: claim_id.clone(),
-                    question,
-                });
-            }
+/// The verification questions of a call, within the deliberation's budget.
+struct Questions {
+    /// As recorded (the question text committed).
+    recorded: Vec<VerificationQuestion>,
+    /// As shown in the response.
+    shown: Vec<QuestionOut>,
+    /// Whether the budget cut some.
+    truncated: bool,
+    /// Questions asked before this call.
+    used: u32,
+    /// The deliberation's question budget.
+    budget: u32,
+}
+
+impl Questions {
+    /// No questions (the caller asked for none).
+    fn none(d: &Deliberation) -> Self {
+        Self {
+            recorded: Vec::new(),
+            shown: Vec::new(),
+            truncated: false,
+            used: u32::try_from(d.questions.len()).unwrap_or(u32::MAX),
+            budget: d.budgets.max_verification_questions,
         }
     }
+}
 
-    // The facts.
+/// The questions for the new claims (more for more critical ones), until the budget runs out.
+fn plan_questions(
+    call: &mut Call<'_>,
+    d: &Deliberation,
+    views: &[ClaimView],
+    new_claims: &[NewClaim],
+) -> Questions {
+    let mut out = Questions::none(d);
+    let mut remaining = out.budget.saturating_sub(out.used);
+    for (_, claim_id, criticality, _) in new_claims {
+        let text = views
+            .iter()
+            .find(|v| &v.claim_id == claim_id)
+            .and_then(|v| v.text.clone())
+            .unwrap_or_default();
+        for template in QUESTION_TEMPLATES.iter().take(questions_for(criticality)) {
+            if remaining == 0 {
+                out.truncated = true;
+                break;
+            }
+            remaining -= 1;
+            let question = template.replacen("{}", &quote(&text), 1);
+            out.recorded.push(VerificationQuestion {
+                claim_id: claim_id.clone(),
+                question: call.derive_text(&question),
+            });
+            out.shown.push(QuestionOut {
+                claim_id: claim_id.clone(),
+                question,
+            });
+        }
+    }
+    out
+}
+
+/// The new claims as recorded (their text scanned), and every redaction of the call's texts.
+fn record_claims(
+    call: &mut Call<'_>,
+    claims: &[ClaimArg],
+    new_claims: Vec<NewClaim>,
+    planned: &[EvidenceRecorded],
+    planned_resolutions: &[ConflictResolved],
+) -> (Vec<ClaimRecorded>, Vec<RedactionOut>) {
     let mut recorded_claims = Vec::with_capacity(new_claims.len());
     let mut redactions: Vec<RedactionOut> = Vec::new();
     for (i, claim_id, criticality, node_ids) in new_claims {
@@ -538,40 +714,28 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
             node_ids,
         });
     }
-    for e in &planned {
+    for e in planned {
         redactions.extend(e.source.redactions.iter().map(RedactionOut::from));
         if let Some(x) = &e.excerpt {
             redactions.extend(x.redactions.iter().map(RedactionOut::from));
         }
     }
-    for r in &planned_resolutions {
+    for r in planned_resolutions {
         redactions.extend(r.rationale.redactions.iter().map(RedactionOut::from));
     }
-    let source_node_ids: Vec<String> = views
-        .iter()
-        .filter(|v| touched.contains(&v.claim_id))
-        .flat_map(|v| v.node_ids.iter().cloned())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let analysis = call.analysis(
-        &d.user_mode,
-        "verify.tiered_independent_evidence",
-        "heuristic",
-        source_node_ids,
-        &[
-            "evaluates only caller-supplied evidence; no retrieval or fact-checking provider is \
-             configured",
-            "statuses follow the tiers (primary 1.0, secondary 0.6, tertiary 0.3) and \
-             independence groups as the caller declared them; neither is checked",
-            "verification questions are fixed templates quoting the claim; nothing answers them",
-        ],
-    );
+    (recorded_claims, redactions)
+}
 
-    // The response.
-    let claim_outs: Vec<ClaimOut> = views
+/// Every touched claim as the response shows it.
+fn claim_outs(
+    views: &[ClaimView],
+    statuses: &Statuses,
+    all_tallies: &HashMap<String, Tally>,
+) -> Vec<ClaimOut> {
+    let empty = Tally::default();
+    views
         .iter()
-        .filter(|v| touched.contains(&v.claim_id))
+        .filter(|v| statuses.touched.contains(&v.claim_id))
         .map(|v| {
             let t = all_tallies.get(&v.claim_id).unwrap_or(&empty);
             ClaimOut {
@@ -579,7 +743,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
                 text: v.text.clone(),
                 criticality: v.criticality.clone(),
                 status: v.status.clone(),
-                previous_status: previous.get(&v.claim_id).cloned(),
+                previous_status: statuses.previous.get(&v.claim_id).cloned(),
                 support_weight: t.support_weight(),
                 refute_weight: t.refute_weight(),
                 supporting_groups: t.support.keys().cloned().collect(),
@@ -588,12 +752,12 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
                 node_ids: v.node_ids.clone(),
             }
         })
-        .collect();
-    let every: Vec<EvidenceView<'_>> = recorded_evidence(d)
-        .chain(planned_evidence(&planned))
-        .collect();
-    let matrix = matrix(&views, &every);
-    let conflicts = views
+        .collect()
+}
+
+/// Every claim whose sources conflict, resolved or not.
+fn conflicts(views: &[ClaimView], all_tallies: &HashMap<String, Tally>) -> Vec<ConflictOut> {
+    views
         .iter()
         .filter_map(|v| {
             let t = all_tallies.get(&v.claim_id)?;
@@ -606,8 +770,12 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
                 status: v.status.clone(),
             })
         })
-        .collect();
-    let evidence_out = planned
+        .collect()
+}
+
+/// The call's evidence as the response shows it.
+fn evidence_outs(planned: &[EvidenceRecorded]) -> Vec<EvidenceOut> {
+    planned
         .iter()
         .map(|e| EvidenceOut {
             evidence_id: e.evidence_id.clone(),
@@ -616,35 +784,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
             supports_claims: e.supports_claims.clone(),
             refutes_claims: e.refutes_claims.clone(),
         })
-        .collect();
-    let questions_used = used.saturating_add(u32::try_from(questions.len()).unwrap_or(u32::MAX));
-    let verification_id = format!("verif-{}", d.verifications.len() + 1);
-    let body = VerifyOutput {
-        verification_id: verification_id.clone(),
-        claims: claim_outs,
-        evidence: evidence_out,
-        verification_matrix: matrix,
-        questions: questions_out,
-        questions_truncated: truncated,
-        questions_used,
-        questions_budget: budget,
-        conflicts,
-        redactions,
-        analysis: AnalysisOut::from(&analysis),
-        session_id: d.session_id.to_string(),
-        deliberation_id: d.deliberation_id.clone(),
-    };
-    let fact = Fact::VerificationRecorded(VerificationRecorded {
-        session_id: d.session_id.clone(),
-        verification_id,
-        claims: recorded_claims,
-        evidence: planned,
-        resolutions: planned_resolutions,
-        questions,
-        statuses,
-        analysis,
-    });
-    call.done(Some(d.session_id.clone()), vec![fact], body)
+        .collect()
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     BudgetRemaining, derived, edit_at_live_node, finish, fresh_branch, invalid, node_text,
 };
+use crate::app::ErrorCode;
 use crate::app::call::{Call, PathStep};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::injection::shown;
@@ -150,7 +151,7 @@ pub(crate) fn decide_expand(call: &mut Call<'_>) -> Outcome {
     if count > max {
         return Err(refuse(
             d,
-            "budget_exceeded",
+            ErrorCode::BudgetExceeded,
             format!("{count} children asked for; this deliberation allows {max} per call"),
             format!(
                 "ask for at most {max} (call again for more), or start a deliberation with a \
@@ -175,7 +176,7 @@ pub(crate) fn decide_expand(call: &mut Call<'_>) -> Outcome {
         if fresh.len() < wanted {
             return Err(refuse(
                 d,
-                "lenses_exhausted",
+                ErrorCode::LensesExhausted,
                 format!(
                     "{count} lens expansions asked for; {anchor} has {} lens(es) left of {}",
                     fresh.len(),

@@ -45,6 +45,7 @@ pub use scoring::{
 };
 pub(crate) use scoring::{decide_prune, decide_rubric, decide_score};
 
+use crate::app::ErrorCode;
 use crate::app::call::{Call, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::graph_edit::GraphEdit;
@@ -174,7 +175,12 @@ fn fresh_branch(d: &Deliberation, anchor: &str, taken: &mut BTreeSet<String>) ->
 }
 
 fn invalid(d: &Deliberation, message: impl Into<String>, suggestion: &str) -> Refusal {
-    refuse(d, "invalid_arguments", message, suggestion.to_owned())
+    refuse(
+        d,
+        ErrorCode::InvalidArguments,
+        message,
+        suggestion.to_owned(),
+    )
 }
 
 /// A graph edit anchored at the node `node_id` names: it must exist and still be live (new
@@ -185,7 +191,7 @@ fn edit_at_live_node<'a>(d: &'a Deliberation, id: &str) -> Result<GraphEdit<'a>,
     if d.node(id).is_some_and(|n| n.pruned.is_some()) {
         return Err(refuse(
             d,
-            "node_pruned",
+            ErrorCode::NodePruned,
             format!("{id} was pruned; it no longer takes part in the search"),
             "continue from a live node (prune_thoughts lists the kept ones), or add a new \
              thought with add_thought_node",

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{BudgetRemaining, EdgeOut, derived, edit_at_live_node, finish, invalid, node_text};
+use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::budgets::{BudgetArgs, budgets_or_refuse, profile_or_refuse};
@@ -269,7 +270,7 @@ fn checked_tags(d: &Deliberation, raw: &[String]) -> Result<Vec<String>, Refusal
     if let Some(bad) = tags.iter().find(|t| scan("tags", t).is_some()) {
         return Err(refuse(
             d,
-            "invalid_tag",
+            ErrorCode::InvalidTag,
             format!("the tag \"{bad}\" reads as an instruction to a model"),
             "use short descriptive labels such as hypothesis, evidence, counter, decision",
         ));

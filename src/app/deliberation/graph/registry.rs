@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     BudgetRemaining, EdgeOut, derived, edit_at_live_node, finish, fresh_branch, node_text,
 };
+use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::{Call, Refusal};
 use crate::app::deliberation::context::refuse;
@@ -21,7 +22,7 @@ trait Registered: Sized + 'static {
     /// What an entry is, as a refusal says it ("an algorithm template").
     const KIND: &'static str;
     /// The refusal code for a name not in the registry.
-    const UNKNOWN: &'static str;
+    const UNKNOWN: ErrorCode;
     fn registry() -> &'static [Self];
     fn name(&self) -> &'static str;
 }
@@ -237,7 +238,7 @@ pub(crate) fn templates() -> &'static [AlgorithmTemplate] {
 
 impl Registered for AlgorithmTemplate {
     const KIND: &'static str = "an algorithm template";
-    const UNKNOWN: &'static str = "unknown_template";
+    const UNKNOWN: ErrorCode = ErrorCode::UnknownTemplate;
     fn registry() -> &'static [Self] {
         templates()
     }
@@ -443,7 +444,7 @@ pub(crate) fn patterns() -> &'static [ReasoningPattern] {
 
 impl Registered for ReasoningPattern {
     const KIND: &'static str = "a reasoning pattern";
-    const UNKNOWN: &'static str = "unknown_pattern";
+    const UNKNOWN: ErrorCode = ErrorCode::UnknownPattern;
     fn registry() -> &'static [Self] {
         patterns()
     }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, json};
 
 use super::invalid;
+use crate::app::ErrorCode;
 use crate::app::call::{Call, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::graph_edit::GraphEdit;
@@ -96,7 +97,7 @@ const RUBRIC_USAGE: &str =
 fn invalid_rubric(d: &Deliberation, message: String) -> Refusal {
     refuse(
         d,
-        "invalid_rubric",
+        ErrorCode::InvalidRubric,
         message,
         format!(
             "weigh these dimensions, each from 0 to 1, at least one above 0: {}",
@@ -401,7 +402,7 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
     if targets.is_empty() {
         return Err(refuse(
             d,
-            "nothing_to_score",
+            ErrorCode::NothingToScore,
             "there is no node to score: the deliberation holds only its root (or every other \
              node was pruned)",
             "add thoughts first (add_thought_node, expand_thoughts, apply_algorithm_template)",
@@ -461,7 +462,7 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
     if !unweighted.is_empty() {
         return Err(refuse(
             d,
-            "missing_agent_scores",
+            ErrorCode::MissingAgentScores,
             format!(
                 "the rubric weighs only dimensions these nodes lack (the agent score): {}",
                 unweighted.join(", ")
@@ -596,7 +597,7 @@ pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
     if candidates.is_empty() {
         return Err(refuse(
             d,
-            "nothing_to_prune",
+            ErrorCode::NothingToPrune,
             "there is no live node to prune besides the root",
             "add and score thoughts first",
         ));
@@ -611,7 +612,7 @@ pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
         details.insert("node_ids".to_owned(), json!(unscored));
         let (rejection, session) = refuse(
             d,
-            "unscored_nodes",
+            ErrorCode::UnscoredNodes,
             format!(
                 "these candidates have no score yet: {}",
                 unscored.join(", ")

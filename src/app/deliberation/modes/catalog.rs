@@ -11,6 +11,15 @@ use serde::Serialize;
 use super::plans::autopilot_steps;
 use crate::app::deliberation::budgets::{PROFILES, profile_budgets};
 use crate::app::deliberation::mode::{MODES, Mode};
+use crate::app::deliberation::{
+    ADD_THOUGHT_NODE_TOOL, APPLY_REASONING_PATTERN_TOOL, CONSENSUS_ANSWER_TOOL,
+    CONVERGE_REASONING_TOOL, EVALUATE_REASONING_QUALITY_TOOL, EXPAND_THOUGHTS_TOOL,
+    PRUNE_THOUGHTS_TOOL, REASONING_AUTOPILOT_TOOL, REASONING_INTENT_ROUTER_TOOL,
+    RECORD_ASSUMPTION_TOOL, REFINE_THOUGHTS_TOOL, RUN_REASONING_CHECKPOINT_TOOL,
+    RUN_REASONKIT_PIPELINE_TOOL, RUN_SKELETON_ELABORATION_TOOL, RUN_THINKING_MODE_TOOL,
+    SCORE_THOUGHTS_TOOL, SET_ASSUMPTION_STATUS_TOOL, SET_SCORING_RUBRIC_TOOL,
+    START_SKELETON_OF_THOUGHT_TOOL, VERIFY_THOUGHTS_TOOL,
+};
 
 /// What running a mode is expected to cost under one profile. An ordinal estimate from the
 /// mode's workflow, not a measurement.
@@ -73,9 +82,9 @@ const CONTRACTS: &[ContractSpec] = &[
         mode: "Auto",
         aliases: &["auto"],
         primary_tools: &[
-            "run_thinking_mode",
-            "reasoning_intent_router",
-            "reasoning_autopilot",
+            RUN_THINKING_MODE_TOOL,
+            REASONING_INTENT_ROUTER_TOOL,
+            REASONING_AUTOPILOT_TOOL,
         ],
         prompt_packs: &["auto_route"],
         resources: &["reasoning://thinking-modes", "reasoning://config/providers"],
@@ -100,10 +109,10 @@ const CONTRACTS: &[ContractSpec] = &[
         mode: "Quick",
         aliases: &["quick", "cot"],
         primary_tools: &[
-            "run_thinking_mode",
-            "add_thought_node",
-            "evaluate_reasoning_quality",
-            "consensus_answer",
+            RUN_THINKING_MODE_TOOL,
+            ADD_THOUGHT_NODE_TOOL,
+            EVALUATE_REASONING_QUALITY_TOOL,
+            CONSENSUS_ANSWER_TOOL,
         ],
         prompt_packs: &["quick_reasoning_audit"],
         resources: &["reasoning://thinking-modes"],
@@ -125,13 +134,13 @@ const CONTRACTS: &[ContractSpec] = &[
         mode: "Explore",
         aliases: &["explore", "tot"],
         primary_tools: &[
-            "run_thinking_mode",
-            "expand_thoughts",
-            "set_scoring_rubric",
-            "score_thoughts",
-            "prune_thoughts",
-            "refine_thoughts",
-            "converge_reasoning",
+            RUN_THINKING_MODE_TOOL,
+            EXPAND_THOUGHTS_TOOL,
+            SET_SCORING_RUBRIC_TOOL,
+            SCORE_THOUGHTS_TOOL,
+            PRUNE_THOUGHTS_TOOL,
+            REFINE_THOUGHTS_TOOL,
+            CONVERGE_REASONING_TOOL,
         ],
         prompt_packs: &["explore_branches"],
         resources: &[
@@ -157,12 +166,12 @@ const CONTRACTS: &[ContractSpec] = &[
         mode: "Map",
         aliases: &["map", "got"],
         primary_tools: &[
-            "run_thinking_mode",
-            "add_thought_node",
-            "apply_reasoning_pattern",
-            "refine_thoughts",
-            "evaluate_reasoning_quality",
-            "converge_reasoning",
+            RUN_THINKING_MODE_TOOL,
+            ADD_THOUGHT_NODE_TOOL,
+            APPLY_REASONING_PATTERN_TOOL,
+            REFINE_THOUGHTS_TOOL,
+            EVALUATE_REASONING_QUALITY_TOOL,
+            CONVERGE_REASONING_TOOL,
         ],
         prompt_packs: &["map_dependencies"],
         resources: &[
@@ -189,11 +198,11 @@ const CONTRACTS: &[ContractSpec] = &[
         mode: "Sketch",
         aliases: &["sketch"],
         primary_tools: &[
-            "start_skeleton_of_thought",
-            "run_skeleton_elaboration",
-            "score_thoughts",
-            "run_reasoning_checkpoint",
-            "converge_reasoning",
+            START_SKELETON_OF_THOUGHT_TOOL,
+            RUN_SKELETON_ELABORATION_TOOL,
+            SCORE_THOUGHTS_TOOL,
+            RUN_REASONING_CHECKPOINT_TOOL,
+            CONVERGE_REASONING_TOOL,
         ],
         prompt_packs: &["sot_skeleton", "sot_elaboration"],
         resources: &[
@@ -221,12 +230,12 @@ const CONTRACTS: &[ContractSpec] = &[
         mode: "Test",
         aliases: &["test", "reasonkit"],
         primary_tools: &[
-            "verify_thoughts",
-            "record_assumption",
-            "set_assumption_status",
-            "run_reasonkit_pipeline",
-            "run_reasoning_checkpoint",
-            "consensus_answer",
+            VERIFY_THOUGHTS_TOOL,
+            RECORD_ASSUMPTION_TOOL,
+            SET_ASSUMPTION_STATUS_TOOL,
+            RUN_REASONKIT_PIPELINE_TOOL,
+            RUN_REASONING_CHECKPOINT_TOOL,
+            CONSENSUS_ANSWER_TOOL,
         ],
         prompt_packs: &["test_verification"],
         resources: &[

@@ -12,11 +12,16 @@ use serde_json::{Value, json};
 
 use super::super::scaffold::{NodeSpec, Scaffold};
 use super::profile_of;
+use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::Call;
 use crate::app::deliberation::budgets::profile_or_refuse;
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
+use crate::app::deliberation::{
+    EXPAND_THOUGHTS_TOOL, RECORD_ASSUMPTION_TOOL, REFINE_THOUGHTS_TOOL,
+    RUN_REASONING_CHECKPOINT_TOOL, SET_ASSUMPTION_STATUS_TOOL, VERIFY_THOUGHTS_TOOL,
+};
 use crate::app::providers::HEURISTIC;
 use crate::projections::Deliberation;
 
@@ -305,7 +310,7 @@ pub(crate) fn decide_pipeline(call: &mut Call<'_>) -> Outcome {
             if !STAGES.iter().any(|(s, _, _)| *s == name) {
                 return Err(refuse(
                     d,
-                    "unknown_stage",
+                    ErrorCode::UnknownStage,
                     format!("\"{name}\" is not a ReasonKit stage"),
                     "use any of gigathink, laserlogic, bedrock, proofguard, brutalhonesty, or \
                      omit stages for the profile's default set",
@@ -361,17 +366,17 @@ pub(crate) fn decide_pipeline(call: &mut Call<'_>) -> Outcome {
     let mut next: Vec<String> = Vec::new();
     for stage in stages.iter().filter(|s| s.status == "attention") {
         let tool = match stage.stage.as_str() {
-            "gigathink" => "expand_thoughts",
-            "laserlogic" => "refine_thoughts",
-            "bedrock" => "record_assumption",
-            "proofguard" => "verify_thoughts",
-            _ => "set_assumption_status",
+            "gigathink" => EXPAND_THOUGHTS_TOOL,
+            "laserlogic" => REFINE_THOUGHTS_TOOL,
+            "bedrock" => RECORD_ASSUMPTION_TOOL,
+            "proofguard" => VERIFY_THOUGHTS_TOOL,
+            _ => SET_ASSUMPTION_STATUS_TOOL,
         };
         if !next.iter().any(|t| t == tool) {
             next.push(tool.to_owned());
         }
     }
-    next.push("run_reasoning_checkpoint".to_owned());
+    next.push(RUN_REASONING_CHECKPOINT_TOOL.to_owned());
     let analysis = call.analysis(
         mode,
         "pipeline.stage_markers",

@@ -7,6 +7,13 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::app::deliberation::mode::Mode;
+use crate::app::deliberation::{
+    ADD_THOUGHT_NODE_TOOL, CONSENSUS_ANSWER_TOOL, CONVERGE_REASONING_TOOL,
+    EVALUATE_REASONING_QUALITY_TOOL, PRUNE_THOUGHTS_TOOL, RECORD_ASSUMPTION_TOOL,
+    REFINE_THOUGHTS_TOOL, RUN_REASONING_CHECKPOINT_TOOL, RUN_REASONKIT_PIPELINE_TOOL,
+    RUN_SKELETON_ELABORATION_TOOL, SCORE_THOUGHTS_TOOL, SET_ASSUMPTION_STATUS_TOOL,
+    VERIFY_THOUGHTS_TOOL,
+};
 
 /// One step of a recommended workflow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -28,153 +35,153 @@ fn workflow(mode: Mode) -> &'static [StepSpec] {
     match mode.user_mode {
         "Quick" => &[
             (
-                "add_thought_node",
+                ADD_THOUGHT_NODE_TOOL,
                 "answer the restate, key-steps and answer-check prompts, one concise node each",
                 &[],
             ),
             (
-                "verify_thoughts",
+                VERIFY_THOUGHTS_TOOL,
                 "paranoid: check the facts the answer rests on against your evidence",
                 PARANOID,
             ),
             (
-                "evaluate_reasoning_quality",
+                EVALUATE_REASONING_QUALITY_TOOL,
                 "see the quality score and any gaps before answering",
                 DEEPER,
             ),
             (
-                "consensus_answer",
+                CONSENSUS_ANSWER_TOOL,
                 "state the answer; the policy guard checks it",
                 &[],
             ),
         ],
         "Explore" => &[
             (
-                "add_thought_node",
+                ADD_THOUGHT_NODE_TOOL,
                 "develop each opened branch with your own reasoning",
                 &[],
             ),
-            ("score_thoughts", "rank the branches by the rubric", &[]),
-            ("prune_thoughts", "keep a beam of the best branches", &[]),
+            (SCORE_THOUGHTS_TOOL, "rank the branches by the rubric", &[]),
+            (PRUNE_THOUGHTS_TOOL, "keep a beam of the best branches", &[]),
             (
-                "refine_thoughts",
+                REFINE_THOUGHTS_TOOL,
                 "correct the surviving branches with concrete feedback",
                 DEEPER,
             ),
             (
-                "run_reasonkit_pipeline",
+                RUN_REASONKIT_PIPELINE_TOOL,
                 "critique the beam (anchoring, unexamined assumptions)",
                 STRICT,
             ),
             (
-                "run_reasoning_checkpoint",
+                RUN_REASONING_CHECKPOINT_TOOL,
                 "gate on quality, diversity and open gaps",
                 DEEPER,
             ),
             (
-                "converge_reasoning",
+                CONVERGE_REASONING_TOOL,
                 "write the convergence node once the gates pass",
                 &[],
             ),
             (
-                "consensus_answer",
+                CONSENSUS_ANSWER_TOOL,
                 "state the answer; the policy guard checks it",
                 &[],
             ),
         ],
         "Map" => &[
             (
-                "add_thought_node",
+                ADD_THOUGHT_NODE_TOOL,
                 "answer the drivers, constraints and risks prompts and relate the answers by \
                  typed edges",
                 &[],
             ),
             (
-                "refine_thoughts",
+                REFINE_THOUGHTS_TOOL,
                 "resolve each conflicts edge with a refinement",
                 DEEPER,
             ),
             (
-                "run_reasonkit_pipeline",
+                RUN_REASONKIT_PIPELINE_TOOL,
                 "laserlogic: list conflicts and orphan nodes",
                 DEEPER,
             ),
             (
-                "evaluate_reasoning_quality",
+                EVALUATE_REASONING_QUALITY_TOOL,
                 "see the quality score and any gaps",
                 &[],
             ),
             (
-                "converge_reasoning",
+                CONVERGE_REASONING_TOOL,
                 "write the convergence node once the gates pass",
                 &[],
             ),
             (
-                "consensus_answer",
+                CONSENSUS_ANSWER_TOOL,
                 "state the answer; the policy guard checks it",
                 &[],
             ),
         ],
         "Sketch" => &[
             (
-                "run_skeleton_elaboration",
+                RUN_SKELETON_ELABORATION_TOOL,
                 "elaborate every skeleton point independently, then merge",
                 &[],
             ),
             (
-                "score_thoughts",
+                SCORE_THOUGHTS_TOOL,
                 "score the elaborations before merging",
                 STRICT,
             ),
             (
-                "run_reasoning_checkpoint",
+                RUN_REASONING_CHECKPOINT_TOOL,
                 "gate the phase (pass its phase_id)",
                 DEEPER,
             ),
             (
-                "converge_reasoning",
+                CONVERGE_REASONING_TOOL,
                 "write the convergence node from the merge",
                 &[],
             ),
             (
-                "consensus_answer",
+                CONSENSUS_ANSWER_TOOL,
                 "state the answer; the policy guard checks it",
                 &[],
             ),
         ],
         "Test" => &[
             (
-                "verify_thoughts",
+                VERIFY_THOUGHTS_TOOL,
                 "register the claims to verify and generate verification questions",
                 &[],
             ),
             (
-                "verify_thoughts",
+                VERIFY_THOUGHTS_TOOL,
                 "send your evidence (tier, independence_group) and resolve source conflicts",
                 &[],
             ),
             (
-                "record_assumption",
+                RECORD_ASSUMPTION_TOOL,
                 "record what the answer takes for granted",
                 &[],
             ),
             (
-                "set_assumption_status",
+                SET_ASSUMPTION_STATUS_TOOL,
                 "settle verifiable high and critical assumptions",
                 DEEPER,
             ),
             (
-                "run_reasonkit_pipeline",
+                RUN_REASONKIT_PIPELINE_TOOL,
                 "stage markers: perspectives, logic, first principles, verification, critique",
                 &[],
             ),
             (
-                "run_reasoning_checkpoint",
+                RUN_REASONING_CHECKPOINT_TOOL,
                 "record a fresh route decision and the blocking gaps",
                 &[],
             ),
             (
-                "consensus_answer",
+                CONSENSUS_ANSWER_TOOL,
                 "passes only when the five policy-guard checks pass",
                 &[],
             ),

@@ -13,7 +13,9 @@ use super::catalog::{
     EstimatedCost, ThinkingModeContract, contract, estimated_cost, mode_named, strings,
 };
 use super::{existing_deliberation, profile_of};
+use crate::app::ErrorCode;
 use crate::app::call::Call;
+use crate::app::deliberation::REASONING_INTENT_ROUTER_TOOL;
 use crate::app::deliberation::budgets::profile_or_refuse;
 use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::mode::Mode;
@@ -513,7 +515,7 @@ pub(crate) fn decide_intent_router(call: &mut Call<'_>) -> Outcome {
     if args.query.trim().is_empty() {
         return Err((
             Rejection::new(
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 "query is empty",
                 "send the question or task to route",
             ),
@@ -551,7 +553,7 @@ pub(crate) fn decide_intent_router(call: &mut Call<'_>) -> Outcome {
         route_id = Some(format!("route-{}", d.routes.len() + 1));
         facts.push(route_fact(
             d,
-            "reasoning_intent_router",
+            REASONING_INTENT_ROUTER_TOOL,
             mode,
             decision.clone(),
         ));

@@ -14,12 +14,14 @@ use super::catalog::{
 use super::plans::{PlanStep, autopilot_steps, next_tools};
 use super::router::{classify, route_fact, safety_notes};
 use super::{existing_deliberation, profile_of};
+use crate::app::ErrorCode;
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::budgets::{BudgetArgs, budgets_or_refuse, profile_or_refuse};
 use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::mode::{Mode, mode_or_refuse};
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut, RouteDecisionOut};
 use crate::app::deliberation::start::{StartPlan, plan_start};
+use crate::app::deliberation::{REASONING_AUTOPILOT_TOOL, RUN_THINKING_MODE_TOOL};
 use crate::app::providers::{HEURISTIC, SOT_HEURISTIC_SCAFFOLD};
 use crate::app::{Outcome, Rejection};
 use crate::events::deliberation::RouteDecision;
@@ -390,7 +392,7 @@ fn scaffold_mode(
 fn goal_required() -> Refusal {
     (
         Rejection::new(
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "goal is required to start a deliberation",
             "send goal (the question or task); or pass the session_id of a session that holds \
              a deliberation to continue it",
@@ -416,7 +418,7 @@ fn run(call: &mut Call<'_>, req: RunRequest<'_>) -> Result<RunResult, Refusal> {
     {
         return Err((
             Rejection::new(
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 "goal is empty",
                 "omit goal to scaffold under the deliberation's root, or state the sub-goal",
             ),
@@ -492,7 +494,7 @@ fn run(call: &mut Call<'_>, req: RunRequest<'_>) -> Result<RunResult, Refusal> {
             else {
                 return Err((
                     Rejection::new(
-                        "invalid_arguments",
+                        ErrorCode::InvalidArguments,
                         "the deliberation could not be planned",
                         "retry without session_id",
                     ),
@@ -620,7 +622,7 @@ pub(crate) fn decide_run_thinking_mode(call: &mut Call<'_>) -> Outcome {
             constraints: &constraints,
             budgets: args.budgets.as_ref(),
             session_id: args.session_id.as_deref(),
-            source: "run_thinking_mode",
+            source: RUN_THINKING_MODE_TOOL,
         },
     )?;
     call.done(Some(result.session_id), result.facts, result.body)
@@ -642,7 +644,7 @@ pub(crate) fn decide_autopilot(call: &mut Call<'_>) -> Outcome {
             constraints: &constraints,
             budgets: args.budgets.as_ref(),
             session_id: args.session_id.as_deref(),
-            source: "reasoning_autopilot",
+            source: REASONING_AUTOPILOT_TOOL,
         },
     )?;
     let body = AutopilotOutput {

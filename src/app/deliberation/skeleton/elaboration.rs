@@ -10,9 +10,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::super::scaffold::{NodeSpec, Scaffold};
+use crate::app::ErrorCode;
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
+use crate::app::deliberation::{
+    CONVERGE_REASONING_TOOL, RUN_REASONING_CHECKPOINT_TOOL, RUN_SKELETON_ELABORATION_TOOL,
+    SCORE_THOUGHTS_TOOL,
+};
 use crate::app::providers::SOT_HEURISTIC_SCAFFOLD;
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
@@ -85,7 +90,7 @@ fn phase_or_refuse<'d>(
     let Some(phase) = d.phase(phase_id) else {
         return Err(refuse(
             d,
-            "unknown_phase",
+            ErrorCode::UnknownPhase,
             format!("\"{phase_id}\" is not a skeleton phase of this deliberation"),
             if d.phases.is_empty() {
                 "start one with start_skeleton_of_thought".to_owned()
@@ -104,7 +109,7 @@ fn phase_or_refuse<'d>(
     if phase.state == "merged" {
         return Err(refuse(
             d,
-            "phase_merged",
+            ErrorCode::PhaseMerged,
             format!(
                 "phase {phase_id} is merged (merge node {})",
                 phase.merge_node_id.as_deref().unwrap_or("?")
@@ -128,7 +133,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
     if elaborations.len() > MAX_ELABORATIONS_PER_CALL {
         return Err(refuse(
             d,
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             format!(
                 "{} elaborations; at most {MAX_ELABORATIONS_PER_CALL} per call",
                 elaborations.len()
@@ -140,7 +145,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
         if !phase.skeleton_node_ids.contains(&e.skeleton_node_id) {
             return Err(refuse(
                 d,
-                "unknown_node",
+                ErrorCode::UnknownNode,
                 format!(
                     "elaborations[{i}].skeleton_node_id \"{}\" is not a skeleton node of {}",
                     e.skeleton_node_id, phase.phase_id
@@ -151,7 +156,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
         if e.content.trim().is_empty() {
             return Err(refuse(
                 d,
-                "invalid_arguments",
+                ErrorCode::InvalidArguments,
                 format!("elaborations[{i}].content is empty"),
                 "write the elaboration, or omit elaborations to get elaboration prompts",
             ));
@@ -161,7 +166,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
     if summary.is_some_and(|t| t.trim().is_empty()) {
         return Err(refuse(
             d,
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "merge_summary is empty",
             "write the merged answer, or omit merge_summary for a merge prompt",
         ));
@@ -169,7 +174,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
     if args.merge == Some(false) && summary.is_some() {
         return Err(refuse(
             d,
-            "invalid_arguments",
+            ErrorCode::InvalidArguments,
             "merge_summary was given with merge false",
             "drop merge_summary, or set merge true (or omit it)",
         ));
@@ -284,7 +289,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
     if merge && all_elaborations.is_empty() {
         return Err(refuse(
             d,
-            "nothing_to_merge",
+            ErrorCode::NothingToMerge,
             format!("phase {} has no elaboration to merge", phase.phase_id),
             "send elaborations first (run_skeleton_elaboration with elaborations)",
         ));
@@ -292,7 +297,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
     if !merge && elaboration_count == 0 && prompt_count == 0 {
         return Err(refuse(
             d,
-            "nothing_to_elaborate",
+            ErrorCode::NothingToElaborate,
             format!(
                 "every point of {} already has an elaboration or a prompt, and no \
                  elaboration was sent",
@@ -396,9 +401,9 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
         }));
     }
     let next_tools = if merge {
-        vec!["run_reasoning_checkpoint", "converge_reasoning"]
+        vec![RUN_REASONING_CHECKPOINT_TOOL, CONVERGE_REASONING_TOOL]
     } else {
-        vec!["run_skeleton_elaboration", "score_thoughts"]
+        vec![RUN_SKELETON_ELABORATION_TOOL, SCORE_THOUGHTS_TOOL]
     };
     let body = ElaborationOutput {
         session_id: d.session_id.to_string(),

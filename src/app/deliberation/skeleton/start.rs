@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::super::scaffold::Scaffold;
 use super::{DEFAULT_SCAFFOLD_POINTS, MAX_POINTS, STYLES, SkeletonPlan, plan_skeleton};
+use crate::app::ErrorCode;
 use crate::app::call::{Call, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
+use crate::app::deliberation::{RUN_REASONING_CHECKPOINT_TOOL, RUN_SKELETON_ELABORATION_TOOL};
 use crate::app::{Outcome, Rejection, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::Suitability;
@@ -83,7 +85,7 @@ pub struct StartSkeletonOutput {
 
 fn invalid(message: impl Into<String>, suggestion: &str) -> Refusal {
     (
-        Rejection::new("invalid_arguments", message, suggestion),
+        Rejection::new(ErrorCode::InvalidArguments, message, suggestion),
         None,
     )
 }
@@ -104,7 +106,7 @@ pub(crate) fn decide_start_skeleton(call: &mut Call<'_>) -> Outcome {
     if !STYLES.contains(&style.as_str()) {
         return Err(refuse(
             d,
-            "invalid_style",
+            ErrorCode::InvalidStyle,
             format!("\"{style}\" is not a skeleton style"),
             "use bullet, numbered or sections",
         ));
@@ -125,7 +127,7 @@ pub(crate) fn decide_start_skeleton(call: &mut Call<'_>) -> Outcome {
     if max_points == 0 || max_points > MAX_POINTS {
         return Err(refuse(
             d,
-            "invalid_max_points",
+            ErrorCode::InvalidMaxPoints,
             format!("max_points is {max_points}; it must be between 1 and {MAX_POINTS}"),
             format!(
                 "pass 1 to {MAX_POINTS}; past a dozen points an outline stops being a skeleton"
@@ -135,7 +137,7 @@ pub(crate) fn decide_start_skeleton(call: &mut Call<'_>) -> Outcome {
     if points.len() > usize::try_from(max_points).unwrap_or(usize::MAX) {
         return Err(refuse(
             d,
-            "too_many_points",
+            ErrorCode::TooManyPoints,
             format!("{} points; max_points is {max_points}", points.len()),
             format!("merge related points, or raise max_points (at most {MAX_POINTS})"),
         ));
@@ -189,8 +191,8 @@ pub(crate) fn decide_start_skeleton(call: &mut Call<'_>) -> Outcome {
         skeleton_nodes: s.nodes_out(call.at),
         safety_notes: notes,
         next_tools: vec![
-            "run_skeleton_elaboration".to_owned(),
-            "run_reasoning_checkpoint".to_owned(),
+            RUN_SKELETON_ELABORATION_TOOL.to_owned(),
+            RUN_REASONING_CHECKPOINT_TOOL.to_owned(),
         ],
         analysis: AnalysisOut::from(&phase.analysis),
     };
