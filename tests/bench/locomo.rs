@@ -138,8 +138,8 @@ struct Recall {
 
 impl Recall {
     fn add(&mut self, other: Recall) {
-        for i in 0..3 {
-            self.at[i] += other.at[i];
+        for (mine, theirs) in self.at.iter_mut().zip(other.at) {
+            *mine += theirs;
         }
         self.n += other.n;
     }
@@ -347,28 +347,36 @@ fn main() {
             );
         }
     }
-    println!("\nTuning half only: fusion (default analysis)");
+    println!("\nTuning half only: fusion, per text analysis");
     let mut fusions = vec![
         Fusion::ReciprocalRank { k: 60 },
         Fusion::ReciprocalRank { k: 10 },
     ];
-    for cosine in [CosineScaling::Clamped, CosineScaling::MinMax] {
-        for w in [0.5, 0.6, 0.7, 0.8, 0.9] {
-            fusions.push(Fusion::weighted(w, cosine).expect("weight in range"));
-        }
+    for w in [0.5, 0.7] {
+        fusions.push(Fusion::weighted(w, CosineScaling::Clamped).expect("weight in range"));
     }
-    for fusion in fusions {
-        let (per, _) = evaluate(&index, &convs, &vectors, Retrieval::Hybrid(fusion));
-        let marker = if fusion == Fusion::DEFAULT {
-            "  ← default"
-        } else {
-            ""
+    for w in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8] {
+        fusions.push(Fusion::weighted(w, CosineScaling::MinMax).expect("weight in range"));
+    }
+    for stop_words in [false, true] {
+        let analysis = TextAnalysis {
+            stem: true,
+            stop_words,
         };
-        println!(
-            "  {:42} {}{marker}",
-            describe(fusion),
-            subset(&per, TUNING).row()
-        );
+        let (ix, _) = build(&tuning, &vectors, analysis);
+        for &fusion in &fusions {
+            let (per, _) = evaluate(&ix, &tuning, &vectors, Retrieval::Hybrid(fusion));
+            let marker = if fusion == Fusion::DEFAULT && analysis == default_analysis {
+                "  ← default"
+            } else {
+                ""
+            };
+            println!(
+                "  stem, stop words {stop_words:5} {:42} {}{marker}",
+                describe(fusion),
+                subset(&per, TUNING).row()
+            );
+        }
     }
 
     hybrid_latencies.sort_unstable();

@@ -7,7 +7,7 @@
 //! by cosine (`C` = max(limit, [`CANDIDATES`](super::CANDIDATES))). A candidate outside the BM25
 //! list counts BM25 0; every candidate's cosine is exact (each memory's vector is at hand).
 //!
-//! [`Fusion::Weighted`] (the default, see [`Fusion::DEFAULT`]):
+//! [`Fusion::Weighted`] (the default, 0.5 and 0.5 with the clamped cosine, see [`Fusion::DEFAULT`]):
 //! `similarity = text_weight × bm25 / max_bm25 + vector_weight × cos'`, where `max_bm25` is the
 //! best BM25 among the candidates (BM25 is unbounded; dividing by the best makes the top lexical
 //! match 1 and keeps ratios), and `cos'` is the cosine clamped to [0, 1]
@@ -48,12 +48,12 @@ pub enum CosineScaling {
 }
 
 impl Fusion {
-    /// The default, chosen on the tuning half of LoCoMo-10 (docs/benchmarks.md): 0.7 × BM25 /
-    /// best + 0.3 × min-max cosine.
+    /// The default, the best measured on the tuning half of LoCoMo-10 (docs/benchmarks.md):
+    /// 0.5 × BM25 / best + 0.5 × clamped cosine.
     pub const DEFAULT: Fusion = Fusion::Weighted {
-        text_weight: 0.7,
-        vector_weight: 0.3,
-        cosine: CosineScaling::MinMax,
+        text_weight: 0.5,
+        vector_weight: 0.5,
+        cosine: CosineScaling::Clamped,
     };
 
     /// A weighted fusion giving `text_weight` to BM25 and the rest to the cosine; `None` unless
@@ -61,7 +61,7 @@ impl Fusion {
     pub fn weighted(text_weight: f64, cosine: CosineScaling) -> Option<Fusion> {
         (0.0..=1.0)
             .contains(&text_weight)
-            .then(|| Fusion::Weighted {
+            .then_some(Fusion::Weighted {
                 text_weight,
                 vector_weight: 1.0 - text_weight,
                 cosine,
@@ -163,7 +163,10 @@ mod tests {
 
     #[test]
     fn weighted_max_scales_bm25_and_min_max_scales_cosine() {
-        let s = fuse(Fusion::DEFAULT, &sample());
+        let s = fuse(
+            Fusion::weighted(0.7, CosineScaling::MinMax).expect("valid weight"),
+            &sample(),
+        );
         // 0.7 × 7.25/7.25 + 0.3 × (0.41 − 0.41)/(0.83 − 0.41)
         assert!((s[0] - 0.7).abs() < 1e-12, "{s:?}");
         // 0.7 × 3.5/7.25 + 0.3 × 1

@@ -68,11 +68,13 @@ pub struct TextAnalysis {
 }
 
 impl Default for TextAnalysis {
-    /// Stemming and stop words, as measured best on the tuning half of LoCoMo-10.
+    /// Stemming, no stop-word list: measured best for the fused default on the tuning half of
+    /// LoCoMo-10 (docs/benchmarks.md). BM25's IDF already weighs common words down, and
+    /// dropping them loses phrases such as "how long" or "at home".
     fn default() -> Self {
         Self {
             stem: true,
-            stop_words: true,
+            stop_words: false,
         }
     }
 }

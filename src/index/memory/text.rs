@@ -1,6 +1,6 @@
 //! The full-text half of the memory index: a tantivy index with one document per memory, English
-//! analysis (lower-casing, ASCII folding, stop words, Snowball stemming, each switchable for
-//! measurement), BM25 scoring whose statistics are the querying owner's alone, the query
+//! analysis (lower-casing, ASCII folding, Snowball stemming and, optionally, stop words;
+//! stemming and stop words switchable for measurement), BM25 scoring whose statistics are the querying owner's alone, the query
 //! parser's boolean syntax read leniently, `<b>` highlights and matched terms.
 //!
 //! BM25 statistics per owner: tantivy's default statistics (document count, average length,
