@@ -11,8 +11,10 @@
 pub mod app;
 pub mod audit;
 pub mod effects;
+pub mod embed;
 pub mod events;
 pub mod export;
+pub mod index;
 pub mod ledger;
 pub mod projections;
 pub mod server;

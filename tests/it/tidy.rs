@@ -55,6 +55,7 @@ fn each_dependency_stays_in_its_layer() {
         ("blake3::", &["ledger"]),
         ("rmcp::", &["tools", "server"]),
         ("axum::", &["server"]),
+        ("tantivy::", &["index"]),
     ];
     let mut violations = Vec::new();
     for (path, text) in sources() {
@@ -122,6 +123,38 @@ const LAYER_EDGES: &[(&str, &[&str], &str)] = &[
             "effects", "audit", "export", "app", "tools", "server", "cli",
         ],
         "folds are pure and know no rules",
+    ),
+    (
+        "embed",
+        &[
+            "events",
+            "ledger",
+            "projections",
+            "index",
+            "effects",
+            "audit",
+            "export",
+            "app",
+            "tools",
+            "server",
+            "cli",
+        ],
+        "an embedder turns text into vectors and knows nothing of the ledger",
+    ),
+    (
+        "index",
+        &[
+            "ledger",
+            "projections",
+            "effects",
+            "audit",
+            "export",
+            "app",
+            "tools",
+            "server",
+            "cli",
+        ],
+        "a derived index holds what it is given; the log, not the index, is the truth",
     ),
     (
         "audit",

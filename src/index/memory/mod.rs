@@ -1,0 +1,365 @@
+//! The memory index: hybrid retrieval over memories (id, owner, content, keywords, sector,
+//! creation time) for the memory family. Derived from the log and never the truth: the family's
+//! events feed it ([`MemoryIndex::upsert`], [`MemoryIndex::delete`]) and a replay rebuilds it.
+//!
+//! Two halves, one answer: `text` (tantivy: BM25 under the owner's own statistics, the query
+//! parser's AND/OR/NOT/phrases read leniently, `<b>` highlights, matched terms) and `vectors`
+//! (exact cosine over each owner's unit vectors); `fusion` makes their scores one similarity in
+//! [0, 1], deterministically. It knows no embedder: vectors arrive with their model id, taken as
+//! effects by the caller, and a query vector of another model than the owner's is refused.
+//!
+//! **Architecture Invariant:** a query names one owner and sees only that owner's memories, in
+//! its results and in its scores (BM25 statistics are the owner's; vectors are kept per owner).
+//!
+//! Deleting: [`MemoryIndex::delete`] + [`MemoryIndex::commit`] remove a memory from every result
+//! at once, but tantivy only marks it deleted: its text stays in its segment's files (stored
+//! document, terms, positions) until that segment is merged. [`MemoryIndex::purge_deleted`]
+//! merges every segment into one and collects the old files, after which no deleted memory's
+//! bytes are in the index's files (a hard delete runs it; a test searches the files for them).
+//! What the file system does with freed blocks is beyond the index.
+
+mod fusion;
+mod text;
+mod vectors;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use fusion::{CosineScaling, Fusion};
+
+use crate::embed::Embedding;
+use fusion::Signals;
+use text::TextIndex;
+use vectors::VectorStore;
+
+/// At least this many candidates are taken from each signal before fusion.
+pub const CANDIDATES: usize = 100;
+
+/// Why the memory index could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// tantivy failed (I/O on a directory index, a corrupt index). An internal error to a client.
+    #[error("full-text index: {0}")]
+    FullText(#[from] tantivy::TantivyError),
+    /// The index directory could not be opened.
+    #[error("index directory: {0}")]
+    Directory(String),
+    /// A vector of another model (or dimension) than the owner's stored vectors. A tool error
+    /// that names both models: the memories must be re-embedded before they can be compared.
+    #[error("vector of {given} cannot be compared with stored vectors of {stored}")]
+    ModelMismatch {
+        /// The owner's model and dimension.
+        stored: String,
+        /// The offending vector's model and dimension.
+        given: String,
+    },
+}
+
+/// How text is analyzed, for indexing and queries alike. Part of a retrieval's provenance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextAnalysis {
+    /// English Snowball stemming ("adopted" and "adopting" meet at "adopt").
+    pub stem: bool,
+    /// Drop Lucene's English stop words ("the", "of", "and", …).
+    pub stop_words: bool,
+}
+
+impl Default for TextAnalysis {
+    /// Stemming, no stop-word list: measured best for the fused default on the tuning half of
+    /// LoCoMo-10 (docs/benchmarks.md). BM25's IDF already weighs common words down, and
+    /// dropping them loses phrases such as "how long" or "at home".
+    fn default() -> Self {
+        Self {
+            stem: true,
+            stop_words: false,
+        }
+    }
+}
+
+/// How the index analyzes text: fixed when the index is built (a change means a rebuild).
+/// Recorded with every retrieval's provenance, as is the query's [`Retrieval`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemoryIndexConfig {
+    /// Text analysis.
+    pub analysis: TextAnalysis,
+}
+
+/// One memory as the index takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryDocument {
+    /// The memory id, unique per owner.
+    pub id: String,
+    /// The owner (`userId`).
+    pub owner: String,
+    /// The text searched, highlighted and returned.
+    pub content: String,
+    /// Keywords and tags, searched like the content.
+    pub keywords: Vec<String>,
+    /// The sector (`episodic`, `semantic`, …), returned with hits.
+    pub sector: String,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+}
+
+/// Which signals a query uses, and how they are fused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Retrieval {
+    /// BM25 and vectors, fused.
+    Hybrid(Fusion),
+    /// BM25 alone (similarity = BM25 / best BM25).
+    Lexical,
+    /// Vectors alone (similarity = clamped cosine).
+    Vector,
+}
+
+impl Default for Retrieval {
+    /// Hybrid with [`Fusion::DEFAULT`].
+    fn default() -> Self {
+        Retrieval::Hybrid(Fusion::DEFAULT)
+    }
+}
+
+/// One query.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryQuery<'a> {
+    /// Whose memories to search; no other owner's are seen.
+    pub owner: &'a str,
+    /// User text, in the query parser's syntax (read leniently).
+    pub text: &'a str,
+    /// The text's vector, of the owner's model; without it, the vector signal is off.
+    pub embedding: Option<&'a Embedding>,
+    /// How many hits at most.
+    pub limit: usize,
+    /// Which signals to use.
+    pub signals: Retrieval,
+}
+
+/// One retrieved memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryHit {
+    /// The memory id.
+    pub id: String,
+    /// The fused similarity in [0, 1] (see [`Fusion`]).
+    pub similarity: f64,
+    /// Its BM25 score under the owner's statistics, when it was among the BM25 candidates.
+    pub bm25: Option<f32>,
+    /// Its cosine with the query vector, when both have vectors.
+    pub cosine: Option<f32>,
+    /// The best fragment of the content, matches in `<b>…</b>` (HTML-escaped otherwise); the
+    /// start of the content when nothing matched.
+    pub highlight: String,
+    /// The query's terms, as indexed (lower-cased, stemmed), found in the memory; sorted.
+    pub matched_terms: Vec<String>,
+    /// The memory's content.
+    pub content: String,
+    /// Its keywords.
+    pub keywords: Vec<String>,
+    /// Its sector.
+    pub sector: String,
+    /// Its creation time (ms).
+    pub created_at_ms: i64,
+}
+
+/// A query's answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MemoryResults {
+    /// Best first; ties by id.
+    pub hits: Vec<MemoryHit>,
+    /// Parts of the text the lenient parser dropped (e.g. an unbalanced quote).
+    pub warnings: Vec<String>,
+}
+
+/// A staged change to the vectors, applied with the text index's commit.
+enum VectorChange {
+    Upsert(String, String, Embedding),
+    Remove(String, String),
+}
+
+/// The memory index (see the module doc).
+pub struct MemoryIndex {
+    text: TextIndex,
+    vectors: VectorStore,
+    staged: Vec<VectorChange>,
+    config: MemoryIndexConfig,
+}
+
+impl std::fmt::Debug for MemoryIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryIndex")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryIndex {
+    /// An index held in memory.
+    pub fn in_ram(config: MemoryIndexConfig) -> Result<Self, IndexError> {
+        Ok(Self::with_text(TextIndex::in_ram(config.analysis)?, config))
+    }
+
+    /// An index whose full-text half lives in `dir` (created if empty). The vectors are in
+    /// memory: they are fed again, with the documents, when the index is rebuilt from the log.
+    pub fn in_dir(dir: &Path, config: MemoryIndexConfig) -> Result<Self, IndexError> {
+        Ok(Self::with_text(
+            TextIndex::in_dir(dir, config.analysis)?,
+            config,
+        ))
+    }
+
+    fn with_text(text: TextIndex, config: MemoryIndexConfig) -> Self {
+        Self {
+            text,
+            vectors: VectorStore::default(),
+            staged: Vec::new(),
+            config,
+        }
+    }
+
+    /// The configuration (for provenance).
+    pub fn config(&self) -> MemoryIndexConfig {
+        self.config
+    }
+
+    /// Stages a memory (replacing one of the same owner and id) with its vector, if any.
+    pub fn upsert(
+        &mut self,
+        doc: &MemoryDocument,
+        embedding: Option<Embedding>,
+    ) -> Result<(), IndexError> {
+        self.text.upsert(doc)?;
+        self.staged
+            .push(VectorChange::Remove(doc.owner.clone(), doc.id.clone()));
+        if let Some(e) = embedding {
+            self.staged
+                .push(VectorChange::Upsert(doc.owner.clone(), doc.id.clone(), e));
+        }
+        Ok(())
+    }
+
+    /// Stages the removal of `owner`'s memory `id`.
+    pub fn delete(&mut self, owner: &str, id: &str) {
+        self.text.delete(owner, id);
+        self.staged
+            .push(VectorChange::Remove(owner.to_owned(), id.to_owned()));
+    }
+
+    /// Makes staged changes visible (and durable, for a directory index). A vector of the wrong
+    /// model is refused here; the text changes are committed regardless.
+    pub fn commit(&mut self) -> Result<(), IndexError> {
+        self.text.commit()?;
+        let mut refused = None;
+        for change in std::mem::take(&mut self.staged) {
+            match change {
+                VectorChange::Upsert(owner, id, e) => {
+                    if let Err(err) = self.vectors.upsert(&owner, &id, &e) {
+                        refused.get_or_insert(err);
+                    }
+                }
+                VectorChange::Remove(owner, id) => {
+                    self.vectors.remove(&owner, &id);
+                }
+            }
+        }
+        refused.map_or(Ok(()), Err)
+    }
+
+    /// Commits, then rewrites the full-text index without its deleted memories (see the module
+    /// doc). Costs a rewrite of the whole index: run it for hard deletes, not after each call.
+    pub fn purge_deleted(&mut self) -> Result<(), IndexError> {
+        self.commit()?;
+        self.text.purge_deleted()
+    }
+
+    /// The owner's best memories for `query`.
+    pub fn search(&self, query: &MemoryQuery<'_>) -> Result<MemoryResults, IndexError> {
+        let searcher = self.text.searcher();
+        let stats = self.text.owner_statistics(&searcher, query.owner)?;
+        if stats.docs == 0 || query.limit == 0 {
+            return Ok(MemoryResults::default());
+        }
+        let pool = query.limit.max(CANDIDATES);
+        let parsed = self.text.parse(query.text);
+        let use_text = query.signals != Retrieval::Vector;
+        let vector_query = query
+            .embedding
+            .filter(|_| query.signals != Retrieval::Lexical);
+
+        let mut candidates: BTreeMap<String, Signals> = BTreeMap::new();
+        if use_text {
+            let hits = self
+                .text
+                .search(&searcher, &stats, query.owner, &parsed, pool)?;
+            for (rank, hit) in hits.into_iter().enumerate() {
+                candidates.entry(hit.id).or_default().bm25 = Some((hit.score, rank + 1));
+            }
+        }
+        if let Some(e) = vector_query {
+            for (rank, (id, cos)) in self
+                .vectors
+                .nearest(query.owner, e, pool)?
+                .into_iter()
+                .enumerate()
+            {
+                let c = candidates.entry(id).or_default();
+                c.cosine = Some(cos);
+                c.cosine_rank = Some(rank + 1);
+            }
+            for (id, c) in &mut candidates {
+                if c.cosine.is_none() {
+                    c.cosine = self.vectors.cosine(query.owner, id, e)?;
+                }
+            }
+        }
+        let fusion = match query.signals {
+            Retrieval::Hybrid(fusion) => fusion,
+            Retrieval::Lexical => Fusion::Weighted {
+                text_weight: 1.0,
+                vector_weight: 0.0,
+                cosine: CosineScaling::Clamped,
+            },
+            Retrieval::Vector => Fusion::Weighted {
+                text_weight: 0.0,
+                vector_weight: 1.0,
+                cosine: CosineScaling::Clamped,
+            },
+        };
+        let (ids, signals): (Vec<String>, Vec<Signals>) = candidates.into_iter().unzip();
+        let similarity = fusion::fuse(fusion, &signals);
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by(|&a, &b| {
+            similarity[b]
+                .total_cmp(&similarity[a])
+                .then_with(|| ids[a].cmp(&ids[b]))
+        });
+        order.truncate(query.limit);
+
+        let highlighter = self.text.highlighter(&stats, &parsed)?;
+        let mut hits = Vec::with_capacity(order.len());
+        for i in order {
+            let Some(doc) = self.text.fetch(&searcher, query.owner, &ids[i])? else {
+                continue;
+            };
+            let stored = self.text.stored(&doc);
+            let highlight = text::highlight(&highlighter, &stored.content);
+            hits.push(MemoryHit {
+                id: ids[i].clone(),
+                similarity: similarity[i],
+                bm25: signals[i].bm25.map(|(s, _)| s),
+                cosine: signals[i].cosine,
+                highlight,
+                matched_terms: self.text.matched_terms(&parsed, &stored),
+                content: stored.content,
+                keywords: stored.keywords,
+                sector: stored.sector,
+                created_at_ms: stored.created_at_ms,
+            });
+        }
+        Ok(MemoryResults {
+            hits,
+            warnings: parsed.warnings,
+        })
+    }
+}

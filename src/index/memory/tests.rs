@@ -1,0 +1,298 @@
+//! The memory index with real tantivy and the real potion-base-2M model: owner isolation (in
+//! results and in scores), deletes (from results, and from the files after a purge), highlights
+//! and matched terms, the boolean syntax, upserts, model checks, and bit-exact determinism.
+
+use std::sync::{Arc, OnceLock};
+
+use super::*;
+use crate::embed::{Embedder, StaticEmbedder};
+
+fn embedder() -> &'static StaticEmbedder {
+    static E: OnceLock<StaticEmbedder> = OnceLock::new();
+    E.get_or_init(|| StaticEmbedder::potion_base_2m().expect("model loads"))
+}
+
+fn doc(owner: &str, id: &str, content: &str) -> MemoryDocument {
+    MemoryDocument {
+        id: id.to_owned(),
+        owner: owner.to_owned(),
+        content: content.to_owned(),
+        keywords: Vec::new(),
+        sector: "episodic".to_owned(),
+        created_at_ms: 1_700_000_000_000,
+    }
+}
+
+fn add(index: &mut MemoryIndex, d: &MemoryDocument) {
+    let e = embedder().embed_one(&d.content).expect("embeds");
+    index.upsert(d, Some(e)).expect("stages");
+}
+
+const ALICE: &[(&str, &str)] = &[
+    ("a1", "Alice: I adopted a puppy from the shelter last week"),
+    ("a2", "Alice: we walked on the beach at sunset"),
+    ("a3", "Alice: my red car broke down on the highway"),
+    ("a4", "Alice: the puppy loves the beach"),
+    ("a5", "Alice: I paint landscapes & portraits <in oil>"),
+];
+
+fn alice_index() -> MemoryIndex {
+    let mut index = MemoryIndex::in_ram(MemoryIndexConfig::default()).expect("index");
+    for (id, text) in ALICE {
+        add(&mut index, &doc("alice", id, text));
+    }
+    index.commit().expect("commit");
+    index
+}
+
+fn search(index: &MemoryIndex, owner: &str, text: &str, retrieval: Retrieval) -> MemoryResults {
+    let e = embedder().embed_one(text).expect("embeds");
+    index
+        .search(&MemoryQuery {
+            owner,
+            text,
+            embedding: Some(&e),
+            limit: 10,
+            signals: retrieval,
+        })
+        .expect("search")
+}
+
+fn ids(r: &MemoryResults) -> Vec<&str> {
+    r.hits.iter().map(|h| h.id.as_str()).collect()
+}
+
+#[test]
+fn an_owner_sees_only_its_memories_and_scores_ignore_other_owners() {
+    let mut index = alice_index();
+    let before = search(&index, "alice", "puppy beach", Retrieval::default());
+    for i in 0..40 {
+        add(
+            &mut index,
+            &doc(
+                "bob",
+                &format!("b{i}"),
+                "Bob: my puppy on the beach, puppy puppy",
+            ),
+        );
+    }
+    index.commit().expect("commit");
+    let after = search(&index, "alice", "puppy beach", Retrieval::default());
+    assert!(
+        ids(&after).iter().all(|id| id.starts_with('a')),
+        "{:?}",
+        ids(&after)
+    );
+    assert_eq!(ids(&before), ids(&after));
+    let bits = |r: &MemoryResults| {
+        r.hits
+            .iter()
+            .map(|h| (h.similarity.to_bits(), h.bm25.map(f32::to_bits)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        bits(&before),
+        bits(&after),
+        "bob's memories changed alice's scores"
+    );
+    let bob = search(&index, "bob", "shelter", Retrieval::Lexical);
+    assert!(
+        bob.hits.is_empty(),
+        "bob found alice's shelter: {:?}",
+        ids(&bob)
+    );
+    let nobody = search(&index, "carol", "puppy", Retrieval::default());
+    assert!(nobody.hits.is_empty());
+    // The query syntax cannot reach another owner's memories either.
+    let crafted = search(&index, "bob", "owner:alice shelter", Retrieval::Lexical);
+    assert!(
+        crafted.hits.iter().all(|h| h.id.starts_with('b')),
+        "{:?}",
+        ids(&crafted)
+    );
+}
+
+#[test]
+fn a_deleted_memory_leaves_every_result() {
+    let mut index = alice_index();
+    let r = search(&index, "alice", "puppy shelter", Retrieval::default());
+    assert_eq!(ids(&r).first(), Some(&"a1"));
+    index.delete("alice", "a1");
+    index.commit().expect("commit");
+    for retrieval in [Retrieval::default(), Retrieval::Lexical, Retrieval::Vector] {
+        let r = search(&index, "alice", "puppy shelter", retrieval);
+        assert!(!ids(&r).contains(&"a1"), "{retrieval:?}: {:?}", ids(&r));
+        assert!(!r.hits.is_empty(), "{retrieval:?} found nothing");
+    }
+}
+
+#[test]
+fn a_purge_leaves_no_bytes_of_a_deleted_memory_on_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "zanzibarquokka";
+    let mut index = MemoryIndex::in_dir(dir.path(), MemoryIndexConfig::default()).expect("index");
+    for (id, text) in ALICE {
+        add(&mut index, &doc("alice", id, text));
+    }
+    add(
+        &mut index,
+        &doc("alice", "s", &format!("Alice: the code word is {secret}")),
+    );
+    index.commit().expect("commit");
+    // More segments, so the purge has to merge.
+    add(&mut index, &doc("alice", "later", "Alice: one more memory"));
+    index.commit().expect("commit");
+
+    let on_disk = |needle: &str| -> bool {
+        std::fs::read_dir(dir.path())
+            .expect("read dir")
+            .any(|entry| {
+                let bytes = std::fs::read(entry.expect("entry").path()).unwrap_or_default();
+                bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+            })
+    };
+    index.delete("alice", "s");
+    index.commit().expect("commit");
+    assert!(
+        search(&index, "alice", secret, Retrieval::Lexical)
+            .hits
+            .is_empty()
+    );
+    assert!(
+        on_disk(secret),
+        "a delete alone leaves the text in its segment"
+    );
+    index.purge_deleted().expect("purge");
+    assert!(!on_disk(secret), "the purge left the deleted text on disk");
+    // The shorter memory ranks first (BM25 length normalization).
+    let r = search(&index, "alice", "puppy", Retrieval::Lexical);
+    assert_eq!(ids(&r), vec!["a4", "a1"]);
+    drop(index);
+    let reopened = MemoryIndex::in_dir(dir.path(), MemoryIndexConfig::default()).expect("reopen");
+    assert_eq!(
+        ids(&search(&reopened, "alice", "puppy", Retrieval::Lexical)),
+        vec!["a4", "a1"]
+    );
+}
+
+#[test]
+fn hits_highlight_matches_and_name_matched_terms() {
+    let index = alice_index();
+    let r = search(&index, "alice", "adopting puppies", Retrieval::Lexical);
+    let top = &r.hits[0];
+    assert_eq!(top.id, "a1");
+    assert!(
+        top.highlight.contains("<b>adopted</b>"),
+        "{}",
+        top.highlight
+    );
+    assert!(top.highlight.contains("<b>puppy</b>"), "{}", top.highlight);
+    assert_eq!(top.matched_terms, vec!["adopt", "puppi"]);
+    let r = search(&index, "alice", "portraits", Retrieval::Lexical);
+    assert_eq!(
+        r.hits[0].highlight,
+        // The fragment ends with its last word; the rest is escaped.
+        "Alice: I paint landscapes &amp; <b>portraits</b> &lt;in oil"
+    );
+    // A vector-only hit without a matching word still shows its content, escaped.
+    let r = search(&index, "alice", "canine companion", Retrieval::Vector);
+    assert!(
+        r.hits
+            .iter()
+            .all(|h| !h.highlight.is_empty() && h.matched_terms.is_empty())
+    );
+}
+
+#[test]
+fn boolean_syntax_and_phrases_are_honoured() {
+    let index = alice_index();
+    let q = |text| ids(&search(&index, "alice", text, Retrieval::Lexical)).join(",");
+    assert_eq!(q("puppy AND beach"), "a4");
+    assert_eq!(q("puppy NOT beach"), "a1");
+    assert_eq!(q("puppy -beach"), "a1");
+    assert_eq!(q("shelter OR highway"), "a3,a1"); // best first: a3 is shorter
+    assert_eq!(q("\"red car\""), "a3");
+    assert_eq!(q("\"car red\""), "");
+    // Broken syntax is read leniently and reported, not refused.
+    let r = search(&index, "alice", "puppy AND (beach", Retrieval::Lexical);
+    assert!(!r.hits.is_empty());
+    assert!(!r.warnings.is_empty() || ids(&r).contains(&"a4"));
+}
+
+#[test]
+fn an_upsert_replaces_the_memory_of_the_same_id() {
+    let mut index = alice_index();
+    add(
+        &mut index,
+        &doc("alice", "a3", "Alice: I sold the old bicycle"),
+    );
+    index.commit().expect("commit");
+    assert!(
+        search(&index, "alice", "car", Retrieval::Lexical)
+            .hits
+            .is_empty()
+    );
+    assert_eq!(
+        ids(&search(&index, "alice", "bicycle", Retrieval::Lexical)),
+        vec!["a3"]
+    );
+}
+
+#[test]
+fn vectors_of_another_model_are_refused() {
+    let mut index = alice_index();
+    let other = Embedding::new(Arc::from("other/model"), vec![0.5; 64]);
+    let refused = index.search(&MemoryQuery {
+        owner: "alice",
+        text: "puppy",
+        embedding: Some(&other),
+        limit: 5,
+        signals: Retrieval::default(),
+    });
+    assert!(
+        matches!(refused, Err(IndexError::ModelMismatch { .. })),
+        "{refused:?}"
+    );
+    index
+        .upsert(&doc("alice", "x", "Alice: hi"), Some(other))
+        .expect("stages");
+    assert!(matches!(
+        index.commit(),
+        Err(IndexError::ModelMismatch { .. })
+    ));
+}
+
+#[test]
+fn the_same_memories_give_the_same_scores_bit_for_bit_whatever_the_order_and_segments() {
+    let forward = alice_index();
+    let mut backward = MemoryIndex::in_ram(MemoryIndexConfig::default()).expect("index");
+    for (id, text) in ALICE.iter().rev() {
+        add(&mut backward, &doc("alice", id, text));
+        backward.commit().expect("commit"); // one segment per memory
+    }
+    for text in [
+        "puppy beach",
+        "red car highway",
+        "what did Alice paint?",
+        "sunset walk",
+    ] {
+        for retrieval in [Retrieval::default(), Retrieval::Lexical, Retrieval::Vector] {
+            let a = search(&forward, "alice", text, retrieval);
+            let b = search(&backward, "alice", text, retrieval);
+            let key = |r: &MemoryResults| {
+                r.hits
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.id.clone(),
+                            h.similarity.to_bits(),
+                            h.cosine.map(f32::to_bits),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(key(&a), key(&b), "{text} / {retrieval:?}");
+            assert!(a.hits.iter().all(|h| (0.0..=1.0).contains(&h.similarity)));
+        }
+    }
+}
