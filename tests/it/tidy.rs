@@ -501,6 +501,22 @@ fn code_without_tests_or_comments(text: &str) -> String {
         .join("\n")
 }
 
+/// Every source file that is not test code, with its code stripped of inline tests and
+/// comments ([`test_only_modules`], [`code_without_tests_or_comments`]).
+fn production_code(sources: &[(String, String)]) -> Vec<(&str, String)> {
+    let tests = test_only_modules(sources);
+    sources
+        .iter()
+        .filter(|(file, _)| {
+            let stem = file.trim_end_matches(".rs").trim_end_matches("/mod");
+            !tests
+                .iter()
+                .any(|t| stem == t || file.starts_with(&format!("{t}/")))
+        })
+        .map(|(file, text)| (file.as_str(), code_without_tests_or_comments(text)))
+        .collect()
+}
+
 /// Whether `needle` occurs in `code` as a path of its own (not the tail of a longer name, as
 /// `rand::` is of `operand::`).
 fn names(code: &str, needle: &str) -> bool {
@@ -547,20 +563,11 @@ fn effects_come_through_one_door() {
         ),
     ];
     let sources = sources();
-    let tests = test_only_modules(&sources);
     let mut violations = Vec::new();
-    for (file, text) in &sources {
-        let stem = file.trim_end_matches(".rs").trim_end_matches("/mod");
-        if tests
-            .iter()
-            .any(|t| stem == t || file.starts_with(&format!("{t}/")))
-        {
-            continue;
-        }
-        let code = code_without_tests_or_comments(text);
+    for (file, code) in production_code(&sources) {
         let allowed: Vec<&str> = ALLOWED
             .iter()
-            .filter(|(path, ..)| file == path || (path.ends_with('/') && file.starts_with(path)))
+            .filter(|(path, ..)| file == *path || (path.ends_with('/') && file.starts_with(path)))
             .flat_map(|(_, effects, _)| effects.iter().copied())
             .collect();
         for effect in EFFECTS {
@@ -682,17 +689,8 @@ fn no_tool_name_literal_outside_its_declaration() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), names.len(), "a tool name declared twice");
-    let tests = test_only_modules(&sources);
     let mut violations = Vec::new();
-    for (file, text) in &sources {
-        let stem = file.trim_end_matches(".rs").trim_end_matches("/mod");
-        if tests
-            .iter()
-            .any(|t| stem == t || file.starts_with(&format!("{t}/")))
-        {
-            continue;
-        }
-        let code = code_without_tests_or_comments(text);
+    for (file, code) in production_code(&sources) {
         violations.extend(tool_name_literals(file, &code, &names));
     }
     assert!(
