@@ -21,10 +21,11 @@
 //! (a salt stored beside its text, a session id in an event) are kept.
 
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Utc};
 
+use crate::embed::{Embedder, Embedding, StaticEmbedder};
 use crate::events::SessionId;
 
 /// A call's 32 secret random bytes, from which its decision expands every draw it needs.
@@ -48,7 +49,7 @@ impl fmt::Debug for Seed {
 }
 
 /// The effects one call took before it was sent to the writer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Prepared {
     /// The clock when the call was prepared. The writer stamps the event with
     /// `max(at, the previous event's recordedAt)`, so recorded time never goes back in log
@@ -57,6 +58,10 @@ pub struct Prepared {
     /// The call's seed, or why the random source failed (the call is then refused,
     /// `randomness_unavailable`, never decided with weaker randomness).
     pub seed: Result<Seed, String>,
+    /// The vector of the call's text, for a tool that embeds one (its catalog entry says which
+    /// argument): `None` when the call embeds nothing, an error when the embedder failed (the
+    /// call is then refused, never decided without it).
+    pub embedding: Option<Result<Embedding, String>>,
 }
 
 /// Where a call's effects come from.
@@ -71,13 +76,48 @@ pub trait Effects: Send + Sync {
     /// A fresh session id for a caller's slot (not a decision's: those come from the seed).
     fn session_id(&self) -> SessionId;
 
+    /// The vector of `text` from the embedder in use ([`use_embedder`], else the built-in
+    /// static model).
+    fn embed(&self, text: &str) -> Result<Embedding, String> {
+        embedder()?.embed_one(text).map_err(|e| e.to_string())
+    }
+
     /// Takes every effect a call needs: *prepare*.
     fn prepare(&self) -> Prepared {
         Prepared {
             at: self.now(),
             seed: self.seed(),
+            embedding: None,
         }
     }
+
+    /// Takes every effect a call needs, embedding `text` when there is one.
+    fn prepare_embedding(&self, text: Option<&str>) -> Prepared {
+        Prepared {
+            embedding: text.map(|t| self.embed(t)),
+            ..self.prepare()
+        }
+    }
+}
+
+/// The embedder every call of this process uses, once chosen.
+static EMBEDDER: OnceLock<Result<Arc<dyn Embedder>, String>> = OnceLock::new();
+
+/// Chooses the embedder of this process (the server's `--embedding-model`): to be called once,
+/// before the first call is prepared. False when one was already in use.
+pub fn use_embedder(embedder: Arc<dyn Embedder>) -> bool {
+    EMBEDDER.set(Ok(embedder)).is_ok()
+}
+
+/// The embedder in use: the one chosen, else the built-in static model (loaded on first use).
+pub fn embedder() -> Result<Arc<dyn Embedder>, String> {
+    EMBEDDER
+        .get_or_init(|| {
+            StaticEmbedder::potion_base_2m()
+                .map(|e| Arc::new(e) as Arc<dyn Embedder>)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
 }
 
 /// The system: its clock, the operating system's randomness, the process environment.

@@ -19,6 +19,7 @@ pub mod errors;
 mod idempotency;
 mod lenient;
 mod maxential;
+pub mod memory;
 pub(crate) mod providers;
 mod registry;
 pub mod replay;
@@ -38,11 +39,12 @@ use serde_json::{Map, Value, json};
 
 use crate::effects::Prepared;
 use crate::events::{
-    Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, SessionId, TextLookup,
+    Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, RecordedEffects,
+    RecordedEmbedding, SessionId, TextLookup,
 };
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
-use crate::projections::{DeliberationState, Telemetry, ThinkingState};
+use crate::projections::{DeliberationState, MemoryState, Telemetry, ThinkingState};
 
 pub use audit_export::AuditExportArgs;
 pub use audit_export::EXPORT_REASONING_AUDIT_TOOL;
@@ -62,6 +64,10 @@ pub use maxential::{EXPORT_TOOL, SEARCH_TOOL, TAG_TOOL, VISUALIZE_TOOL};
 pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
     VisualizeOutput,
+};
+pub use memory::{
+    DELETE_MEMORY_TOOL, RETRIEVE_MEMORIES_TOOL, SEARCH_MEMORIES_TOOL, STORE_MEMORY_TOOL,
+    UPDATE_MEMORY_TOOL,
 };
 pub use registry::{TOOL_FAMILIES, toolset_of};
 pub use replay::tools::{DIFF_SESSIONS_TOOL, REPLAY_REASONING_SESSION_TOOL};
@@ -166,6 +172,7 @@ pub type Query = Box<dyn FnOnce(&App) -> Value + Send>;
 pub struct App {
     state: ThinkingState,
     deliberation: DeliberationState,
+    memory: MemoryState,
     telemetry: std::sync::Arc<Telemetry>,
     idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
@@ -176,10 +183,23 @@ impl App {
         Self {
             state: ThinkingState::default(),
             deliberation: DeliberationState::default(),
+            memory: MemoryState::default(),
             telemetry: std::sync::Arc::default(),
             idempotency: idempotency::IdempotencyIndex::default(),
             config,
         }
+    }
+
+    /// The application with its memory index in `dir` (a cache of the memory projection,
+    /// emptied and rebuilt from it on first use) instead of in memory.
+    #[must_use]
+    pub fn with_memory_index_dir(mut self, dir: std::path::PathBuf) -> Self {
+        self.memory = MemoryState::with_index_dir(dir);
+        self
+    }
+
+    pub fn memories(&self) -> &MemoryState {
+        &self.memory
     }
 
     pub fn state(&self) -> &ThinkingState {
@@ -329,6 +349,7 @@ impl Decider for App {
                 tool: command.tool.clone(),
                 arguments: recorded,
                 idempotency_key: None,
+                effects: None,
             },
             facts: Vec::new(),
             status: OutcomeStatus::Failed,
@@ -344,6 +365,7 @@ impl Decider for App {
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.state.apply(event, texts);
         self.deliberation.apply(event, texts);
+        self.memory.apply(event, texts);
         std::sync::Arc::make_mut(&mut self.telemetry).apply(event);
         self.idempotency.apply(event);
     }
@@ -380,6 +402,28 @@ impl App {
             max_text_bytes: self.config.max_text_bytes,
             draws,
         }
+    }
+
+    /// The effects the call took that a re-execution must be given back: its vector, committed
+    /// as an erasable text (a vector is derived from the text it embeds).
+    fn record_effects(
+        &self,
+        command: &Command,
+        draws: &draws::Draws,
+        texts: &mut Vec<NewText>,
+    ) -> Option<RecordedEffects> {
+        let Some(Ok(embedding)) = &command.prepared.embedding else {
+            return None;
+        };
+        let (vector, new) = self.policy(draws).commit(&embedding.to_base64());
+        texts.push(new);
+        Some(RecordedEffects {
+            embedding: Some(RecordedEmbedding {
+                model: embedding.model().to_owned(),
+                dimension: u32::try_from(embedding.dimension()).unwrap_or(u32::MAX),
+                vector,
+            }),
+        })
     }
 
     /// Whether `command`'s tool is held to the tool time limit: the tools decided `InContext`
@@ -468,6 +512,7 @@ impl App {
             texts.push(new);
             Some(text_ref)
         });
+        let effects = self.record_effects(command, &draws, &mut texts);
         Draft {
             session_id,
             actor: command.actor.clone(),
@@ -475,6 +520,7 @@ impl App {
                 tool: command.tool.clone(),
                 arguments: recorded,
                 idempotency_key: command.idempotency_key.clone(),
+                effects,
             },
             facts,
             status,
@@ -509,6 +555,7 @@ impl App {
                 tool: command.tool.clone(),
                 arguments: json!({ "omitted": { "reason": RANDOMNESS_UNAVAILABLE } }),
                 idempotency_key: None,
+                effects: None,
             },
             facts: Vec::new(),
             status: OutcomeStatus::Rejected,

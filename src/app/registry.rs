@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use super::call::ToolSpec;
-use super::{audit_export, deliberation, erase, maxential, replay, thinking, toolsets};
+use super::{audit_export, deliberation, erase, maxential, memory, replay, thinking, toolsets};
 
 /// One family's tools as the decider dispatches them (a family whose tools sit in two toolsets
 /// has two).
@@ -45,6 +45,10 @@ const FAMILIES: &[Family] = &[
     Family {
         toolset: "deliberation",
         specs: deliberation::SPECS,
+    },
+    Family {
+        toolset: "memory",
+        specs: memory::SPECS,
     },
     Family {
         toolset: toolsets::FAMILY,
@@ -128,6 +132,7 @@ mod tests {
                 "maxential",
                 "audit",
                 "deliberation",
+                "memory",
                 toolsets::FAMILY
             ]
         );

@@ -11,15 +11,16 @@ use serde::{Deserialize, Serialize};
 
 use super::App;
 use super::idempotency::IdempotencyIndex;
-use crate::projections::{DeliberationState, Telemetry, ThinkingState};
+use crate::projections::{DeliberationState, MemoryState, Telemetry, ThinkingState};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/2";
+pub const STATE_VERSION: &str = "app-state/3";
 
 #[derive(Serialize)]
 struct Saved<'a> {
     thinking: &'a ThinkingState,
     deliberation: &'a DeliberationState,
+    memory: &'a MemoryState,
     telemetry: &'a Telemetry,
     idempotency: &'a IdempotencyIndex,
 }
@@ -28,6 +29,7 @@ struct Saved<'a> {
 struct Loaded {
     thinking: ThinkingState,
     deliberation: DeliberationState,
+    memory: MemoryState,
     telemetry: Telemetry,
     idempotency: IdempotencyIndex,
 }
@@ -37,6 +39,7 @@ impl App {
         serde_json::to_vec(&Saved {
             thinking: &self.state,
             deliberation: &self.deliberation,
+            memory: &self.memory,
             telemetry: &self.telemetry,
             idempotency: &self.idempotency,
         })
@@ -48,6 +51,9 @@ impl App {
             .map_err(|e| format!("the snapshot's state does not parse: {e}"))?;
         self.state = loaded.thinking;
         self.deliberation = loaded.deliberation;
+        let mut memory = loaded.memory;
+        memory.adopt_index(&self.memory);
+        self.memory = memory;
         self.telemetry = std::sync::Arc::new(loaded.telemetry);
         self.idempotency = loaded.idempotency;
         Ok(())
@@ -63,8 +69,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/2",
-        "44cf3e10b8c43c3fc9e53e52ae5a2fc48ed6a6633435c7a68d0bf5e6f32855d3",
+        "app-state/3",
+        "3c6381242ce89ded3e3efe79242d7b3209164ff5fba06e7f6842de759f5374ec",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

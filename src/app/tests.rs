@@ -654,3 +654,77 @@ mod snapshots {
         hay.windows(needle.len()).any(|w| w == needle.as_bytes())
     }
 }
+
+/// Memory calls (`app::memory`) re-execute with zero divergences: the recorded vectors are
+/// given back and the ids, scores and reinforcements derived again.
+#[tokio::test]
+async fn memory_calls_reexecute_with_zero_divergences() {
+    let h = super::memory::tests::Harness::new();
+    let a = h
+        .store(
+            "u",
+            "The deploy key rotates every ninety days",
+            "procedural",
+        )
+        .await;
+    h.store(
+        "u",
+        "Rotating keys by hand caused an outage last spring",
+        "episodic",
+    )
+    .await;
+    h.store("u", "Key rotation should be automated", "reflective")
+        .await;
+    h.call(
+        "store_memory",
+        json!({"content": "", "userId": "u", "sessionId": "s",
+                                  "primarySector": "semantic"}),
+    )
+    .await;
+    h.ok(
+        "retrieve_memories",
+        json!({"userId": "u", "text": "key rotation", "limit": 2}),
+    )
+    .await;
+    h.ok(
+        "search_memories",
+        json!({"userId": "u", "text": "\"deploy key\" OR outage"}),
+    )
+    .await;
+    h.ok(
+        "update_memory",
+        json!({"memoryId": a, "userId": "u",
+                                 "content": "The deploy key rotates every thirty days"}),
+    )
+    .await;
+    h.ok(
+        "delete_memory",
+        json!({"memoryId": a, "userId": "u", "soft": true}),
+    )
+    .await;
+    h.ok(
+        "retrieve_memories",
+        json!({"userId": "u", "text": "key", "minStrength": 0}),
+    )
+    .await;
+    let session = h.connection.clone();
+    let checks = h
+        .ledger
+        .inspect(move |view| {
+            super::replay::reexecute(view, &session, App::new(AppConfig::default()))
+                .expect("replay")
+        })
+        .await
+        .expect("inspect");
+    // The refused store names no session (a refusal changes none), so 8 of the 9 calls.
+    assert_eq!(checks.len(), 8);
+    for check in &checks {
+        assert!(
+            matches!(check.verdict, super::replay::Verdict::Matched),
+            "seq {} {}: {:?}",
+            check.seq,
+            check.tool,
+            check.verdict
+        );
+    }
+}

@@ -223,6 +223,7 @@ impl TestLog {
                 tool: tool.into(),
                 arguments,
                 idempotency_key: None,
+                effects: None,
             },
             facts,
             outcome: Outcome {

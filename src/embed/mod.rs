@@ -78,6 +78,34 @@ impl Embedding {
     pub fn into_vector(self) -> Vec<f32> {
         self.vector
     }
+
+    /// The components as the ledger records them: base64 (standard alphabet, padded) of each
+    /// component's IEEE 754 binary32 bytes, little-endian, in order.
+    pub fn to_base64(&self) -> String {
+        use base64::Engine;
+        let mut bytes = Vec::with_capacity(self.vector.len() * 4);
+        for x in &self.vector {
+            bytes.extend_from_slice(&x.to_le_bytes());
+        }
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// The vector [`Embedding::to_base64`] wrote, made by `model`; `None` when `text` is not
+    /// such an encoding.
+    pub fn from_base64(model: Arc<str>, text: &str) -> Option<Self> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .ok()?;
+        if bytes.len() % 4 != 0 {
+            return None;
+        }
+        let vector = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Some(Self { model, vector })
+    }
 }
 
 /// Something that turns texts into vectors of one model. Implementations are deterministic:

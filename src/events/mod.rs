@@ -10,6 +10,7 @@
 //! envelope, the session lifecycle and erasure, which every family shares, stay here.
 
 pub mod deliberation;
+pub mod memory;
 pub mod thinking;
 
 use std::fmt;
@@ -134,6 +135,30 @@ pub struct Call {
     /// the canonical form otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The effects the call took before it was decided that a re-execution must be given back
+    /// (an embedding). Absent from the canonical form when the call took none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effects: Option<RecordedEffects>,
+}
+
+/// The effects of one call that are recorded with it (see [`Call::effects`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedEffects {
+    /// The vector of the call's text, when the call embedded one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<RecordedEmbedding>,
+}
+
+/// A vector taken as an effect: its model, its dimension, and the vector itself as an erasable
+/// text (the base64 of its components as IEEE 754 binary32, little-endian, in order), since a
+/// vector is derived from the text it embeds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedEmbedding {
+    pub model: String,
+    pub dimension: u32,
+    pub vector: TextRef,
 }
 
 /// The outcome of a call.
@@ -255,6 +280,11 @@ pub enum Fact {
     ConsensusReached(deliberation::ConsensusReached),
     SkeletonPhaseStarted(deliberation::SkeletonPhaseStarted),
     SkeletonElaborated(deliberation::SkeletonElaborated),
+    MemoryStored(memory::MemoryStored),
+    MemorySuperseded(memory::MemorySuperseded),
+    MemoriesRetrieved(memory::MemoriesRetrieved),
+    MemorySoftDeleted(memory::MemorySoftDeleted),
+    MemoryErased(memory::MemoryErased),
 }
 
 #[cfg(test)]

@@ -141,6 +141,20 @@ pub fn call_draw(seed: &[u8; 32], purpose: &str, index: u64) -> [u8; 32] {
     *hasher.finalize().as_bytes()
 }
 
+/// The context of memory ids (never checked by a verifier: an id is a name).
+const MEMORY_ID_CONTEXT: &str = "thinkledger 2026-11 memory id v1";
+
+/// The digest a memory id is made from: BLAKE3 `derive_key` over `owner ‖ 0x1f ‖ ordinal
+/// (u64, big-endian)`, where `ordinal` counts the memories the owner stored before. Derived
+/// from state, so a re-execution derives the same id; two owners' ids differ.
+pub fn memory_id_digest(owner: &str, ordinal: u64) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new_derive_key(MEMORY_ID_CONTEXT);
+    hasher.update(owner.as_bytes());
+    hasher.update(&[0x1f]);
+    hasher.update(&ordinal.to_be_bytes());
+    *hasher.finalize().as_bytes()
+}
+
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

@@ -1657,6 +1657,7 @@ mod tests {
                     tool: "echo".into(),
                     arguments: json!({ "say": command }),
                     idempotency_key: None,
+                    effects: None,
                 },
                 facts: Vec::new(),
                 status: OutcomeStatus::Ok,
@@ -2247,6 +2248,7 @@ mod tests {
                     tool: "echo".into(),
                     arguments: json!({}),
                     idempotency_key: None,
+                    effects: None,
                 },
                 facts: Vec::new(),
                 outcome: Outcome {

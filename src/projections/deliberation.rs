@@ -361,7 +361,12 @@ impl DeliberationState {
                 Fact::SessionStarted { .. }
                 | Fact::ThoughtRecorded(_)
                 | Fact::ThoughtTagged { .. }
-                | Fact::SessionClosed { .. } => {}
+                | Fact::SessionClosed { .. }
+                | Fact::MemoryStored(_)
+                | Fact::MemorySuperseded(_)
+                | Fact::MemoriesRetrieved(_)
+                | Fact::MemorySoftDeleted(_)
+                | Fact::MemoryErased(_) => {}
             }
         }
     }

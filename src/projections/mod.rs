@@ -6,9 +6,11 @@
 //! one committed event at a time.
 
 pub mod deliberation;
+pub mod memory;
 pub mod telemetry;
 pub mod thinking;
 
 pub use deliberation::{Deliberation, DeliberationState};
+pub use memory::MemoryState;
 pub use telemetry::Telemetry;
 pub use thinking::{Branch, Session, SessionStatus, ThinkingState, Thought};

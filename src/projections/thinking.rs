@@ -207,7 +207,12 @@ impl ThinkingState {
                 | Fact::DeliberationStatusChanged(_)
                 | Fact::ConsensusReached(_)
                 | Fact::SkeletonPhaseStarted(_)
-                | Fact::SkeletonElaborated(_) => {}
+                | Fact::SkeletonElaborated(_)
+                | Fact::MemoryStored(_)
+                | Fact::MemorySuperseded(_)
+                | Fact::MemoriesRetrieved(_)
+                | Fact::MemorySoftDeleted(_)
+                | Fact::MemoryErased(_) => {}
                 Fact::TextsErased { commitments, .. } => {
                     // A commitment is random per text, so it names at most one thought. Only
                     // the sessions holding one are changed (and so copied).

@@ -39,6 +39,12 @@ pub fn key_path(data_dir: &Path) -> PathBuf {
     data_dir.join("signing.key")
 }
 
+/// Where a serving ledger keeps its memory index (a cache of the memory projection, rebuilt
+/// from it when the server starts; offline commands keep theirs in memory).
+pub fn memory_index_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("memory-index")
+}
+
 /// Opens the ledger in `data_dir`, replaying it into a fresh application state, with its
 /// signing key (made, mode 0600, the first time) and its signed checkpoints, which the log must
 /// extend. Returns once it is open (offline commands).
@@ -57,12 +63,13 @@ pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, Ledger
 /// within milliseconds, before any replay).
 pub fn start(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
     let data_dir = data_dir.to_path_buf();
+    let app = App::new(app).with_memory_index_dir(memory_index_dir(&data_dir));
     start_ledger(
         move || {
             prepare(&data_dir, SledStore::open_for_serving)
                 .map(|(store, notary)| (store, Some(notary)))
         },
-        App::new(app),
+        app,
         WriterConfig::default(),
     )
 }

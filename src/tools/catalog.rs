@@ -13,7 +13,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{audit, deliberation, maxential, replay, thinking, toolsets};
+use super::{audit, deliberation, maxential, memory, replay, thinking, toolsets};
 use crate::app::toolsets::ToolsetStatus;
 use portable::{Side, make_portable};
 
@@ -52,6 +52,9 @@ pub enum CallerEffect {
     /// Proves events against a signed checkpoint: one is signed first if the log grew, so the
     /// caller's latest calls are covered.
     SignsCheckpointFirst,
+    /// Embeds the text of the named argument before the call is sent (prepare), so the
+    /// decision has its vector.
+    Embeds(&'static str),
 }
 
 impl ToolEntry {
@@ -149,6 +152,7 @@ const FAMILY_ENTRIES: &[fn() -> Vec<ToolEntry>] = &[
     replay::entries,
     audit::entries,
     deliberation::entries,
+    memory::entries,
     toolsets::entries,
 ];
 
@@ -246,6 +250,8 @@ pub(super) enum Effect {
     Idempotent,
     /// Reads the state; only the audit event is written.
     Reads,
+    /// Removes what it names for good (a hard delete erases texts).
+    Erases,
 }
 
 /// A tool's catalog entry: schemas from its argument and output types (the output schema
@@ -259,7 +265,7 @@ pub(super) fn entry<Args: JsonSchema + Any, Output: JsonSchema + Any>(
 ) -> ToolEntry {
     let annotations = ToolAnnotations::with_title(title)
         .read_only(false)
-        .destructive(false)
+        .destructive(matches!(effect, Effect::Erases))
         .idempotent(!matches!(effect, Effect::Appends))
         .open_world(false);
     let documented_output = with_receipt(tidy(schema_for_output::<Output>(), Side::Output));
@@ -428,6 +434,9 @@ mod tests {
                 ("run_thinking_mode", CallerEffect::ContinuesStartedSession),
                 ("reasoning_autopilot", CallerEffect::ContinuesStartedSession),
                 ("start_deliberation", CallerEffect::ContinuesStartedSession),
+                ("store_memory", CallerEffect::Embeds("content")),
+                ("retrieve_memories", CallerEffect::Embeds("text")),
+                ("update_memory", CallerEffect::Embeds("content")),
                 ("enable_toolset", CallerEffect::SetsToolset(true)),
                 ("disable_toolset", CallerEffect::SetsToolset(false)),
             ]
@@ -539,9 +548,10 @@ mod tests {
                 "{} appends an event",
                 entry.tool.name
             );
+            // Only a hard delete removes what it names for good.
             assert_eq!(
                 a.destructive_hint,
-                Some(false),
+                Some(entry.tool.name == "delete_memory"),
                 "{} deletes nothing",
                 entry.tool.name
             );

@@ -12,6 +12,7 @@ mod catalog;
 mod current;
 mod deliberation;
 mod maxential;
+mod memory;
 mod prompts;
 mod reasoning;
 mod rejected;
@@ -21,6 +22,7 @@ mod thinking;
 mod toolsets;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
@@ -170,8 +172,24 @@ impl ThinkServer {
             toolsets,
             idempotency_key,
         } = call;
+        let started = Instant::now();
         let tool = tool.as_str();
         let enabled = toolsets.get();
+        let effect = self
+            .catalog
+            .entry(tool)
+            .map_or(CallerEffect::None, |entry| entry.caller);
+        // Prepare: every effect the call needs, taken before it reaches the writer.
+        let prepared = match effect {
+            CallerEffect::Embeds(field) => {
+                let text = arguments
+                    .get(field)
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.trim().is_empty());
+                self.effects.prepare_embedding(text)
+            }
+            _ => self.effects.prepare(),
+        };
         let command = Command {
             tool: tool.to_owned(),
             arguments,
@@ -181,13 +199,8 @@ impl ThinkServer {
             toolsets: self.catalog.statuses(&enabled),
             admin: false,
             idempotency_key,
-            // Prepare: every effect the call needs, taken before it reaches the writer.
-            prepared: self.effects.prepare(),
+            prepared,
         };
-        let effect = self
-            .catalog
-            .entry(tool)
-            .map_or(CallerEffect::None, |entry| entry.caller);
         if effect == CallerEffect::SignsCheckpointFirst {
             // The export proves events against a signed checkpoint: sign one now if the log
             // grew, so a session's latest calls are covered. A failure here is reported by the
@@ -229,7 +242,7 @@ impl ThinkServer {
                     // A stateless request has no stream to carry it: the answer says what changed.
                     tracing::debug!(error = %e, "tools/list_changed not delivered");
                 }
-                self.result(tool, committed)
+                self.result(tool, committed, started)
             }
             Err(e) => {
                 tracing::error!(error = %e, tool, "call could not be recorded");
@@ -238,9 +251,17 @@ impl ThinkServer {
         }
     }
 
-    fn result(&self, tool: &str, committed: Committed) -> CallToolResult {
+    fn result(&self, tool: &str, committed: Committed, started: Instant) -> CallToolResult {
         let mut body = committed.body;
         if let Value::Object(map) = &mut body {
+            // The seed envelope's `processingTime` (ThoughtMCP's tools): a measurement of this
+            // call, like the receipt outside the response digest.
+            if let Some(Value::Object(metadata)) = map.get_mut("metadata")
+                && metadata.contains_key("componentsUsed")
+            {
+                let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                metadata.insert("processingTime".into(), json!(ms));
+            }
             map.insert("seq".into(), json!(committed.seq));
             map.insert("eventHash".into(), json!(committed.hash));
             if committed.replayed {

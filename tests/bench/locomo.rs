@@ -188,7 +188,7 @@ fn build(convs: &[Conversation], vectors: &Vectors, analysis: TextAnalysis) -> (
     let mut index = MemoryIndex::in_ram(MemoryIndexConfig { analysis }).expect("index");
     for c in convs {
         for (turn, e) in c.turns.iter().zip(&vectors.turns[&c.name]) {
-            index.upsert(turn, Some(e.clone())).expect("stage");
+            index.upsert(turn, Some(e)).expect("stage");
         }
     }
     index.commit().expect("commit");

@@ -48,6 +48,11 @@ const ALL_TOOLS: &[&str] = &[
     "consensus_answer",
     "start_skeleton_of_thought",
     "run_skeleton_elaboration",
+    "store_memory",
+    "retrieve_memories",
+    "update_memory",
+    "delete_memory",
+    "search_memories",
     "list_toolsets",
     "enable_toolset",
     "disable_toolset",
@@ -154,7 +159,7 @@ async fn initialize_names_the_server_and_lists_every_tool_with_schemas_and_hones
         );
         assert_eq!(output["properties"]["seq"]["type"], "integer");
         assert_eq!(output["properties"]["eventHash"]["type"], "string");
-        // Every call appends an event, so no tool is read-only; none deletes, none reaches out.
+        // Every call appends an event, so no tool is read-only; none reaches out.
         let annotations = tool
             .annotations
             .as_ref()
@@ -164,9 +169,10 @@ async fn initialize_names_the_server_and_lists_every_tool_with_schemas_and_hones
             Some(false),
             "{name} readOnlyHint"
         );
+        // Only a hard delete_memory removes what it names for good.
         assert_eq!(
             annotations.destructive_hint,
-            Some(false),
+            Some(name == "delete_memory"),
             "{name} destructiveHint"
         );
         assert_eq!(

@@ -147,6 +147,21 @@ fn event_schema() -> Value {
                         "type": "string",
                         "minLength": 1,
                         "maxLength": 255
+                    },
+                    "effects": {
+                        "description": "Effects the call took before it was decided that re-execution gives back; omitted when it took none (docs/ledger-format.md §3.6).",
+                        "type": "object",
+                        "properties": {
+                            "embedding": {
+                                "type": "object",
+                                "required": ["model", "dimension", "vector"],
+                                "properties": {
+                                    "model": { "type": "string", "minLength": 1 },
+                                    "dimension": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                                    "vector": { "$ref": "#/$defs/textRef" }
+                                }
+                            }
+                        }
                     }
                 }
             },
@@ -242,8 +257,119 @@ fn event_schema() -> Value {
                     { "if": { "required": ["type"], "properties": { "type": { "const": "DeliberationStatusChanged" } } }, "then": { "$ref": "#/$defs/DeliberationStatusChanged" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "ConsensusReached" } } }, "then": { "$ref": "#/$defs/ConsensusReached" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "SkeletonPhaseStarted" } } }, "then": { "$ref": "#/$defs/SkeletonPhaseStarted" } },
-                    { "if": { "required": ["type"], "properties": { "type": { "const": "SkeletonElaborated" } } }, "then": { "$ref": "#/$defs/SkeletonElaborated" } }
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "SkeletonElaborated" } } }, "then": { "$ref": "#/$defs/SkeletonElaborated" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "MemoryStored" } } }, "then": { "$ref": "#/$defs/MemoryStored" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "MemorySuperseded" } } }, "then": { "$ref": "#/$defs/MemorySuperseded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "MemoriesRetrieved" } } }, "then": { "$ref": "#/$defs/MemoriesRetrieved" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "MemorySoftDeleted" } } }, "then": { "$ref": "#/$defs/MemorySoftDeleted" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "MemoryErased" } } }, "then": { "$ref": "#/$defs/MemoryErased" } }
                 ]
+            },
+            "memorySector": { "type": "string", "enum": ["episodic", "semantic", "procedural", "emotional", "reflective"] },
+            "waypoint": {
+                "type": "object",
+                "required": ["memoryId", "weight"],
+                "properties": {
+                    "memoryId": { "type": "string" },
+                    "weight": { "type": "number", "minimum": 0, "maximum": 1 }
+                }
+            },
+            "embeddingUsed": {
+                "type": "object",
+                "required": ["model", "dimension"],
+                "properties": {
+                    "model": { "type": "string", "minLength": 1 },
+                    "dimension": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 }
+                }
+            },
+            "MemoryStored": {
+                "description": "A memory was stored (docs/ledger-format.md §5.2).",
+                "type": "object",
+                "required": [
+                    "type", "userId", "memoryId", "contextSessionId", "primarySector", "sectors", "content",
+                    "metadata", "keywordsExtracted", "salience", "strength", "links", "embedding"
+                ],
+                "properties": {
+                    "type": { "type": "string", "const": "MemoryStored" },
+                    "userId": { "type": "string", "minLength": 1 },
+                    "memoryId": { "type": "string", "pattern": "^mem-[0-9a-f]{16}$" },
+                    "contextSessionId": { "type": "string" },
+                    "primarySector": { "$ref": "#/$defs/memorySector" },
+                    "sectors": { "type": "array", "minItems": 1, "items": { "$ref": "#/$defs/memorySector" } },
+                    "content": { "$ref": "#/$defs/textRef" },
+                    "metadata": { "$ref": "#/$defs/textRef" },
+                    "keywordsExtracted": { "type": "boolean" },
+                    "salience": { "type": "number", "minimum": 0, "maximum": 1 },
+                    "strength": { "type": "number", "minimum": 0, "maximum": 1 },
+                    "links": { "type": "array", "items": { "$ref": "#/$defs/waypoint" } },
+                    "embedding": { "$ref": "#/$defs/embeddingUsed" }
+                }
+            },
+            "MemorySuperseded": {
+                "description": "A memory's current version was superseded by an update (docs/ledger-format.md §5.2).",
+                "type": "object",
+                "required": ["type", "userId", "memoryId", "version", "supersededValidFrom"],
+                "properties": {
+                    "type": { "type": "string", "const": "MemorySuperseded" },
+                    "userId": { "type": "string", "minLength": 1 },
+                    "memoryId": { "type": "string", "pattern": "^mem-[0-9a-f]{16}$" },
+                    "version": { "type": "integer", "minimum": 2, "maximum": 4_294_967_295u64 },
+                    "supersededValidFrom": {
+                        "type": "string",
+                        "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z$"
+                    },
+                    "content": { "$ref": "#/$defs/textRef" },
+                    "metadata": { "$ref": "#/$defs/textRef" },
+                    "keywordsExtracted": { "type": "boolean" },
+                    "sectors": { "type": "array", "minItems": 1, "items": { "$ref": "#/$defs/memorySector" } },
+                    "strength": { "type": "number", "minimum": 0, "maximum": 1 },
+                    "salience": { "type": "number", "minimum": 0, "maximum": 1 },
+                    "links": { "type": "array", "items": { "$ref": "#/$defs/waypoint" } },
+                    "embedding": { "$ref": "#/$defs/embeddingUsed" }
+                }
+            },
+            "MemoriesRetrieved": {
+                "description": "A retrieval or search returned (and so reinforced) memories (docs/ledger-format.md §5.2).",
+                "type": "object",
+                "required": ["type", "userId", "via", "method", "memories", "totalCount"],
+                "properties": {
+                    "type": { "type": "string", "const": "MemoriesRetrieved" },
+                    "userId": { "type": "string", "minLength": 1 },
+                    "via": { "type": "string", "enum": ["retrieve_memories", "search_memories"] },
+                    "method": { "type": "string" },
+                    "memories": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["memoryId", "score", "strength"],
+                            "properties": {
+                                "memoryId": { "type": "string" },
+                                "score": { "type": "number" },
+                                "strength": { "type": "number", "minimum": 0, "maximum": 1 }
+                            }
+                        }
+                    },
+                    "totalCount": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 }
+                }
+            },
+            "MemorySoftDeleted": {
+                "type": "object",
+                "required": ["type", "userId", "memoryId"],
+                "properties": {
+                    "type": { "type": "string", "const": "MemorySoftDeleted" },
+                    "userId": { "type": "string", "minLength": 1 },
+                    "memoryId": { "type": "string" }
+                }
+            },
+            "MemoryErased": {
+                "type": "object",
+                "required": ["type", "userId", "memoryId", "versions"],
+                "properties": {
+                    "type": { "type": "string", "const": "MemoryErased" },
+                    "userId": { "type": "string", "minLength": 1 },
+                    "memoryId": { "type": "string" },
+                    "versions": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 }
+                }
             },
             "TextsErased": {
                 "description": "Stored texts erased from disk; their commitments stay (docs/ledger-format.md §5).",
@@ -1917,4 +2043,128 @@ fn set(value: &mut Value, pointer: &str, to: Value) {
         }
         _ => panic!("{pointer}: not a container"),
     }
+}
+
+/// The memory tools through the real binary and a real MCP client over stdio: every result
+/// matches its tool's output schema and every stored event the event schema (each memory fact
+/// recorded); after a hard delete no byte of the memory's content is in the data dir and
+/// `verify` passes.
+#[tokio::test]
+async fn memory_events_and_tool_results_conform_and_a_hard_delete_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let mut results: Vec<(&str, rmcp::model::CallToolResult)> = Vec::new();
+    let mut run = async |tool: &'static str, args: Value| -> Value {
+        let result = call(&server, tool, args).await;
+        let body = ok(&result);
+        results.push((tool, result));
+        body
+    };
+    let secret = run(
+        "store_memory",
+        json!({"content": "Wobbleferns bloom beside the quarry lake", "userId": "u-1",
+               "sessionId": "s-1", "primarySector": "semantic",
+               "metadata": {"tags": ["flora"], "importance": 0.7}}),
+    )
+    .await["data"]["memoryId"]
+        .clone();
+    run(
+        "store_memory",
+        json!({"content": "The quarry lake freezes in January", "userId": "u-1",
+               "sessionId": "s-1", "primarySector": "episodic"}),
+    )
+    .await;
+    run(
+        "retrieve_memories",
+        json!({"userId": "u-1", "text": "quarry lake", "sectors": ["semantic", "episodic"]}),
+    )
+    .await;
+    run(
+        "search_memories",
+        json!({"userId": "u-1", "text": "quarry AND lake", "metadata": {"tags": ["flora"]}}),
+    )
+    .await;
+    run(
+        "update_memory",
+        json!({"memoryId": secret, "userId": "u-1",
+               "content": "Wobbleferns bloom twice beside the quarry lake", "salience": 0.9}),
+    )
+    .await;
+    run(
+        "delete_memory",
+        json!({"memoryId": secret, "userId": "u-1", "soft": true}),
+    )
+    .await;
+    let hard = run(
+        "delete_memory",
+        json!({"memoryId": secret, "userId": "u-1"}),
+    )
+    .await;
+    assert_eq!(hard["data"]["deletionType"], "hard");
+    let refused = call(
+        &server,
+        "update_memory",
+        json!({"memoryId": secret, "userId": "u-1", "strength": 1}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true));
+    let body = refused
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| serde_json::from_str(text_of(&refused)).expect("a JSON refusal"));
+    assert_eq!(body["error"], "Memory not found");
+    assert_eq!(body["success"], false);
+    server.stop().await;
+
+    let catalog = Catalog::new(Toolsets::all());
+    for (tool, result) in &results {
+        let entry = catalog.entry(tool).expect("known tool");
+        let schema =
+            Value::Object((**entry.tool.output_schema.as_ref().expect("output schema")).clone());
+        let body = ok(result);
+        assert!(body["metadata"]["processingTime"].is_u64(), "{body:#}");
+        if let Err(e) = subset::validate(&schema, &body) {
+            panic!("{tool} result does not match its output schema: {e}\n{body:#}");
+        }
+    }
+    let schema = event_schema();
+    let mut fact_types = BTreeSet::new();
+    for event in stored_events(dir.path()) {
+        if let Err(e) = subset::validate(&schema, &event) {
+            panic!("stored event does not match schemas/event.v1.json: {e}\n{event:#}");
+        }
+        for fact in event["facts"].as_array().expect("facts") {
+            fact_types.insert(fact["type"].as_str().expect("type").to_owned());
+        }
+    }
+    for fact in [
+        "MemoryStored",
+        "MemorySuperseded",
+        "MemoriesRetrieved",
+        "MemorySoftDeleted",
+        "MemoryErased",
+        "TextsErased",
+    ] {
+        assert!(fact_types.contains(fact), "{fact}: {fact_types:?}");
+    }
+    for needle in ["Wobblefern", "wobblefern", "twice"] {
+        let mut stack = vec![dir.path().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).expect("read dir") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let bytes = std::fs::read(&path).expect("read");
+                    assert!(
+                        !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                        "{needle} still in {}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+    let verified = cli(dir.path(), &["verify"]).await;
+    assert!(verified.status.success(), "{verified:?}");
 }

@@ -125,6 +125,7 @@ pub(super) fn preview(started: &Started, at: &str) -> DeliberationState {
             tool: String::new(),
             arguments: Value::Null,
             idempotency_key: None,
+            effects: None,
         },
         facts: started.facts.clone(),
         outcome: crate::events::Outcome {

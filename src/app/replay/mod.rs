@@ -591,6 +591,32 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         }
         other => other.clone(),
     };
+    // The effects the call took are given back as recorded (its vector, read from the text
+    // store); a call whose vector is erased cannot be re-executed honestly.
+    let embedding = match event
+        .call
+        .effects
+        .as_ref()
+        .and_then(|e| e.embedding.as_ref())
+    {
+        None => None,
+        Some(recorded) => {
+            let text = match resolve(log, &recorded.vector.commitment)? {
+                Ok(text) => text,
+                Err(skip) => return Ok(Err(skip)),
+            };
+            let model: Arc<str> = Arc::from(recorded.model.as_str());
+            match crate::embed::Embedding::from_base64(model, &text) {
+                Some(e) => Some(Ok(e)),
+                None => {
+                    return Ok(Err(Skip::new(
+                        SkipReason::RawUnparseable,
+                        "the recorded vector is not base64 of binary32 components".to_owned(),
+                    )));
+                }
+            }
+        }
+    };
     let stand_in = parse_hex32(&event.hash).unwrap_or([0; 32]);
     let tool_enabled = event
         .outcome
@@ -621,6 +647,7 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
                 .map(|at| at.with_timezone(&chrono::Utc))
                 .unwrap_or_default(),
             seed: Ok(Seed::new(stand_in)),
+            embedding,
         },
     }))
 }

@@ -340,6 +340,41 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 p.state
             ),
         ),
+        Fact::MemoryStored(m) => (
+            "MemoryStored",
+            Some(m.memory_id.clone()),
+            format!(
+                "memory {} stored ({}), {} waypoint(s)",
+                m.memory_id,
+                m.primary_sector,
+                m.links.len()
+            ),
+        ),
+        Fact::MemorySuperseded(m) => (
+            "MemorySuperseded",
+            Some(m.memory_id.clone()),
+            format!("memory {} superseded by version {}", m.memory_id, m.version),
+        ),
+        Fact::MemoriesRetrieved(r) => (
+            "MemoriesRetrieved",
+            None,
+            format!(
+                "{} returned {} of {} memories",
+                r.via,
+                r.memories.len(),
+                r.total_count
+            ),
+        ),
+        Fact::MemorySoftDeleted(m) => (
+            "MemorySoftDeleted",
+            Some(m.memory_id.clone()),
+            format!("memory {} soft-deleted", m.memory_id),
+        ),
+        Fact::MemoryErased(m) => (
+            "MemoryErased",
+            Some(m.memory_id.clone()),
+            format!("memory {} erased ({} version(s))", m.memory_id, m.versions),
+        ),
         // The thinking facts are summarized by `change`.
         Fact::SessionStarted { .. }
         | Fact::ThoughtRecorded(_)

@@ -69,6 +69,26 @@ impl Fusion {
     }
 }
 
+impl std::fmt::Display for Fusion {
+    /// The formula, as a retrieval's provenance records it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fusion::Weighted {
+                text_weight,
+                vector_weight,
+                cosine,
+            } => {
+                let cos = match cosine {
+                    CosineScaling::Clamped => "max(cosine, 0)",
+                    CosineScaling::MinMax => "minmax(cosine)",
+                };
+                write!(f, "{text_weight}·bm25/best + {vector_weight}·{cos}")
+            }
+            Fusion::ReciprocalRank { k } => write!(f, "reciprocal rank fusion, k = {k}"),
+        }
+    }
+}
+
 /// One candidate's signals: its BM25 score and 1-based rank if it is in the BM25 list, its
 /// cosine and 1-based rank if it is in the vector list (or its cosine alone otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -163,6 +163,18 @@ pub struct MemoryHit {
     pub created_at_ms: i64,
 }
 
+/// One ranked memory: its id and signals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedMemory {
+    pub id: String,
+    /// The fused similarity in [0, 1].
+    pub similarity: f64,
+    /// Its BM25 score, when it was among the BM25 candidates.
+    pub bm25: Option<f32>,
+    /// Its cosine with the query vector, when both have vectors.
+    pub cosine: Option<f32>,
+}
+
 /// A query's answer.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MemoryResults {
@@ -172,17 +184,10 @@ pub struct MemoryResults {
     pub warnings: Vec<String>,
 }
 
-/// A staged change to the vectors, applied with the text index's commit.
-enum VectorChange {
-    Upsert(String, String, Embedding),
-    Remove(String, String),
-}
-
 /// The memory index (see the module doc).
 pub struct MemoryIndex {
     text: TextIndex,
     vectors: VectorStore,
-    staged: Vec<VectorChange>,
     config: MemoryIndexConfig,
 }
 
@@ -213,7 +218,6 @@ impl MemoryIndex {
         Self {
             text,
             vectors: VectorStore::default(),
-            staged: Vec::new(),
             config,
         }
     }
@@ -223,47 +227,50 @@ impl MemoryIndex {
         self.config
     }
 
-    /// Stages a memory (replacing one of the same owner and id) with its vector, if any.
+    /// Stages a memory (replacing one of the same owner and id) with its vector, if any. The
+    /// vector counts at once ([`MemoryIndex::nearest`]); the text after [`MemoryIndex::commit`].
+    /// A vector of another model than the owner's is refused (the text is staged regardless).
     pub fn upsert(
         &mut self,
         doc: &MemoryDocument,
-        embedding: Option<Embedding>,
+        embedding: Option<&Embedding>,
     ) -> Result<(), IndexError> {
         self.text.upsert(doc)?;
-        self.staged
-            .push(VectorChange::Remove(doc.owner.clone(), doc.id.clone()));
-        if let Some(e) = embedding {
-            self.staged
-                .push(VectorChange::Upsert(doc.owner.clone(), doc.id.clone(), e));
+        self.vectors.remove(&doc.owner, &doc.id);
+        match embedding {
+            Some(e) => self.vectors.upsert(&doc.owner, &doc.id, e),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Stages the removal of `owner`'s memory `id`.
+    /// Stages the removal of `owner`'s memory `id` (its vector goes at once).
     pub fn delete(&mut self, owner: &str, id: &str) {
         self.text.delete(owner, id);
-        self.staged
-            .push(VectorChange::Remove(owner.to_owned(), id.to_owned()));
+        self.vectors.remove(owner, id);
     }
 
-    /// Makes staged changes visible (and durable, for a directory index). A vector of the wrong
-    /// model is refused here; the text changes are committed regardless.
+    /// Makes staged text changes visible (and durable, for a directory index).
     pub fn commit(&mut self) -> Result<(), IndexError> {
-        self.text.commit()?;
-        let mut refused = None;
-        for change in std::mem::take(&mut self.staged) {
-            match change {
-                VectorChange::Upsert(owner, id, e) => {
-                    if let Err(err) = self.vectors.upsert(&owner, &id, &e) {
-                        refused.get_or_insert(err);
-                    }
-                }
-                VectorChange::Remove(owner, id) => {
-                    self.vectors.remove(&owner, &id);
-                }
-            }
-        }
-        refused.map_or(Ok(()), Err)
+        self.text.commit()
+    }
+
+    /// The owner's `k` memories whose vectors are nearest `embedding` (cosine, best first, ties
+    /// by id). Sees every upsert at once, committed or not.
+    pub fn nearest(
+        &self,
+        owner: &str,
+        embedding: &Embedding,
+        k: usize,
+    ) -> Result<Vec<(String, f32)>, IndexError> {
+        self.vectors.nearest(owner, embedding, k)
+    }
+
+    /// How many of the owner's committed memories match `text` (the query parser's syntax,
+    /// read leniently).
+    pub fn count_matches(&self, owner: &str, text: &str) -> Result<u64, IndexError> {
+        let searcher = self.text.searcher();
+        let parsed = self.text.parse(text);
+        self.text.count(&searcher, owner, &parsed)
     }
 
     /// Commits, then rewrites the full-text index without its deleted memories (see the module
@@ -273,25 +280,37 @@ impl MemoryIndex {
         self.text.purge_deleted()
     }
 
-    /// The owner's best memories for `query`.
-    pub fn search(&self, query: &MemoryQuery<'_>) -> Result<MemoryResults, IndexError> {
+    /// The owner's best memories for `query`: ids and signals only, nothing read back from
+    /// the stored documents (for callers that hold the memories themselves).
+    pub fn rank(&self, query: &MemoryQuery<'_>) -> Result<Vec<RankedMemory>, IndexError> {
         let searcher = self.text.searcher();
         let stats = self.text.owner_statistics(&searcher, query.owner)?;
-        if stats.docs == 0 || query.limit == 0 {
-            return Ok(MemoryResults::default());
-        }
-        let pool = query.limit.max(CANDIDATES);
         let parsed = self.text.parse(query.text);
+        self.rank_with(&searcher, &stats, &parsed, query)
+    }
+
+    fn rank_with(
+        &self,
+        searcher: &tantivy::Searcher,
+        stats: &text::OwnerStatistics<'_>,
+        parsed: &text::ParsedQuery,
+        query: &MemoryQuery<'_>,
+    ) -> Result<Vec<RankedMemory>, IndexError> {
         let use_text = query.signals != Retrieval::Vector;
         let vector_query = query
             .embedding
             .filter(|_| query.signals != Retrieval::Lexical);
+        let owner_has_text = stats.docs > 0;
+        if query.limit == 0 || (!owner_has_text && vector_query.is_none()) {
+            return Ok(Vec::new());
+        }
+        let pool = query.limit.max(CANDIDATES);
 
         let mut candidates: BTreeMap<String, Signals> = BTreeMap::new();
-        if use_text {
+        if use_text && owner_has_text {
             let hits = self
                 .text
-                .search(&searcher, &stats, query.owner, &parsed, pool)?;
+                .search(searcher, stats, query.owner, parsed, pool)?;
             for (rank, hit) in hits.into_iter().enumerate() {
                 candidates.entry(hit.id).or_default().bm25 = Some((hit.score, rank + 1));
             }
@@ -335,20 +354,70 @@ impl MemoryIndex {
                 .then_with(|| ids[a].cmp(&ids[b]))
         });
         order.truncate(query.limit);
+        Ok(order
+            .into_iter()
+            .map(|i| RankedMemory {
+                id: ids[i].clone(),
+                similarity: similarity[i],
+                bm25: signals[i].bm25.map(|(s, _)| s),
+                cosine: signals[i].cosine,
+            })
+            .collect())
+    }
 
+    /// For each of the owner's memories given (content, keywords), its highlight for `text`
+    /// (matches in `<b>…</b>`, fragments chosen by the owner's statistics) and the query terms
+    /// it matched: the decoration of a page of results, from memories the caller holds.
+    pub fn explain(
+        &self,
+        owner: &str,
+        text: &str,
+        memories: &[(&str, &[String])],
+    ) -> Result<Vec<(String, Vec<String>)>, IndexError> {
+        let searcher = self.text.searcher();
+        let stats = self.text.owner_statistics(&searcher, owner)?;
+        let parsed = self.text.parse(text);
         let highlighter = self.text.highlighter(&stats, &parsed)?;
-        let mut hits = Vec::with_capacity(order.len());
-        for i in order {
-            let Some(doc) = self.text.fetch(&searcher, query.owner, &ids[i])? else {
+        Ok(memories
+            .iter()
+            .map(|(content, keywords)| {
+                let stored = text::StoredMemory {
+                    content: (*content).to_owned(),
+                    keywords: keywords.to_vec(),
+                    sector: String::new(),
+                    created_at_ms: 0,
+                };
+                (
+                    text::highlight(&highlighter, content),
+                    self.text.matched_terms(&parsed, &stored),
+                )
+            })
+            .collect())
+    }
+
+    /// The owner's best memories for `query`, with highlights, matched terms and the stored
+    /// memory.
+    pub fn search(&self, query: &MemoryQuery<'_>) -> Result<MemoryResults, IndexError> {
+        let searcher = self.text.searcher();
+        let stats = self.text.owner_statistics(&searcher, query.owner)?;
+        if stats.docs == 0 || query.limit == 0 {
+            return Ok(MemoryResults::default());
+        }
+        let parsed = self.text.parse(query.text);
+        let ranked = self.rank_with(&searcher, &stats, &parsed, query)?;
+        let highlighter = self.text.highlighter(&stats, &parsed)?;
+        let mut hits = Vec::with_capacity(ranked.len());
+        for r in ranked {
+            let Some(doc) = self.text.fetch(&searcher, query.owner, &r.id)? else {
                 continue;
             };
             let stored = self.text.stored(&doc);
             let highlight = text::highlight(&highlighter, &stored.content);
             hits.push(MemoryHit {
-                id: ids[i].clone(),
-                similarity: similarity[i],
-                bm25: signals[i].bm25.map(|(s, _)| s),
-                cosine: signals[i].cosine,
+                id: r.id,
+                similarity: r.similarity,
+                bm25: r.bm25,
+                cosine: r.cosine,
                 highlight,
                 matched_terms: self.text.matched_terms(&parsed, &stored),
                 content: stored.content,

@@ -346,6 +346,23 @@ impl TextIndex {
         Ok(hits)
     }
 
+    /// How many of the owner's memories match `query`.
+    pub(super) fn count(
+        &self,
+        searcher: &Searcher,
+        owner: &str,
+        query: &ParsedQuery,
+    ) -> Result<u64, IndexError> {
+        let scoped = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(self.owner_query(owner)) as Box<dyn Query>,
+            ),
+            (Occur::Must, query.query.box_clone()),
+        ]);
+        Ok(searcher.search(&scoped, &Count)? as u64)
+    }
+
     fn stored_id(&self, searcher: &Searcher, address: DocAddress) -> Result<String, IndexError> {
         let doc: TantivyDocument = searcher.doc(address)?;
         Ok(doc

@@ -194,6 +194,36 @@ pub fn verify_ledger(ledger_dir: &Path, events: u64, texts: u64) -> Verified {
     }
 }
 
+/// Verifies the ledger in `ledger_dir`: intact, with exactly `events` events. Returns the
+/// event count and the time `verify` took.
+pub fn verify_ledger_events(ledger_dir: &Path, events: u64) -> EventsVerified {
+    let store = open_settled(ledger_dir);
+    let started = Instant::now();
+    let report = verify(&store).expect("verification could not read the ledger");
+    let took = started.elapsed();
+    assert!(
+        report.is_intact(),
+        "ledger at {} FAILED verification: {:?}",
+        ledger_dir.display(),
+        &report.problems[..report.problems.len().min(10)]
+    );
+    assert_eq!(
+        report.events, events,
+        "ledger holds {} events",
+        report.events
+    );
+    EventsVerified {
+        events: report.events,
+        took,
+    }
+}
+
+/// What [`verify_ledger_events`] checked.
+pub struct EventsVerified {
+    pub events: u64,
+    pub took: Duration,
+}
+
 /// Opens the sled store in `ledger_dir`, waiting (up to 20 s) for its previous owner (a
 /// server just stopped) to let go of its lock.
 pub fn open_settled(ledger_dir: &Path) -> SledStore {

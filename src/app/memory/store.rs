@@ -1,0 +1,146 @@
+//! `store_memory`: a new memory, its keywords (extracted when none are given), its sectors, and
+//! 1–3 waypoints to the owner's most similar memories.
+
+use super::rules;
+use super::{
+    StoreMemoryArgs, StoreMemoryData, envelope, fail, parse, prepared_embedding, sector, unit,
+    user_id,
+};
+use crate::app::ErrorCode;
+use crate::app::Outcome;
+use crate::app::call::{Call, PathStep, Refusal};
+use crate::embed::Embedding;
+use crate::events::Fact;
+use crate::events::memory::{EmbeddingUsed, MemoryStored, WaypointLink};
+use crate::projections::memory::MemoryMetadata;
+
+/// Default importance (the seed's), which is also the salience of a memory stored without one.
+pub(super) const DEFAULT_IMPORTANCE: f64 = 0.5;
+
+pub(super) fn decide_store(call: &mut Call<'_>) -> Outcome {
+    let args: StoreMemoryArgs = parse(call)?;
+    let user = user_id(&args.user_id)?.to_owned();
+    if args.content.trim().is_empty() {
+        return Err(fail(
+            ErrorCode::EmptyContent,
+            "Content cannot be empty",
+            "Provide non-empty content",
+        ));
+    }
+    let primary = sector(&args.primary_sector)?;
+    let given = args.metadata.unwrap_or_default();
+    let importance = unit("metadata.importance", given.importance)?.unwrap_or(DEFAULT_IMPORTANCE);
+    let embedding = prepared_embedding(call)?;
+
+    let keywords_extracted = given.keywords.as_ref().is_none_or(Vec::is_empty);
+    let metadata = MemoryMetadata {
+        keywords: if keywords_extracted {
+            rules::extract_keywords(&args.content)
+        } else {
+            given.keywords.clone().unwrap_or_default()
+        },
+        tags: given.tags.clone().unwrap_or_default(),
+        category: given.category.clone(),
+        context: given.context.clone(),
+        importance,
+    };
+    let links = waypoints(call, &user, None, embedding)?;
+    let ordinal = call.app.memories().owner(&user).map_or(0, |o| o.stored);
+    let memory_id = rules::memory_id(&user, ordinal);
+    let content = call
+        .recorded_ref(&[PathStep::Key("content")])
+        .ok_or_else(|| internal("the content was not recorded as a text"))?;
+    let metadata_ref = call.derive_text(&metadata_json(&metadata));
+    let fact = MemoryStored {
+        user_id: user,
+        memory_id: memory_id.clone(),
+        context_session_id: args.session_id,
+        primary_sector: primary.clone(),
+        sectors: rules::classify(&primary, &args.content),
+        content,
+        metadata: metadata_ref,
+        keywords_extracted,
+        salience: importance,
+        strength: 1.0,
+        links: links.clone(),
+        embedding: embedding_used(embedding),
+    };
+    let data = StoreMemoryData {
+        memory_id,
+        embeddings_generated: 1,
+        links_created: u32::try_from(links.len()).unwrap_or(u32::MAX),
+        salience: importance,
+        strength: 1.0,
+    };
+    let body = envelope(
+        call,
+        data,
+        &["memoryRepository", "embeddingEngine", "graphBuilder"],
+    );
+    let session = Some(call.command.connection_session.clone());
+    call.done(session, vec![Fact::MemoryStored(fact)], body)
+}
+
+/// The model and dimension of a vector, as facts record them.
+pub(super) fn embedding_used(embedding: &Embedding) -> EmbeddingUsed {
+    EmbeddingUsed {
+        model: embedding.model().to_owned(),
+        dimension: u32::try_from(embedding.dimension()).unwrap_or(u32::MAX),
+    }
+}
+
+/// The canonical JSON a memory's metadata is stored as.
+pub(super) fn metadata_json(metadata: &MemoryMetadata) -> String {
+    let value = serde_json::to_value(metadata).unwrap_or_default();
+    crate::ledger::canonical::canonical_bytes(&value)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_else(|| value.to_string())
+}
+
+/// Up to [`rules::MAX_LINKS`] waypoints to the owner's live memories (not `except`) nearest
+/// `embedding`, each with a cosine of at least [`rules::MIN_LINK_COSINE`].
+pub(super) fn waypoints(
+    call: &Call<'_>,
+    user: &str,
+    except: Option<&str>,
+    embedding: &Embedding,
+) -> Result<Vec<WaypointLink>, Refusal> {
+    let memories = call.app.memories();
+    let Some(owner) = memories.owner(user) else {
+        return Ok(Vec::new());
+    };
+    if owner.memories.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(any) = owner.memories.values().next()
+        && *any.model != *embedding.model()
+    {
+        // Vectors of two models are never compared: no waypoints until the memories are
+        // embedded again with this model.
+        return Ok(Vec::new());
+    }
+    let index = memories.vectors().map_err(|e| internal(&e))?;
+    let nearest = index
+        .nearest(user, embedding, rules::MAX_LINKS + 1)
+        .map_err(|e| internal(&e.to_string()))?;
+    Ok(nearest
+        .into_iter()
+        .filter(|(id, cos)| Some(id.as_str()) != except && *cos >= rules::MIN_LINK_COSINE)
+        .filter(|(id, _)| owner.memories.get(id).is_some_and(|m| !m.soft_deleted))
+        .take(rules::MAX_LINKS)
+        .map(|(memory_id, cos)| WaypointLink {
+            memory_id,
+            weight: f64::from(cos),
+        })
+        .collect())
+}
+
+/// A failure of the index, which no caller can fix.
+pub(super) fn internal(reason: &str) -> Refusal {
+    fail(
+        ErrorCode::InternalError,
+        format!("the memory index failed: {reason}"),
+        "retry; the index is rebuilt from the ledger when it fails",
+    )
+}

@@ -1,0 +1,455 @@
+//! The memory tools through the real writer on sled in a temp dir: the seed's shapes and error
+//! texts, owner isolation, supersede, decay and reinforcement from recorded times, soft and
+//! hard deletes (the hard one leaves no byte of the content in the data dir and the ledger
+//! still verifies). Re-execution of memory calls is proven in `app::tests` (it names the
+//! replay family) with this harness.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use serde_json::{Value, json};
+
+use crate::app::{App, AppConfig, Command};
+use crate::effects::{Effects, FixedEffects};
+use crate::events::{Actor, OutcomeStatus, SessionId};
+use crate::ledger::{
+    Committed, LedgerHandle, SledStore, TextState, WriterConfig, open_ledger, verify,
+};
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 25, 9, 0, 0)
+        .single()
+        .expect("a valid time")
+}
+
+pub(crate) struct Harness {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) ledger: LedgerHandle<App>,
+    pub(crate) connection: SessionId,
+}
+
+impl Harness {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = SledStore::open(&dir.path().join("ledger")).expect("store");
+        let app =
+            App::new(AppConfig::default()).with_memory_index_dir(dir.path().join("memory-index"));
+        let ledger = open_ledger(store, app, WriterConfig::default()).expect("open");
+        Self {
+            dir,
+            ledger,
+            connection: SessionId::random(),
+        }
+    }
+
+    /// Calls `tool` as the MCP layer does: the argument the tool embeds is embedded first.
+    async fn call_at(&self, at: DateTime<Utc>, tool: &str, arguments: Value) -> Committed {
+        let effects = FixedEffects::new(at, [9; 32]);
+        let field = match tool {
+            "store_memory" | "update_memory" => Some("content"),
+            "retrieve_memories" => Some("text"),
+            _ => None,
+        };
+        let text = field.and_then(|f| arguments.get(f)).and_then(Value::as_str);
+        let prepared = effects.prepare_embedding(text);
+        let actor = Actor {
+            principal: "local".into(),
+            transport: "test".into(),
+            client_name: None,
+            client_version: None,
+        };
+        let command = Command::tool_call(tool, arguments, actor, self.connection.clone(), prepared);
+        self.ledger.submit(command).await.expect("recorded")
+    }
+
+    pub(crate) async fn call(&self, tool: &str, arguments: Value) -> Committed {
+        self.call_at(t0(), tool, arguments).await
+    }
+
+    pub(crate) async fn ok(&self, tool: &str, arguments: Value) -> Value {
+        let c = self.call(tool, arguments).await;
+        assert_eq!(c.status, OutcomeStatus::Ok, "{tool}: {:#}", c.body);
+        assert_eq!(c.body["success"], true);
+        c.body
+    }
+
+    async fn refused(&self, tool: &str, arguments: Value) -> Value {
+        let c = self.call(tool, arguments).await;
+        assert_eq!(c.status, OutcomeStatus::Rejected, "{tool}: {:#}", c.body);
+        assert_eq!(c.body["success"], false);
+        c.body
+    }
+
+    pub(crate) async fn store(&self, user: &str, content: &str, sector: &str) -> String {
+        let body = self
+            .ok(
+                "store_memory",
+                json!({"content": content, "userId": user, "sessionId": "s-1",
+                       "primarySector": sector}),
+            )
+            .await;
+        body["data"]["memoryId"]
+            .as_str()
+            .expect("memoryId")
+            .to_owned()
+    }
+}
+
+#[tokio::test]
+async fn store_and_retrieve_have_the_seeds_shapes() {
+    let h = Harness::new();
+    let body = h
+        .ok(
+            "store_memory",
+            json!({"content": "User prefers dark mode for all applications",
+                   "userId": "user-123", "sessionId": "session-456",
+                   "primarySector": "semantic",
+                   "metadata": {"keywords": ["preference", "dark mode", "ui"],
+                                "tags": ["settings", "user-preference"],
+                                "category": "preferences", "importance": 0.8}}),
+        )
+        .await;
+    let data = &body["data"];
+    assert!(data["memoryId"].as_str().unwrap().starts_with("mem-"));
+    assert_eq!(data["embeddingsGenerated"], 1);
+    assert_eq!(data["salience"], 0.8);
+    assert_eq!(data["strength"], 1.0);
+    assert_eq!(body["metadata"]["timestamp"], "2026-11-25T09:00:00.000000Z");
+    assert!(body["metadata"]["componentsUsed"].is_array());
+    h.store(
+        "user-123",
+        "The user felt frustrated by the bright light theme yesterday",
+        "episodic",
+    )
+    .await;
+
+    let got = h
+        .ok(
+            "retrieve_memories",
+            json!({"userId": "user-123", "text": "dark mode preference",
+                   "sectors": ["semantic", "episodic"], "minStrength": 0.5, "limit": 10}),
+        )
+        .await;
+    let first = &got["data"]["memories"][0];
+    assert_eq!(
+        first["content"],
+        "User prefers dark mode for all applications"
+    );
+    for field in [
+        "id",
+        "content",
+        "createdAt",
+        "lastAccessed",
+        "strength",
+        "salience",
+        "primarySector",
+        "metadata",
+        "score",
+    ] {
+        assert!(!first[field].is_null(), "{field} missing: {first:#}");
+    }
+    assert_eq!(
+        first["metadata"]["tags"],
+        json!(["settings", "user-preference"])
+    );
+    let id = first["id"].as_str().unwrap();
+    assert_eq!(got["data"]["scores"][id], first["score"]);
+    assert!(got["data"]["totalCount"].as_u64().unwrap() >= 1);
+
+    let found = h
+        .ok(
+            "search_memories",
+            json!({"userId": "user-123", "text": "dark AND mode",
+                   "metadata": {"tags": ["settings"]}, "limit": 20}),
+        )
+        .await;
+    assert_eq!(found["data"]["searchType"], "full-text");
+    assert_eq!(found["data"]["totalCount"], 1);
+    let hit = &found["data"]["memories"][0];
+    assert_eq!(
+        hit["highlight"],
+        "User prefers <b>dark</b> <b>mode</b> for all applications"
+    );
+    assert_eq!(hit["matchedTerms"], json!(["dark", "mode"]));
+    assert_eq!(hit["rank"], 1.0);
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_seeds_error_texts_and_changes_nothing() {
+    let h = Harness::new();
+    let id = h.store("u", "A fact worth keeping", "semantic").await;
+    let cases = [
+        (
+            "store_memory",
+            json!({"content": "  ", "userId": "u", "sessionId": "s", "primarySector": "semantic"}),
+            "Content cannot be empty",
+        ),
+        (
+            "store_memory",
+            json!({"content": "x", "userId": "u", "sessionId": "s", "primarySector": "spatial"}),
+            "Invalid sector",
+        ),
+        (
+            "store_memory",
+            json!({"content": "x", "sessionId": "s", "primarySector": "semantic"}),
+            "Missing required parameter: userId",
+        ),
+        (
+            "retrieve_memories",
+            json!({"userId": "u", "limit": 0}),
+            "limit must be between 1 and 100",
+        ),
+        (
+            "retrieve_memories",
+            json!({"userId": "u", "sectors": ["nope"]}),
+            "Invalid sector",
+        ),
+        (
+            "update_memory",
+            json!({"memoryId": "mem-0000000000000000", "userId": "u", "strength": 0.5}),
+            "Memory not found",
+        ),
+        (
+            "delete_memory",
+            json!({"memoryId": id, "userId": "someone-else"}),
+            "Memory not found",
+        ),
+    ];
+    for (tool, args, error) in cases {
+        let body = h.refused(tool, args).await;
+        assert_eq!(body["error"], error, "{body:#}");
+        assert!(!body["suggestion"].as_str().unwrap().is_empty());
+    }
+    let all = h.ok("retrieve_memories", json!({"userId": "u"})).await;
+    assert_eq!(all["data"]["totalCount"], 1, "nothing changed: {all:#}");
+}
+
+#[tokio::test]
+async fn a_memory_of_one_owner_never_reaches_another() {
+    let h = Harness::new();
+    let alice = h
+        .store("alice", "Alice's locker code is 4417", "semantic")
+        .await;
+    h.store("bob", "Bob likes locker rooms", "semantic").await;
+    for tool in ["retrieve_memories", "search_memories"] {
+        let got = h
+            .ok(tool, json!({"userId": "bob", "text": "Alice locker code"}))
+            .await;
+        let ids: Vec<&str> = got["data"]["memories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert!(!ids.contains(&alice.as_str()), "{tool}: {got:#}");
+        assert!(!got.to_string().contains("4417"));
+    }
+    for (tool, args) in [
+        (
+            "update_memory",
+            json!({"memoryId": alice, "userId": "bob", "content": "mine now"}),
+        ),
+        ("delete_memory", json!({"memoryId": alice, "userId": "bob"})),
+    ] {
+        assert_eq!(h.refused(tool, args).await["error"], "Memory not found");
+    }
+    let still = h
+        .ok(
+            "search_memories",
+            json!({"userId": "alice", "text": "4417"}),
+        )
+        .await;
+    assert_eq!(still["data"]["totalCount"], 1);
+}
+
+#[tokio::test]
+async fn an_update_supersedes_and_the_old_version_stays_in_the_log() {
+    let h = Harness::new();
+    let stored = h
+        .call(
+            "store_memory",
+            json!({"content": "The office is on the third floor", "userId": "u",
+                   "sessionId": "s", "primarySector": "semantic"}),
+        )
+        .await;
+    let first_store = stored.seq;
+    let id = stored.body["data"]["memoryId"].as_str().unwrap().to_owned();
+    let body = h
+        .ok(
+            "update_memory",
+            json!({"memoryId": id, "userId": "u", "content": "The office moved to the fifth floor",
+                   "strength": 0.95, "metadata": {"importance": 0.9}}),
+        )
+        .await;
+    assert_eq!(body["data"]["embeddingsRegenerated"], true);
+    assert_eq!(body["data"]["strength"], 0.95);
+    assert_eq!(body["data"]["salience"], 0.9);
+    let now = h
+        .ok("search_memories", json!({"userId": "u", "text": "floor"}))
+        .await;
+    assert_eq!(now["data"]["totalCount"], 1);
+    assert_eq!(
+        now["data"]["memories"][0]["content"],
+        "The office moved to the fifth floor"
+    );
+    let old = h
+        .ok("search_memories", json!({"userId": "u", "text": "third"}))
+        .await;
+    assert_eq!(old["data"]["totalCount"], 0);
+    // Both versions' texts are in the ledger.
+    let texts = h
+        .ledger
+        .inspect(move |view| {
+            let event: Value =
+                serde_json::from_slice(&view.event_bytes(first_store).unwrap()).unwrap();
+            let c = event["call"]["arguments"]["content"]["textCommitment"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let bytes = crate::ledger::hash::parse_hex32(&c).unwrap();
+            matches!(view.text(&bytes), Ok(TextState::Present(r)) if r.text.contains("third"))
+        })
+        .await
+        .unwrap();
+    assert!(texts, "the first version's text is kept");
+}
+
+#[tokio::test]
+async fn strength_decays_from_recorded_times_and_access_reinforces_it() {
+    let h = Harness::new();
+    h.store("u", "We met the vendor in Lisbon", "episodic")
+        .await;
+    let later = t0() + Duration::days(100);
+    let got = h
+        .call_at(later, "retrieve_memories", json!({"userId": "u"}))
+        .await;
+    let m = &got.body["data"]["memories"][0];
+    let decayed = (-0.015f64 * 100.0).exp();
+    let strength = m["strength"].as_f64().unwrap();
+    assert!((strength - (decayed + 0.1)).abs() < 1e-9, "{strength}");
+    // Soft delete hides it; minStrength 0 shows it; a new strength restores it.
+    let id = m["id"].as_str().unwrap().to_owned();
+    h.ok(
+        "delete_memory",
+        json!({"memoryId": id, "userId": "u", "soft": true}),
+    )
+    .await;
+    let hidden = h.ok("retrieve_memories", json!({"userId": "u"})).await;
+    assert_eq!(hidden["data"]["totalCount"], 0);
+    let shown = h
+        .ok(
+            "retrieve_memories",
+            json!({"userId": "u", "minStrength": 0}),
+        )
+        .await;
+    assert_eq!(shown["data"]["memories"][0]["strength"], 0.0);
+    h.ok(
+        "update_memory",
+        json!({"memoryId": id, "userId": "u", "strength": 0.7}),
+    )
+    .await;
+    let back = h.ok("retrieve_memories", json!({"userId": "u"})).await;
+    assert_eq!(back["data"]["totalCount"], 1);
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &std::path::Path, needle: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .unwrap()
+                .windows(needle.len())
+                .any(|w| w == needle)
+            {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_hard_delete_leaves_no_byte_of_the_content_and_the_ledger_verifies() {
+    let h = Harness::new();
+    let secret = "Zanzibarian quokkas prefer kumquats";
+    let id = h.store("u", secret, "semantic").await;
+    h.ok(
+        "update_memory",
+        json!({"memoryId": id, "userId": "u",
+               "content": "Zanzibarian quokkas now prefer persimmons",
+               "metadata": {"tags": ["quokkafacts"], "context": "from the zookeeper"}}),
+    )
+    .await;
+    h.store("u", "An unrelated note about the weather", "semantic")
+        .await;
+    h.ok(
+        "retrieve_memories",
+        json!({"userId": "u", "text": "weather"}),
+    )
+    .await;
+    let body = h
+        .ok("delete_memory", json!({"memoryId": id, "userId": "u"}))
+        .await;
+    assert_eq!(body["data"]["deletionType"], "hard");
+    assert_eq!(
+        body["data"]["message"],
+        "Memory and all related data removed"
+    );
+    assert_eq!(
+        h.refused(
+            "update_memory",
+            json!({"memoryId": id, "userId": "u", "strength": 1})
+        )
+        .await["error"],
+        "Memory not found"
+    );
+    let gone = h.ok("retrieve_memories", json!({"userId": "u"})).await;
+    assert_eq!(gone["data"]["totalCount"], 1);
+
+    let session = h.connection.clone();
+    let Harness { dir, ledger, .. } = h;
+    ledger.shutdown().await;
+    for needle in [
+        "Zanzibarian",
+        "quokka",
+        "kumquats",
+        "persimmons",
+        "quokkafacts",
+        "zookeeper",
+    ] {
+        let holding = files_holding(dir.path(), needle.as_bytes());
+        assert!(holding.is_empty(), "{needle} still in {holding:?}");
+    }
+    assert!(
+        !files_holding(dir.path(), b"weather").is_empty(),
+        "the search looks at the right files"
+    );
+    let store = SledStore::open(&dir.path().join("ledger")).expect("reopen");
+    let report = verify::verify(&store).expect("verify");
+    assert!(report.problems.is_empty(), "{report:?}");
+    drop(store);
+
+    // Reopened, the server shows the same memories (the index is rebuilt from the state).
+    let store = SledStore::open(&dir.path().join("ledger")).expect("reopen");
+    let app = App::new(AppConfig::default()).with_memory_index_dir(dir.path().join("memory-index"));
+    let ledger = open_ledger(store, app, WriterConfig::default()).expect("open");
+    let h = Harness {
+        dir,
+        ledger,
+        connection: session,
+    };
+    let after = h
+        .ok("search_memories", json!({"userId": "u", "text": "weather"}))
+        .await;
+    assert_eq!(after["data"]["totalCount"], 1);
+    let none = h
+        .ok(
+            "retrieve_memories",
+            json!({"userId": "u", "minStrength": 0}),
+        )
+        .await;
+    assert_eq!(none["data"]["totalCount"], 1, "{none:#}");
+}

@@ -1,0 +1,488 @@
+//! The memory projection: every owner's current memories (content, metadata, sectors, strength
+//! anchors, waypoints, vector) folded from the memory facts, and the memory index derived from
+//! them.
+//!
+//! The memories are plain state, in persistent maps (cheap to clone for publication, like the
+//! other projections), saved in snapshots. The index (`index::memory`: tantivy full text and
+//! exact vectors) is a cache of them: it is never saved with the state, it is rebuilt from the
+//! memories when first needed after an open, and kept in step by the same folds afterwards. An
+//! index that failed (an I/O error, a corrupt directory) is dropped and rebuilt the same way.
+//! It lives in a directory when the server gives one (`MemoryState::with_index_dir`), else in
+//! memory.
+//!
+//! **Architecture Invariant:** a memory's texts leave every derived copy when it is erased: the
+//! memory is removed from the state, and its documents are deleted from the index and the
+//! index's files are rewritten without them before the fold returns (`purge_deleted`).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use imbl::{HashMap, OrdMap};
+use serde::{Deserialize, Serialize};
+
+use crate::embed::Embedding;
+use crate::events::memory::{MemoryStored, MemorySuperseded, WaypointLink};
+use crate::events::{Event, Fact, TextLookup, TextRef};
+use crate::index::memory::{MemoryDocument, MemoryIndex, MemoryIndexConfig};
+
+/// A memory's metadata as stored (`metadata` texts hold its canonical JSON).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryMetadata {
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    pub importance: f64,
+}
+
+/// One memory, current version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub id: String,
+    pub user_id: String,
+    pub context_session_id: String,
+    /// Seq of the event that stored it.
+    pub stored_seq: u64,
+    pub created_at: String,
+    pub created_ms: i64,
+    /// The current version (1 when stored) and when it became valid.
+    pub version: u32,
+    pub valid_from: String,
+    pub primary_sector: String,
+    pub sectors: Vec<String>,
+    /// The content; `None` once its text is unavailable (it is then dropped, see the module).
+    pub content: Arc<str>,
+    pub content_ref: TextRef,
+    pub metadata: MemoryMetadata,
+    pub keywords_extracted: bool,
+    pub salience: f64,
+    /// Strength at `strength_at_ms`; decay from there is computed at query time.
+    pub strength: f64,
+    pub strength_at_ms: i64,
+    pub last_accessed: String,
+    pub last_accessed_ms: i64,
+    /// Waypoints to and from this memory (memory id → weight).
+    pub links: OrdMap<String, f64>,
+    pub soft_deleted: bool,
+    /// The vector of the current content and its model.
+    pub model: Arc<str>,
+    pub vector: Arc<[f32]>,
+    /// Every commitment of every version (content, metadata, vectors): what a hard delete
+    /// erases.
+    pub commitments: Vec<String>,
+}
+
+impl Memory {
+    /// The vector with its model.
+    pub fn embedding(&self) -> Embedding {
+        Embedding::new(self.model.clone(), self.vector.to_vec())
+    }
+
+    fn document(&self) -> MemoryDocument {
+        MemoryDocument {
+            id: self.id.clone(),
+            owner: self.user_id.clone(),
+            content: self.content.to_string(),
+            keywords: self
+                .metadata
+                .keywords
+                .iter()
+                .chain(&self.metadata.tags)
+                .cloned()
+                .collect(),
+            sector: self.primary_sector.clone(),
+            created_at_ms: self.created_ms,
+        }
+    }
+}
+
+/// One owner's memories.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Owner {
+    pub memories: OrdMap<String, Arc<Memory>>,
+    /// How many memories this owner ever stored (erased ones included): the next id's ordinal.
+    pub stored: u64,
+}
+
+/// Every owner's memories, and the index derived from them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MemoryState {
+    owners: HashMap<String, Arc<Owner>>,
+    #[serde(skip)]
+    index: Arc<Mutex<IndexCache>>,
+}
+
+/// The index, when built, and where it lives.
+#[derive(Debug, Default)]
+struct IndexCache {
+    dir: Option<PathBuf>,
+    index: Option<MemoryIndex>,
+    /// Text changes staged since the last commit.
+    dirty: bool,
+}
+
+/// Milliseconds since the Unix epoch of an RFC 3339 time (0 if it does not parse).
+pub fn millis(at: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(at).map_or(0, |t| t.timestamp_millis())
+}
+
+impl MemoryState {
+    /// The state with its index in `dir` (emptied and rebuilt on first use).
+    pub fn with_index_dir(dir: PathBuf) -> Self {
+        let state = Self::default();
+        if let Ok(mut cache) = state.index.lock() {
+            cache.dir = Some(dir);
+        }
+        state
+    }
+
+    /// The owner's memories, if they have any.
+    pub fn owner(&self, user_id: &str) -> Option<&Owner> {
+        self.owners.get(user_id).map(Arc::as_ref)
+    }
+
+    /// The owner's memory `id`, if it exists (soft-deleted ones included).
+    pub fn memory(&self, user_id: &str, id: &str) -> Option<&Arc<Memory>> {
+        self.owner(user_id)?.memories.get(id)
+    }
+
+    /// The index, caught up with the memories (built when missing, committed when changes are
+    /// staged): for full-text queries.
+    pub fn index(&self) -> Result<IndexGuard<'_>, String> {
+        self.index_with(true)
+    }
+
+    /// The index built but text changes possibly uncommitted: for vector queries, which see
+    /// every change at once (a store's waypoints need no commit).
+    pub fn vectors(&self) -> Result<IndexGuard<'_>, String> {
+        self.index_with(false)
+    }
+
+    fn index_with(&self, commit: bool) -> Result<IndexGuard<'_>, String> {
+        let mut cache = self
+            .index
+            .lock()
+            .map_err(|_| "the memory index lock is poisoned".to_owned())?;
+        if cache.index.is_none() {
+            let built = self.build(cache.dir.as_ref()).map_err(|e| e.to_string())?;
+            cache.index = Some(built);
+            cache.dirty = false;
+        }
+        if commit && cache.dirty {
+            let committed = cache.index.as_mut().map(MemoryIndex::commit);
+            if let Some(Err(e)) = committed {
+                cache.index = None;
+                return Err(format!("the memory index failed and will be rebuilt: {e}"));
+            }
+            cache.dirty = false;
+        }
+        Ok(IndexGuard(cache))
+    }
+
+    /// Keeps `other`'s index (and its directory) for this state: after a snapshot is loaded,
+    /// the index is the server's, rebuilt from the loaded memories on first use.
+    pub fn adopt_index(&mut self, other: &MemoryState) {
+        self.index = other.index.clone();
+        if let Ok(mut cache) = self.index.lock() {
+            // Built from the state it replaces: drop it (and its directory lock).
+            cache.index = None;
+            cache.dirty = false;
+        }
+    }
+
+    fn build(
+        &self,
+        dir: Option<&PathBuf>,
+    ) -> Result<MemoryIndex, crate::index::memory::IndexError> {
+        let config = MemoryIndexConfig::default();
+        let mut index = match dir {
+            Some(dir) => {
+                // A cache: whatever the directory held is replaced by what the state says.
+                let _ = std::fs::remove_dir_all(dir);
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| crate::index::memory::IndexError::Directory(e.to_string()))?;
+                MemoryIndex::in_dir(dir, config)?
+            }
+            None => MemoryIndex::in_ram(config)?,
+        };
+        for owner in self.owners.values() {
+            for memory in owner.memories.values() {
+                index.upsert(&memory.document(), Some(&memory.embedding()))?;
+            }
+        }
+        index.commit()?;
+        Ok(index)
+    }
+
+    /// Runs `change` on the index when it is built; an index that fails is dropped (rebuilt on
+    /// next use).
+    fn with_index(
+        &self,
+        change: impl FnOnce(&mut MemoryIndex) -> Result<(), crate::index::memory::IndexError>,
+    ) {
+        let Ok(mut cache) = self.index.lock() else {
+            return;
+        };
+        if let Some(index) = cache.index.as_mut() {
+            if let Err(e) = change(index) {
+                tracing::warn!(error = %e, "memory index dropped; it is rebuilt on next use");
+                cache.index = None;
+            } else {
+                cache.dirty = true;
+            }
+        }
+    }
+
+    fn upsert_owner(&mut self, user_id: &str) -> &mut Owner {
+        Arc::make_mut(self.owners.entry(user_id.to_owned()).or_default())
+    }
+
+    pub fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
+        for fact in &event.facts {
+            match fact {
+                Fact::MemoryStored(f) => self.stored(event, f, texts),
+                Fact::MemorySuperseded(f) => self.superseded(event, f, texts),
+                Fact::MemoriesRetrieved(f) => {
+                    let at_ms = millis(&event.recorded_at);
+                    let owner = self.upsert_owner(&f.user_id);
+                    for access in &f.memories {
+                        if let Some(m) = owner.memories.get_mut(&access.memory_id) {
+                            let m = Arc::make_mut(m);
+                            m.strength = access.strength;
+                            m.strength_at_ms = at_ms;
+                            m.last_accessed.clone_from(&event.recorded_at);
+                            m.last_accessed_ms = at_ms;
+                        }
+                    }
+                }
+                Fact::MemorySoftDeleted(f) => {
+                    let at_ms = millis(&event.recorded_at);
+                    let owner = self.upsert_owner(&f.user_id);
+                    if let Some(m) = owner.memories.get_mut(&f.memory_id) {
+                        let m = Arc::make_mut(m);
+                        m.soft_deleted = true;
+                        m.strength = 0.0;
+                        m.strength_at_ms = at_ms;
+                    }
+                }
+                Fact::MemoryErased(f) => self.erase(&f.user_id, &f.memory_id),
+                Fact::TextsErased { commitments, .. } => {
+                    // Any erasure of a memory's content (the operator's `erase` of a session,
+                    // say) takes the memory with it: nothing can be shown or searched.
+                    let gone: Vec<(String, String)> = self
+                        .owners
+                        .values()
+                        .flat_map(|o| o.memories.values())
+                        .filter(|m| commitments.contains(&m.content_ref.commitment))
+                        .map(|m| (m.user_id.clone(), m.id.clone()))
+                        .collect();
+                    for (user, id) in gone {
+                        self.erase(&user, &id);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn stored(&mut self, event: &Event, f: &MemoryStored, texts: &TextLookup<'_>) {
+        let (Some(content), Some((model, vector, vector_ref))) =
+            (texts(&f.content), recorded_vector(event, texts))
+        else {
+            // Its text is gone already (erased before this fold): nothing to show or search.
+            let owner = self.upsert_owner(&f.user_id);
+            owner.stored += 1;
+            return;
+        };
+        let metadata = metadata(texts, &f.metadata);
+        let at_ms = millis(&event.recorded_at);
+        let memory = Memory {
+            id: f.memory_id.clone(),
+            user_id: f.user_id.clone(),
+            context_session_id: f.context_session_id.clone(),
+            stored_seq: event.seq,
+            created_at: event.recorded_at.clone(),
+            created_ms: at_ms,
+            version: 1,
+            valid_from: event.recorded_at.clone(),
+            primary_sector: f.primary_sector.clone(),
+            sectors: f.sectors.clone(),
+            content,
+            content_ref: f.content.clone(),
+            metadata,
+            keywords_extracted: f.keywords_extracted,
+            salience: f.salience,
+            strength: f.strength,
+            strength_at_ms: at_ms,
+            last_accessed: event.recorded_at.clone(),
+            last_accessed_ms: at_ms,
+            links: f
+                .links
+                .iter()
+                .map(|l| (l.memory_id.clone(), l.weight))
+                .collect(),
+            soft_deleted: false,
+            model,
+            vector,
+            commitments: call_texts(event)
+                .into_iter()
+                .chain([
+                    f.content.commitment.clone(),
+                    f.metadata.commitment.clone(),
+                    vector_ref,
+                ])
+                .collect(),
+        };
+        self.link_back(&f.user_id, &f.memory_id, &f.links);
+        let document = memory.document();
+        let embedding = memory.embedding();
+        let owner = self.upsert_owner(&f.user_id);
+        owner.stored += 1;
+        owner.memories.insert(f.memory_id.clone(), Arc::new(memory));
+        self.with_index(|index| index.upsert(&document, Some(&embedding)));
+    }
+
+    fn superseded(&mut self, event: &Event, f: &MemorySuperseded, texts: &TextLookup<'_>) {
+        let Some(current) = self.memory(&f.user_id, &f.memory_id).cloned() else {
+            return;
+        };
+        let mut m = (*current).clone();
+        m.commitments.extend(call_texts(event));
+        m.version = f.version;
+        m.valid_from.clone_from(&event.recorded_at);
+        let at_ms = millis(&event.recorded_at);
+        let mut reindex = false;
+        if let Some(content) = &f.content {
+            let (Some(text), Some((model, vector, vector_ref))) =
+                (texts(content), recorded_vector(event, texts))
+            else {
+                return;
+            };
+            m.content = text;
+            m.content_ref = content.clone();
+            m.model = model;
+            m.vector = vector;
+            m.commitments.push(content.commitment.clone());
+            m.commitments.push(vector_ref);
+            reindex = true;
+        }
+        if let Some(metadata_ref) = &f.metadata {
+            m.metadata = metadata(texts, metadata_ref);
+            m.commitments.push(metadata_ref.commitment.clone());
+            reindex = true;
+        }
+        if let Some(extracted) = f.keywords_extracted {
+            m.keywords_extracted = extracted;
+        }
+        if let Some(sectors) = &f.sectors {
+            m.sectors.clone_from(sectors);
+        }
+        if let Some(strength) = f.strength {
+            m.strength = strength;
+            m.strength_at_ms = at_ms;
+            m.soft_deleted = strength == 0.0 && m.soft_deleted;
+        }
+        if let Some(salience) = f.salience {
+            m.salience = salience;
+        }
+        if let Some(links) = &f.links {
+            let old: Vec<String> = m.links.keys().cloned().collect();
+            self.unlink(&f.user_id, &f.memory_id, &old);
+            m.links = links
+                .iter()
+                .map(|l| (l.memory_id.clone(), l.weight))
+                .collect();
+            self.link_back(&f.user_id, &f.memory_id, links);
+        }
+        let document = m.document();
+        let embedding = m.embedding();
+        self.upsert_owner(&f.user_id)
+            .memories
+            .insert(f.memory_id.clone(), Arc::new(m));
+        if reindex {
+            self.with_index(|index| index.upsert(&document, Some(&embedding)));
+        }
+    }
+
+    /// Adds the reverse of `links` (from `id`) to the linked memories.
+    fn link_back(&mut self, user_id: &str, id: &str, links: &[WaypointLink]) {
+        let owner = self.upsert_owner(user_id);
+        for link in links {
+            if let Some(other) = owner.memories.get_mut(&link.memory_id) {
+                Arc::make_mut(other)
+                    .links
+                    .insert(id.to_owned(), link.weight);
+            }
+        }
+    }
+
+    /// Removes the links between `id` and `others`, both ways.
+    fn unlink(&mut self, user_id: &str, id: &str, others: &[String]) {
+        let owner = self.upsert_owner(user_id);
+        for other in others {
+            if let Some(m) = owner.memories.get_mut(other) {
+                Arc::make_mut(m).links.remove(id);
+            }
+        }
+    }
+
+    fn erase(&mut self, user_id: &str, id: &str) {
+        let Some(memory) = self.memory(user_id, id).cloned() else {
+            return;
+        };
+        let others: Vec<String> = memory.links.keys().cloned().collect();
+        self.unlink(user_id, id, &others);
+        self.upsert_owner(user_id).memories.remove(id);
+        self.with_index(|index| {
+            index.delete(user_id, id);
+            index.purge_deleted()
+        });
+    }
+}
+
+/// The index, locked for one decision.
+pub struct IndexGuard<'a>(MutexGuard<'a, IndexCache>);
+
+impl std::ops::Deref for IndexGuard<'_> {
+    type Target = MemoryIndex;
+
+    fn deref(&self) -> &MemoryIndex {
+        // `MemoryState::index` returns a guard only once the index is built.
+        self.0
+            .index
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("the guard holds a built index"))
+    }
+}
+
+/// The vector the event's call recorded, with its model and the commitment of its text.
+fn recorded_vector(
+    event: &Event,
+    texts: &TextLookup<'_>,
+) -> Option<(Arc<str>, Arc<[f32]>, String)> {
+    let recorded = event.call.effects.as_ref()?.embedding.as_ref()?;
+    let text = texts(&recorded.vector)?;
+    let model: Arc<str> = Arc::from(recorded.model.as_str());
+    let embedding = Embedding::from_base64(model.clone(), &text)?;
+    Some((
+        model,
+        Arc::from(embedding.into_vector()),
+        recorded.vector.commitment.clone(),
+    ))
+}
+
+/// The commitments of the texts a call's recorded arguments hold.
+fn call_texts(event: &Event) -> Vec<String> {
+    crate::ledger::verify::text_refs(&event.call.arguments)
+}
+
+fn metadata(texts: &TextLookup<'_>, metadata: &TextRef) -> MemoryMetadata {
+    texts(metadata)
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
