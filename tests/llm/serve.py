@@ -3,7 +3,7 @@
 Usage: python serve.py MODEL.gguf [PORT]
 
 Picks a free port when PORT is absent or 0, prints one line `listening <port>` on stdout once
-the server answers, then serves until its standard input closes (the parent test process ended
+the server answers (chat with tools through `chatml-tools.jinja` beside this file), then serves until its standard input closes (the parent test process ended
 or closed the pipe), and exits. Embeddings are enabled (`/v1/embeddings`) beside chat.
 """
 
@@ -39,11 +39,16 @@ def main():
     # Mean pooling: /v1/embeddings refuses the model's own pooling ("none") as not OpenAI-like.
     params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     params.warmup = False
+    # ChatML with a tools section (see the template's header): plain chats render as SmolLM2's
+    # own template does when they start with a system message.
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "chatml-tools.jinja"), encoding="utf-8") as f:
+        params.chat_template = f.read()
     server = xllamacpp.Server(params)
     deadline = time.monotonic() + 60
     while True:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
                 break
         except Exception:
             if time.monotonic() > deadline:
