@@ -108,8 +108,9 @@ pub enum ModelError {
         /// What was wrong.
         reason: String,
     },
-    /// A streamed answer ended before it was complete, after every retry.
-    #[error("the model provider's stream ended early after {attempts} attempt(s): {reason}")]
+    /// An answer (a stream, or a body whose connection broke) ended before it was complete,
+    /// after every retry.
+    #[error("the model provider's answer ended early after {attempts} attempt(s): {reason}")]
     TornStream {
         /// How many attempts were made.
         attempts: u32,
