@@ -16,6 +16,7 @@ pub mod events;
 pub mod export;
 pub mod index;
 pub mod ledger;
+pub mod model;
 pub mod projections;
 pub mod server;
 pub mod tools;

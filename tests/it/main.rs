@@ -10,6 +10,7 @@ mod durability;
 mod erasure;
 mod framing;
 mod idempotency;
+mod model;
 mod protocol;
 mod replay;
 mod schemas;
