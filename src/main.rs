@@ -216,6 +216,11 @@ struct ServeArgs {
     /// decision is refused (time_limit_exceeded) and changes nothing.
     #[arg(long, default_value_t = 5_000)]
     tool_time_limit_ms: u64,
+    /// The memory tools' quality embedding tier: a directory holding all-MiniLM-L6-v2
+    /// (model.safetensors, tokenizer.json, config.json; see README). Without it, the built-in
+    /// potion-base-2M model. Memories embedded with one model are not compared with another's.
+    #[arg(long, value_name = "DIR", env = "THINKLEDGER_EMBEDDING_MODEL")]
+    embedding_model: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -354,6 +359,12 @@ fn dispatch(dir: &Path, command: Command) -> anyhow::Result<ExitCode> {
 
 fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let toolsets = Toolsets::parse(&args.toolsets)?;
+    if let Some(model) = &args.embedding_model {
+        // Loaded before anything is served: a missing or damaged model stops the start.
+        let embedder = thinkledger::embed::load_embedder(Some(model))?;
+        tracing::info!(model = embedder.model(), dir = %model.display(), "embedding model loaded");
+        thinkledger::effects::use_embedder(embedder);
+    }
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let config = AppConfig {

