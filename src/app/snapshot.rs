@@ -70,7 +70,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/3",
-        "3c6381242ce89ded3e3efe79242d7b3209164ff5fba06e7f6842de759f5374ec",
+        "483453eb6f1f8e8fbd5cb948eaccb59bb1300328725c94b7dde39c8a1db38d65",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

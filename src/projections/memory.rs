@@ -55,7 +55,7 @@ pub struct Memory {
     pub valid_from: String,
     pub primary_sector: String,
     pub sectors: Vec<String>,
-    /// The content; `None` once its text is unavailable (it is then dropped, see the module).
+    /// The content (a memory whose content text is erased leaves the state, see the module).
     pub content: Arc<str>,
     pub content_ref: TextRef,
     pub metadata: MemoryMetadata,
