@@ -27,6 +27,7 @@ use chrono::{DateTime, Utc};
 
 use crate::embed::{Embedder, Embedding, StaticEmbedder};
 use crate::events::SessionId;
+use crate::model::{ChatOutcome, ModelClient, ModelError, ProviderConfig};
 
 /// A call's 32 secret random bytes, from which its decision expands every draw it needs.
 #[derive(Clone, PartialEq, Eq)]
@@ -62,6 +63,52 @@ pub struct Prepared {
     /// argument): `None` when the call embeds nothing, an error when the embedder failed (the
     /// call is then refused, never decided without it).
     pub embedding: Option<Result<Embedding, String>>,
+    /// What the call asked a model provider, for a tool whose decision plans model calls
+    /// (`app::call::model`): every answer in the order the plan asked, or why the provider
+    /// could not answer. Empty for every other call.
+    pub model: ModelTaken,
+}
+
+/// The model answers one call took in prepare.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelTaken {
+    /// Each chat answer, in the order the decision's plan asked for them.
+    pub answers: Vec<ChatOutcome>,
+    /// Why the next answer the plan asked for could not be had (the call is then refused,
+    /// recorded, and changes nothing).
+    pub failure: Option<ModelFailure>,
+}
+
+/// Why a model call could not be made or did not answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelFailure {
+    /// No provider is configured (or its configuration cannot be used): model-backed tools are
+    /// fail-closed. The message names the variables to set.
+    NotConfigured(String),
+    /// The provider was asked and failed (unreachable, timed out, an error status after the
+    /// retries, an unreadable answer). The message says what happened, never a key.
+    Failed(String),
+}
+
+impl ModelFailure {
+    /// The failure of a model call, as a call records it.
+    pub fn of(error: &ModelError) -> Self {
+        match error {
+            ModelError::NotConfigured
+            | ModelError::InvalidUrl { .. }
+            | ModelError::InvalidSetting { .. }
+            | ModelError::TlsUnavailable { .. }
+            | ModelError::NoModel => Self::NotConfigured(error.to_string()),
+            _ => Self::Failed(error.to_string()),
+        }
+    }
+
+    /// What happened, for the caller.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::NotConfigured(m) | Self::Failed(m) => m,
+        }
+    }
 }
 
 /// Where a call's effects come from.
@@ -82,12 +129,16 @@ pub trait Effects: Send + Sync {
         embedder()?.embed_one(text).map_err(|e| e.to_string())
     }
 
+    /// The model provider calls are sent to, or why there is none (fail-closed).
+    fn model(&self) -> Result<Arc<ModelClient>, ModelFailure>;
+
     /// Takes every effect a call needs: *prepare*.
     fn prepare(&self) -> Prepared {
         Prepared {
             at: self.now(),
             seed: self.seed(),
             embedding: None,
+            model: ModelTaken::default(),
         }
     }
 
@@ -120,6 +171,32 @@ pub fn embedder() -> Result<Arc<dyn Embedder>, String> {
         .clone()
 }
 
+/// The model provider of this process, configured from the environment on first use.
+static MODEL: OnceLock<Result<Arc<ModelClient>, ModelFailure>> = OnceLock::new();
+
+/// The provider the environment configures (`THINKLEDGER_MODEL_PROVIDER_URL`,
+/// `THINKLEDGER_MODEL_API_KEY`, `THINKLEDGER_MODEL`), built once: one connection pool per
+/// process. Its retry jitter is seeded from the operating system's randomness.
+fn system_model() -> Result<Arc<ModelClient>, ModelFailure> {
+    MODEL
+        .get_or_init(|| {
+            let config = ProviderConfig::from_lookup(|name| std::env::var(name).ok())
+                .map_err(|e| ModelFailure::of(&e))?;
+            let jitter = SystemEffects
+                .seed()
+                .map(|s| {
+                    let mut first = [0u8; 8];
+                    first.copy_from_slice(&s.bytes()[..8]);
+                    u64::from_le_bytes(first)
+                })
+                .unwrap_or_default();
+            ModelClient::new(config, jitter)
+                .map(Arc::new)
+                .map_err(|e| ModelFailure::of(&e))
+        })
+        .clone()
+}
+
 /// The system: its clock, the operating system's randomness, the process environment.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemEffects;
@@ -142,6 +219,10 @@ impl Effects for SystemEffects {
 
     fn session_id(&self) -> SessionId {
         SessionId::from_random_bytes(*uuid::Uuid::new_v4().as_bytes())
+    }
+
+    fn model(&self) -> Result<Arc<ModelClient>, ModelFailure> {
+        system_model()
     }
 }
 
@@ -167,6 +248,8 @@ pub struct FixedEffects {
     base: Option<[u8; 32]>,
     set: Vec<String>,
     drawn: Mutex<u64>,
+    /// The model provider given to the test; none: not configured.
+    model: Option<Arc<ModelClient>>,
 }
 
 impl FixedEffects {
@@ -177,6 +260,7 @@ impl FixedEffects {
             base: Some(base),
             set: Vec::new(),
             drawn: Mutex::new(0),
+            model: None,
         }
     }
 
@@ -187,6 +271,7 @@ impl FixedEffects {
             base: None,
             set: Vec::new(),
             drawn: Mutex::new(0),
+            model: None,
         }
     }
 
@@ -194,6 +279,13 @@ impl FixedEffects {
     #[must_use]
     pub fn with_env(mut self, names: &[&str]) -> Self {
         self.set = names.iter().map(|n| (*n).to_owned()).collect();
+        self
+    }
+
+    /// The same, with calls sent to `model`.
+    #[must_use]
+    pub fn with_model(mut self, model: Arc<ModelClient>) -> Self {
+        self.model = Some(model);
         self
     }
 
@@ -229,6 +321,12 @@ impl Effects for FixedEffects {
         let mut id = [0u8; 16];
         id.copy_from_slice(&bytes[..16]);
         SessionId::from_random_bytes(id)
+    }
+
+    fn model(&self) -> Result<Arc<ModelClient>, ModelFailure> {
+        self.model
+            .clone()
+            .ok_or_else(|| ModelFailure::of(&ModelError::NotConfigured))
     }
 }
 

@@ -126,6 +126,9 @@ error_codes! {
     ConsensusBlocked => "consensus_blocked",
     LedgerOpening => "ledger_opening",
     LedgerUnavailable => "ledger_unavailable",
+    ModelNotConfigured => "model_not_configured",
+    ModelCallFailed => "model_call_failed",
+    ModelAnswerStale => "model_answer_stale",
 }
 
 impl ErrorCode {
@@ -254,6 +257,9 @@ mod tests {
         (ErrorCode::ConsensusBlocked, "consensus_blocked"),
         (ErrorCode::LedgerOpening, "ledger_opening"),
         (ErrorCode::LedgerUnavailable, "ledger_unavailable"),
+        (ErrorCode::ModelNotConfigured, "model_not_configured"),
+        (ErrorCode::ModelCallFailed, "model_call_failed"),
+        (ErrorCode::ModelAnswerStale, "model_answer_stale"),
     ];
 
     #[test]

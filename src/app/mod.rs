@@ -18,6 +18,7 @@ mod erase;
 pub mod errors;
 mod idempotency;
 mod lenient;
+pub mod lux;
 mod maxential;
 pub mod memory;
 pub(crate) mod providers;
@@ -40,11 +41,11 @@ use serde_json::{Map, Value, json};
 use crate::effects::Prepared;
 use crate::events::{
     Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, RecordedEffects,
-    RecordedEmbedding, SessionId, TextLookup,
+    RecordedEmbedding, RecordedModelCall, SessionId, TextLookup,
 };
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
-use crate::projections::{DeliberationState, MemoryState, Telemetry, ThinkingState};
+use crate::projections::{DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
 
 pub use audit_export::AuditExportArgs;
 pub use audit_export::EXPORT_REASONING_AUDIT_TOOL;
@@ -60,6 +61,7 @@ pub use deliberation::{
 };
 pub use erase::ERASE_TOOL;
 pub use errors::ErrorCode;
+pub use lux::{BIASED_REASONING_TOOL, CONFER_TOOL, PLANNER_TOOL, TRACED_REASONING_TOOL};
 pub use maxential::{EXPORT_TOOL, SEARCH_TOOL, TAG_TOOL, VISUALIZE_TOOL};
 pub use maxential::{
     ExportArgs, ExportOutput, SearchArgs, SearchOutput, TagArgs, TagOutput, VisualizeArgs,
@@ -173,6 +175,7 @@ pub struct App {
     state: ThinkingState,
     deliberation: DeliberationState,
     memory: MemoryState,
+    lux: LuxState,
     telemetry: std::sync::Arc<Telemetry>,
     idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
@@ -184,6 +187,7 @@ impl App {
             state: ThinkingState::default(),
             deliberation: DeliberationState::default(),
             memory: MemoryState::default(),
+            lux: LuxState::default(),
             telemetry: std::sync::Arc::default(),
             idempotency: idempotency::IdempotencyIndex::default(),
             config,
@@ -196,6 +200,10 @@ impl App {
     pub fn with_memory_index_dir(mut self, dir: std::path::PathBuf) -> Self {
         self.memory = MemoryState::with_index_dir(dir);
         self
+    }
+
+    pub fn lux(&self) -> &LuxState {
+        &self.lux
     }
 
     pub fn memories(&self) -> &MemoryState {
@@ -366,6 +374,7 @@ impl Decider for App {
         self.state.apply(event, texts);
         self.deliberation.apply(event, texts);
         self.memory.apply(event, texts);
+        self.lux.apply(event, texts);
         std::sync::Arc::make_mut(&mut self.telemetry).apply(event);
         self.idempotency.apply(event);
     }
@@ -412,18 +421,40 @@ impl App {
         draws: &draws::Draws,
         texts: &mut Vec<NewText>,
     ) -> Option<RecordedEffects> {
-        let Some(Ok(embedding)) = &command.prepared.embedding else {
-            return None;
+        let embedding = match &command.prepared.embedding {
+            Some(Ok(embedding)) => {
+                let (vector, new) = self.policy(draws).commit(&embedding.to_base64());
+                texts.push(new);
+                Some(RecordedEmbedding {
+                    model: embedding.model().to_owned(),
+                    dimension: u32::try_from(embedding.dimension()).unwrap_or(u32::MAX),
+                    vector,
+                })
+            }
+            _ => None,
         };
-        let (vector, new) = self.policy(draws).commit(&embedding.to_base64());
-        texts.push(new);
-        Some(RecordedEffects {
-            embedding: Some(RecordedEmbedding {
-                model: embedding.model().to_owned(),
-                dimension: u32::try_from(embedding.dimension()).unwrap_or(u32::MAX),
-                vector,
-            }),
+        let model_calls: Vec<RecordedModelCall> = command
+            .prepared
+            .model
+            .answers
+            .iter()
+            .map(|answer| call::model::record(&self.policy(draws), answer, texts))
+            .collect();
+        (embedding.is_some() || !model_calls.is_empty()).then_some(RecordedEffects {
+            embedding,
+            model_calls,
         })
+    }
+
+    /// The model plan of `command`'s tool, when it is a model-backed tool its caller may call:
+    /// what *prepare* runs (against the latest published state) to take the model answers the
+    /// decision will need.
+    pub(crate) fn model_plan(command: &Command) -> Option<call::model::Plan> {
+        let spec = registry::spec(&command.tool).filter(|_| command.tool_enabled)?;
+        match spec.decide {
+            call::Decide::WithModel(tool) => Some(tool.plan),
+            _ => None,
+        }
     }
 
     /// Whether `command`'s tool is held to the tool time limit: the tools decided `InContext`
@@ -703,6 +734,11 @@ impl App {
                         decide(&mut call)
                     }
                 }
+            }
+            call::Decide::WithModel(tool) => {
+                let at = Self::decided_at(command, log);
+                let mut call = call::Call::new(self, command, &at, draws, &sent, &recorded);
+                call::model::check(self, command, tool.plan).and_then(|()| (tool.decide)(&mut call))
             }
         };
         match outcome {

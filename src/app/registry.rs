@@ -8,7 +8,9 @@
 use std::sync::LazyLock;
 
 use super::call::ToolSpec;
-use super::{audit_export, deliberation, erase, maxential, memory, replay, thinking, toolsets};
+use super::{
+    audit_export, deliberation, erase, lux, maxential, memory, replay, thinking, toolsets,
+};
 
 /// One family's tools as the decider dispatches them (a family whose tools sit in two toolsets
 /// has two).
@@ -49,6 +51,10 @@ const FAMILIES: &[Family] = &[
     Family {
         toolset: "memory",
         specs: memory::SPECS,
+    },
+    Family {
+        toolset: "lux",
+        specs: lux::SPECS,
     },
     Family {
         toolset: toolsets::FAMILY,
@@ -133,6 +139,7 @@ mod tests {
                 "audit",
                 "deliberation",
                 "memory",
+                "lux",
                 toolsets::FAMILY
             ]
         );

@@ -11,16 +11,17 @@ use serde::{Deserialize, Serialize};
 
 use super::App;
 use super::idempotency::IdempotencyIndex;
-use crate::projections::{DeliberationState, MemoryState, Telemetry, ThinkingState};
+use crate::projections::{DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/3";
+pub const STATE_VERSION: &str = "app-state/4";
 
 #[derive(Serialize)]
 struct Saved<'a> {
     thinking: &'a ThinkingState,
     deliberation: &'a DeliberationState,
     memory: &'a MemoryState,
+    lux: &'a LuxState,
     telemetry: &'a Telemetry,
     idempotency: &'a IdempotencyIndex,
 }
@@ -30,6 +31,7 @@ struct Loaded {
     thinking: ThinkingState,
     deliberation: DeliberationState,
     memory: MemoryState,
+    lux: LuxState,
     telemetry: Telemetry,
     idempotency: IdempotencyIndex,
 }
@@ -40,6 +42,7 @@ impl App {
             thinking: &self.state,
             deliberation: &self.deliberation,
             memory: &self.memory,
+            lux: &self.lux,
             telemetry: &self.telemetry,
             idempotency: &self.idempotency,
         })
@@ -54,6 +57,7 @@ impl App {
         let mut memory = loaded.memory;
         memory.adopt_index(&self.memory);
         self.memory = memory;
+        self.lux = loaded.lux;
         self.telemetry = std::sync::Arc::new(loaded.telemetry);
         self.idempotency = loaded.idempotency;
         Ok(())
@@ -69,8 +73,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/3",
-        "483453eb6f1f8e8fbd5cb948eaccb59bb1300328725c94b7dde39c8a1db38d65",
+        "app-state/4",
+        "953eac01f00ba087b3fb6e3c9ec490eab8c32a988654166b3f1e02cfa9a4c726",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -10,6 +10,7 @@
 //! envelope, the session lifecycle and erasure, which every family shares, stay here.
 
 pub mod deliberation;
+pub mod lux;
 pub mod memory;
 pub mod thinking;
 
@@ -148,6 +149,53 @@ pub struct RecordedEffects {
     /// The vector of the call's text, when the call embedded one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<RecordedEmbedding>,
+    /// The model calls the call made, in the order its decision asked for them. Absent from the
+    /// canonical form when it made none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_calls: Vec<RecordedModelCall>,
+}
+
+/// One model call taken as an effect: what was asked of which model and what came back. The
+/// exact request and response bytes are one erasable text (they hold the caller's words and the
+/// model's); the rest is public. Never a key or a URL's credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedModelCall {
+    /// The kind of provider (`openai_compatible`).
+    pub provider: String,
+    /// `chat_completions` or `chat_completions_stream`.
+    pub endpoint: String,
+    /// The model the call asked for.
+    pub model_requested: String,
+    /// The model the provider said answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_reported: Option<String>,
+    /// BLAKE3 derive-key (`thinkledger 2026-11 model request v1`) of the exact request bytes.
+    pub request_digest: String,
+    /// Why generation stopped, as the provider said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Token counts, when the provider reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    /// The HTTP status of the recorded answer.
+    pub status: u16,
+    /// Attempts made (retries included).
+    pub attempts: u32,
+    /// From the first attempt to the last byte of the answer, in milliseconds.
+    pub latency_ms: u64,
+    /// The exchange as the provider module records it (JSON: the exact request and response
+    /// bytes, base64), an erasable text.
+    pub exchange: TextRef,
+}
+
+/// Token counts of a model call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
 }
 
 /// A vector taken as an effect: its model, its dimension, and the vector itself as an erasable
@@ -285,6 +333,10 @@ pub enum Fact {
     MemoriesRetrieved(memory::MemoriesRetrieved),
     MemorySoftDeleted(memory::MemorySoftDeleted),
     MemoryErased(memory::MemoryErased),
+    ModelConferred(lux::ModelConferred),
+    TracedThoughtRecorded(lux::TracedThoughtRecorded),
+    PlanStepRecorded(lux::PlanStepRecorded),
+    BiasedStepRecorded(lux::BiasedStepRecorded),
 }
 
 #[cfg(test)]

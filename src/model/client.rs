@@ -30,6 +30,37 @@ impl ChatOutcome {
     pub fn text(&self) -> &str {
         self.exchange.response_text.as_deref().unwrap_or_default()
     }
+
+    /// The outcome of a recorded chat exchange, read again from its exact response bytes (a
+    /// re-execution's input): the same text, tool calls and log-probabilities the call had.
+    /// Pure: nothing is sent.
+    pub fn from_exchange(exchange: Exchange) -> Result<Self, ModelError> {
+        let logprobs = match exchange.endpoint {
+            Endpoint::ChatCompletions => {
+                let parsed: CompletionBody = serde_json::from_slice(&exchange.response_bytes.0)
+                    .map_err(|e| ModelError::Malformed {
+                        reason: format!("not a chat completion: {e}"),
+                    })?;
+                parsed
+                    .choices
+                    .into_iter()
+                    .next()
+                    .and_then(|c| c.logprobs)
+                    .and_then(|l| l.content)
+            }
+            Endpoint::ChatCompletionsStream => {
+                reassemble(&exchange.response_bytes.0)
+                    .map_err(|reason| ModelError::Malformed { reason })?
+                    .logprobs
+            }
+            Endpoint::Embeddings => {
+                return Err(ModelError::Malformed {
+                    reason: "an embeddings exchange is not a chat answer".to_owned(),
+                });
+            }
+        };
+        Ok(Self { exchange, logprobs })
+    }
 }
 
 /// An embeddings answer: one vector per input text, in input order, and the record.

@@ -17,6 +17,8 @@ pub const PROVIDER_URL_VAR: &str = "THINKLEDGER_MODEL_PROVIDER_URL";
 pub const API_KEY_VAR: &str = "THINKLEDGER_MODEL_API_KEY";
 /// The model used when a call names none.
 pub const DEFAULT_MODEL_VAR: &str = "THINKLEDGER_MODEL";
+/// The cap on tokens a call may generate (default [`DEFAULT_MAX_TOKENS_CAP`]).
+pub const MAX_TOKENS_VAR: &str = "THINKLEDGER_MODEL_MAX_TOKENS";
 
 /// Which kind of provider answered; recorded in every [`super::Exchange`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -84,6 +86,16 @@ impl ProviderConfig {
         let mut config = Self::new(url.trim())?;
         config.api_key = get(API_KEY_VAR).map(|k| Secret(k.trim().to_owned()));
         config.default_model = get(DEFAULT_MODEL_VAR).map(|m| m.trim().to_owned());
+        if let Some(cap) = get(MAX_TOKENS_VAR) {
+            config.max_tokens_cap = cap
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|c| *c > 0)
+                .ok_or_else(|| ModelError::InvalidSetting {
+                    reason: format!("{MAX_TOKENS_VAR} must be a whole number above 0"),
+                })?;
+        }
         Ok(config)
     }
 

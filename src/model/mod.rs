@@ -26,7 +26,8 @@ mod wire;
 
 pub use client::{ChatOutcome, EmbeddingsOutcome, ModelClient};
 pub use config::{
-    API_KEY_VAR, DEFAULT_MODEL_VAR, PROVIDER_URL_VAR, ProviderConfig, ProviderKind, Timeouts,
+    API_KEY_VAR, DEFAULT_MODEL_VAR, MAX_TOKENS_VAR, PROVIDER_URL_VAR, ProviderConfig, ProviderKind,
+    Timeouts,
 };
 pub use exchange::{Endpoint, Exchange, request_digest};
 pub use retry::RetryPolicy;
@@ -55,6 +56,12 @@ pub enum ModelError {
     )]
     InvalidUrl {
         /// What is wrong with it (the URL itself is not repeated: it may hold credentials).
+        reason: String,
+    },
+    /// A setting other than the URL cannot be used.
+    #[error("the model provider's configuration cannot be used: {reason}")]
+    InvalidSetting {
+        /// Which setting and what it must be.
         reason: String,
     },
     /// The base URL asks for TLS, which this build does not include.

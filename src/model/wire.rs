@@ -197,6 +197,50 @@ impl ChatRequest {
     }
 }
 
+impl ChatRequest {
+    /// Whether `sent` (the exact bytes of a recorded request) asks what this request asks: the
+    /// same conversation, sampling, tools and answer format, and the same model when this
+    /// request names one. The model resolved from the configuration and the token cap are the
+    /// sender's and are not compared. Pure: how a decision checks that a recorded answer
+    /// answers the prompt it would send now.
+    pub fn was_sent_as(&self, sent: &[u8]) -> bool {
+        let Ok(Value::Object(sent)) = serde_json::from_slice::<Value>(sent) else {
+            return false;
+        };
+        let same = |name: &str, ours: Option<Value>| sent.get(name) == ours.as_ref();
+        let model_matches = self
+            .model
+            .as_deref()
+            .filter(|m| !m.trim().is_empty())
+            .is_none_or(|m| sent.get("model").and_then(Value::as_str) == Some(m));
+        model_matches
+            && same("messages", json(&self.messages))
+            && same("temperature", self.temperature.map(Value::from))
+            && same("seed", self.seed.map(Value::from))
+            && same("stop", non_empty(&self.stop))
+            && same("tools", non_empty(&self.tools))
+            && same("tool_choice", self.tool_choice.clone())
+            && same(
+                "logprobs",
+                (self.logprobs || self.top_logprobs.is_some()).then_some(Value::Bool(true)),
+            )
+            && same("top_logprobs", self.top_logprobs.map(Value::from))
+            && same(
+                "response_format",
+                self.response_format.as_ref().and_then(json),
+            )
+    }
+}
+
+fn json<T: Serialize + ?Sized>(value: &T) -> Option<Value> {
+    serde_json::to_value(value).ok()
+}
+
+/// A list as it is sent: absent when empty.
+fn non_empty<T: Serialize>(items: &[T]) -> Option<Value> {
+    if items.is_empty() { None } else { json(items) }
+}
+
 /// What is actually sent: the request with its model resolved and its token cap applied.
 #[derive(Serialize)]
 struct ChatBody<'a> {
@@ -384,6 +428,30 @@ mod tests {
             serde_json::from_slice(&encode_chat(&request, "m", 64, false).unwrap()).unwrap();
         assert_eq!(plain["max_tokens"], 64);
         assert!(plain.get("stream").is_none());
+    }
+
+    #[test]
+    fn a_request_is_recognised_in_its_sent_bytes_and_any_change_is_not() {
+        let mut request = ChatRequest::new(vec![Message::system("s"), Message::user("hi")]);
+        request.temperature = Some(0.0);
+        request.top_logprobs = Some(1);
+        for stream in [false, true] {
+            let sent = encode_chat(&request, "served", 64, stream).unwrap();
+            assert!(request.was_sent_as(&sent), "stream {stream}");
+        }
+        let sent = encode_chat(&request, "served", 64, false).unwrap();
+        let mut other = request.clone();
+        other.messages.push(Message::assistant("more"));
+        assert!(!other.was_sent_as(&sent), "another conversation");
+        let mut other = request.clone();
+        other.temperature = Some(0.5);
+        assert!(!other.was_sent_as(&sent), "another temperature");
+        let mut other = request.clone();
+        other.model = Some("named".to_owned());
+        assert!(!other.was_sent_as(&sent), "another model named");
+        other.model = Some("served".to_owned());
+        assert!(other.was_sent_as(&sent), "the model named and sent");
+        assert!(!request.was_sent_as(b"not json"));
     }
 
     #[test]

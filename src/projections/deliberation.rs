@@ -366,7 +366,11 @@ impl DeliberationState {
                 | Fact::MemorySuperseded(_)
                 | Fact::MemoriesRetrieved(_)
                 | Fact::MemorySoftDeleted(_)
-                | Fact::MemoryErased(_) => {}
+                | Fact::MemoryErased(_)
+                | Fact::ModelConferred(_)
+                | Fact::TracedThoughtRecorded(_)
+                | Fact::PlanStepRecorded(_)
+                | Fact::BiasedStepRecorded(_) => {}
             }
         }
     }

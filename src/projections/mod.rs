@@ -6,11 +6,13 @@
 //! one committed event at a time.
 
 pub mod deliberation;
+pub mod lux;
 pub mod memory;
 pub mod telemetry;
 pub mod thinking;
 
 pub use deliberation::{Deliberation, DeliberationState};
+pub use lux::LuxState;
 pub use memory::MemoryState;
 pub use telemetry::Telemetry;
 pub use thinking::{Branch, Session, SessionStatus, ThinkingState, Thought};

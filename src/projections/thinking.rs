@@ -212,7 +212,11 @@ impl ThinkingState {
                 | Fact::MemorySuperseded(_)
                 | Fact::MemoriesRetrieved(_)
                 | Fact::MemorySoftDeleted(_)
-                | Fact::MemoryErased(_) => {}
+                | Fact::MemoryErased(_)
+                | Fact::ModelConferred(_)
+                | Fact::TracedThoughtRecorded(_)
+                | Fact::PlanStepRecorded(_)
+                | Fact::BiasedStepRecorded(_) => {}
                 Fact::TextsErased { commitments, .. } => {
                     // A commitment is random per text, so it names at most one thought. Only
                     // the sessions holding one are changed (and so copied).

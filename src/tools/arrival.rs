@@ -194,6 +194,18 @@ pub(super) async fn query(ledger: &LedgerHandle<App>, query: Query) -> Result<Va
     Ok(App::answer(&*view?, query))
 }
 
+/// The latest published state that holds the connection's earlier commands, for a call's
+/// prepare to read (a model prompt built from the session as the caller last saw it). Reports
+/// no admission: the call itself is enqueued after.
+pub(super) async fn view(ledger: &LedgerHandle<App>) -> Result<Arc<App>, LedgerError> {
+    let after = ADMISSION
+        .try_with(|a| a.order.as_ref().map(ConnectionOrder::last))
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    ledger.view_after(after).await
+}
+
 impl ThinkServer {
     /// Reports each request's admission to `hook` (the stdio edge orders its requests by it).
     #[must_use]

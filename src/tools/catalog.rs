@@ -13,7 +13,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{audit, deliberation, maxential, memory, replay, thinking, toolsets};
+use super::{audit, deliberation, lux, maxential, memory, replay, thinking, toolsets};
 use crate::app::toolsets::ToolsetStatus;
 use portable::{Side, make_portable};
 
@@ -40,8 +40,8 @@ pub enum CallerEffect {
     /// Nothing beyond the call itself.
     #[default]
     None,
-    /// May start a deliberation in a new session (the body's `session_id`), which becomes the
-    /// caller's current session.
+    /// May start a deliberation or a model-backed chain in a new session (the body's
+    /// `session_id`), which becomes the caller's current session.
     ContinuesStartedSession,
     /// Closes the caller's current session (the body's `sessionId`): the caller moves on to a
     /// new one.
@@ -153,6 +153,7 @@ const FAMILY_ENTRIES: &[fn() -> Vec<ToolEntry>] = &[
     audit::entries,
     deliberation::entries,
     memory::entries,
+    lux::entries,
     toolsets::entries,
 ];
 
@@ -252,6 +253,9 @@ pub(super) enum Effect {
     Reads,
     /// Removes what it names for good (a hard delete erases texts).
     Erases,
+    /// Asks a model provider outside thinkledger (open world), then adds the answer to the
+    /// state: repeating it asks again.
+    AsksModel,
 }
 
 /// A tool's catalog entry: schemas from its argument and output types (the output schema
@@ -266,8 +270,8 @@ pub(super) fn entry<Args: JsonSchema + Any, Output: JsonSchema + Any>(
     let annotations = ToolAnnotations::with_title(title)
         .read_only(false)
         .destructive(matches!(effect, Effect::Erases))
-        .idempotent(!matches!(effect, Effect::Appends))
-        .open_world(false);
+        .idempotent(!matches!(effect, Effect::Appends | Effect::AsksModel))
+        .open_world(matches!(effect, Effect::AsksModel));
     let documented_output = with_receipt(tidy(schema_for_output::<Output>(), Side::Output));
     let tool = Tool::new(
         name,
@@ -437,6 +441,9 @@ mod tests {
                 ("store_memory", CallerEffect::Embeds("content")),
                 ("retrieve_memories", CallerEffect::Embeds("text")),
                 ("update_memory", CallerEffect::Embeds("content")),
+                ("traced_reasoning", CallerEffect::ContinuesStartedSession),
+                ("planner", CallerEffect::ContinuesStartedSession),
+                ("biased_reasoning", CallerEffect::ContinuesStartedSession),
                 ("enable_toolset", CallerEffect::SetsToolset(true)),
                 ("disable_toolset", CallerEffect::SetsToolset(false)),
             ]

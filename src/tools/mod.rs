@@ -11,6 +11,7 @@ mod audit;
 mod catalog;
 mod current;
 mod deliberation;
+mod lux;
 mod maxential;
 mod memory;
 mod prompts;
@@ -43,8 +44,9 @@ pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
 pub use toolsets::{EnabledToolsets, ToolsetsByPrincipal};
 
+use crate::app::call::model::{ModelStep, Plan as ModelPlan};
 use crate::app::{App, Command, ErrorCode};
-use crate::effects::{Effects, SystemEffects};
+use crate::effects::{Effects, ModelFailure, SystemEffects};
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{Committed, LedgerError, LedgerHandle};
 
@@ -190,7 +192,7 @@ impl ThinkServer {
             }
             _ => self.effects.prepare(),
         };
-        let command = Command {
+        let mut command = Command {
             tool: tool.to_owned(),
             arguments,
             actor,
@@ -201,6 +203,9 @@ impl ThinkServer {
             idempotency_key,
             prepared,
         };
+        if let Some(plan) = App::model_plan(&command) {
+            self.ask_model(&mut command, plan).await;
+        }
         if effect == CallerEffect::SignsCheckpointFirst {
             // The export proves events against a signed checkpoint: sign one now if the log
             // grew, so a session's latest calls are covered. A failure here is reported by the
@@ -247,6 +252,50 @@ impl ThinkServer {
             Err(e) => {
                 tracing::error!(error = %e, tool, "call could not be recorded");
                 CallToolResult::error(vec![ContentBlock::text(pretty(&unrecorded(&e)))])
+            }
+        }
+    }
+
+    /// Prepare for a model-backed tool: runs its plan against the latest state the caller has
+    /// seen, asking the provider each chat the plan names (and embedding what it names), until
+    /// the plan asks for nothing more or an answer cannot be had. What came back goes in the
+    /// command; the decision checks it is still current ([`app::call::model::check`]).
+    async fn ask_model(&self, command: &mut Command, plan: ModelPlan) {
+        /// More steps than any tool's plan takes: a plan that keeps asking is cut here, and the
+        /// decision refuses the call as incomplete.
+        const MOST_STEPS: usize = 8;
+        let Ok(view) = arrival::view(&self.ledger).await else {
+            // The ledger cannot be read: the call is refused the same way when it is submitted.
+            return;
+        };
+        for _ in 0..MOST_STEPS {
+            match plan(&view, command) {
+                Ok(Some(ModelStep::Chat(request))) => {
+                    let answer = match self.effects.model() {
+                        Ok(client) => client
+                            .chat(&request)
+                            .await
+                            .map_err(|e| ModelFailure::of(&e)),
+                        Err(failure) => Err(failure),
+                    };
+                    match answer {
+                        Ok(answer) => command.prepared.model.answers.push(answer),
+                        Err(failure) => {
+                            tracing::warn!(tool = %command.tool, error = failure.message(), "model call failed");
+                            command.prepared.model.failure = Some(failure);
+                            return;
+                        }
+                    }
+                }
+                Ok(Some(ModelStep::Embed(text))) => {
+                    let embedding = self.effects.embed(&text);
+                    let failed = embedding.is_err();
+                    command.prepared.embedding = Some(embedding);
+                    if failed {
+                        return;
+                    }
+                }
+                Ok(None) | Err(_) => return,
             }
         }
     }

@@ -510,31 +510,7 @@ fn stateless_body(id: u64, number: u32, session: Option<&str>) -> String {
     if let Some(session) = session {
         arguments["sessionId"] = json!(session);
     }
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "tools/call",
-        "params": {
-            "name": "sequentialthinking",
-            "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "thinkledger-bench", "version": "0"},
-            },
-        },
-    })
-    .to_string()
-}
-
-/// The JSON-RPC response in an HTTP body, whether sent as JSON or as one SSE event.
-fn rpc_response(body: &str) -> Value {
-    let json = body
-        .lines()
-        .find_map(|line| line.strip_prefix("data:"))
-        .unwrap_or(body)
-        .trim();
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("not a JSON-RPC answer ({e}): {body}"))
+    common::stateless_call_body(id, "sequentialthinking", arguments)
 }
 
 async fn stateless_once(concurrency: usize, duration: Duration) -> Measured {
@@ -577,7 +553,7 @@ async fn stateless_once(concurrency: usize, duration: Duration) -> Measured {
                 let text = response.text().await.expect("response body");
                 samples.push(start.elapsed());
                 assert!(status.is_success(), "HTTP {status}: {text}");
-                let answer = rpc_response(&text);
+                let answer = common::rpc_response(&text);
                 let result = &answer["result"];
                 assert!(
                     result.is_object() && result["isError"] != json!(true),

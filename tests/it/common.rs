@@ -224,8 +224,16 @@ impl HttpServer {
 
     /// Like [`HttpServer::start`], but `extra` alone: what a client that passes no options sees.
     pub async fn start_as_given(data_dir: &Path, extra: &[&str]) -> Self {
+        Self::start_with_env(data_dir, extra, &[]).await
+    }
+
+    /// Like [`HttpServer::start_as_given`], with extra environment variables for the server.
+    pub async fn start_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut cmd = command(data_dir);
         cmd.args(["serve", "--http", "127.0.0.1:0"]).args(extra);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
         let mut child = cmd.spawn().expect("spawn thinkledger --http");
         let (tx, rx) = oneshot::channel();
         let stderr = collect_stderr(

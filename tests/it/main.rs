@@ -10,6 +10,7 @@ mod durability;
 mod erasure;
 mod framing;
 mod idempotency;
+mod lux;
 mod model;
 mod protocol;
 mod replay;

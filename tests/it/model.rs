@@ -66,7 +66,7 @@ fn start_local_llm() -> Option<LocalLlm> {
 }
 
 /// The local LLM's base URL, or `None` after printing why the test is skipped.
-fn llm_or_skip(test: &str) -> Option<String> {
+pub(crate) fn llm_or_skip(test: &str) -> Option<String> {
     let llm = local_llm().map(|l| l.base_url.clone());
     if llm.is_none() {
         eprintln!(

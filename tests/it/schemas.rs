@@ -96,7 +96,7 @@ fn golden_schemas_match_the_code() {
 }
 
 /// The event envelope, version 1, as docs/ledger-format.md §3–§5 specify it.
-fn event_schema() -> Value {
+pub(crate) fn event_schema() -> Value {
     let nullable_int =
         json!({ "type": ["integer", "null"], "minimum": 1, "maximum": 4_294_967_295u64 });
     json!({
@@ -160,6 +160,12 @@ fn event_schema() -> Value {
                                     "dimension": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
                                     "vector": { "$ref": "#/$defs/textRef" }
                                 }
+                            },
+                            "modelCalls": {
+                                "description": "The model calls the call made, in the order its decision asked for them (docs/ledger-format.md §3.6).",
+                                "type": "array",
+                                "minItems": 1,
+                                "items": { "$ref": "#/$defs/modelCall" }
                             }
                         }
                     }
@@ -262,8 +268,127 @@ fn event_schema() -> Value {
                     { "if": { "required": ["type"], "properties": { "type": { "const": "MemorySuperseded" } } }, "then": { "$ref": "#/$defs/MemorySuperseded" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "MemoriesRetrieved" } } }, "then": { "$ref": "#/$defs/MemoriesRetrieved" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "MemorySoftDeleted" } } }, "then": { "$ref": "#/$defs/MemorySoftDeleted" } },
-                    { "if": { "required": ["type"], "properties": { "type": { "const": "MemoryErased" } } }, "then": { "$ref": "#/$defs/MemoryErased" } }
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "MemoryErased" } } }, "then": { "$ref": "#/$defs/MemoryErased" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "ModelConferred" } } }, "then": { "$ref": "#/$defs/ModelConferred" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "TracedThoughtRecorded" } } }, "then": { "$ref": "#/$defs/TracedThoughtRecorded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "PlanStepRecorded" } } }, "then": { "$ref": "#/$defs/PlanStepRecorded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "BiasedStepRecorded" } } }, "then": { "$ref": "#/$defs/BiasedStepRecorded" } }
                 ]
+            },
+            "modelCall": {
+                "type": "object",
+                "required": ["provider", "endpoint", "modelRequested", "requestDigest", "status", "attempts", "latencyMs", "exchange"],
+                "properties": {
+                    "provider": { "type": "string", "const": "openai_compatible" },
+                    "endpoint": { "type": "string", "enum": ["chat_completions", "chat_completions_stream"] },
+                    "modelRequested": { "type": "string", "minLength": 1 },
+                    "modelReported": { "type": "string" },
+                    "requestDigest": { "$ref": "#/$defs/hex64" },
+                    "finishReason": { "type": "string" },
+                    "usage": {
+                        "type": "object",
+                        "required": ["promptTokens", "completionTokens", "totalTokens"],
+                        "properties": {
+                            "promptTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                            "completionTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                            "totalTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 }
+                        }
+                    },
+                    "status": { "type": "integer", "minimum": 100, "maximum": 599 },
+                    "attempts": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "latencyMs": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                    "exchange": { "$ref": "#/$defs/textRef" }
+                }
+            },
+            "ModelConferred": {
+                "type": "object",
+                "required": ["type", "message", "reply", "model"],
+                "properties": {
+                    "type": { "type": "string", "const": "ModelConferred" },
+                    "message": { "$ref": "#/$defs/textRef" },
+                    "reply": { "$ref": "#/$defs/textRef" },
+                    "model": { "type": "string", "minLength": 1 }
+                }
+            },
+            "tracedMetrics": {
+                "type": "object",
+                "properties": {
+                    "perplexity": { "type": "number", "minimum": 1 },
+                    "semanticSimilarity": { "type": "number", "minimum": -1, "maximum": 1 },
+                    "similarityToFirst": { "type": "number", "minimum": -1, "maximum": 1 },
+                    "maxSimilarityToEarlier": { "type": "number", "minimum": -1, "maximum": 1 },
+                    "consistencyScore": { "type": "number", "minimum": 0, "maximum": 1 }
+                }
+            },
+            "TracedThoughtRecorded": {
+                "type": "object",
+                "required": ["type", "thoughtNumber", "totalThoughts", "nextThoughtNeeded", "isRevision", "guidance", "content", "thoughtType", "metrics", "model"],
+                "properties": {
+                    "type": { "type": "string", "const": "TracedThoughtRecorded" },
+                    "thoughtNumber": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "totalThoughts": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "nextThoughtNeeded": { "type": "boolean" },
+                    "isRevision": { "type": "boolean" },
+                    "revisesThought": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "branchFromThought": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "branchId": { "type": "string" },
+                    "guidance": { "$ref": "#/$defs/textRef" },
+                    "content": { "$ref": "#/$defs/textRef" },
+                    "thoughtType": { "type": "string", "enum": ["Initial", "Exploration", "Analysis", "Synthesis", "Validation", "Conclusion"] },
+                    "metrics": { "$ref": "#/$defs/tracedMetrics" },
+                    "intervention": {
+                        "type": "object",
+                        "required": ["interventionType", "severity", "description"],
+                        "properties": {
+                            "interventionType": { "type": "string", "enum": ["SemanticDrift", "HighPerplexity", "CircularReasoning", "InconsistentLogic"] },
+                            "severity": { "type": "string", "enum": ["Low", "Medium", "High", "Critical"] },
+                            "description": { "type": "string" }
+                        }
+                    },
+                    "model": { "type": "string", "minLength": 1 }
+                }
+            },
+            "PlanStepRecorded": {
+                "type": "object",
+                "required": ["type", "stepNumber", "totalSteps", "nextStepRequired", "isStepRevision", "isBranchPoint", "guidance", "content", "model"],
+                "properties": {
+                    "type": { "type": "string", "const": "PlanStepRecorded" },
+                    "stepNumber": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "totalSteps": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "nextStepRequired": { "type": "boolean" },
+                    "isStepRevision": { "type": "boolean" },
+                    "revisesStepNumber": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "isBranchPoint": { "type": "boolean" },
+                    "branchFromStep": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "branchId": { "type": "string" },
+                    "guidance": { "$ref": "#/$defs/textRef" },
+                    "content": { "$ref": "#/$defs/textRef" },
+                    "model": { "type": "string", "minLength": 1 }
+                }
+            },
+            "BiasedStepRecorded": {
+                "type": "object",
+                "required": ["type", "stepNumber", "stepType", "content", "model", "nextAction"],
+                "properties": {
+                    "type": { "type": "string", "const": "BiasedStepRecorded" },
+                    "stepNumber": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "stepType": { "type": "string", "enum": ["Reasoning", "BiasAnalysis", "Correction", "Synthesis"] },
+                    "content": { "$ref": "#/$defs/textRef" },
+                    "model": { "type": "string", "minLength": 1 },
+                    "nextAction": { "type": "string", "enum": ["BiasCheck", "ContinueReasoning", "Synthesize", "Complete"] },
+                    "maxAnalysisRounds": { "type": "integer", "minimum": 1, "maximum": 10 },
+                    "question": { "$ref": "#/$defs/textRef" },
+                    "bias": {
+                        "type": "object",
+                        "required": ["biasType", "severity", "description", "suggestedCorrection"],
+                        "properties": {
+                            "biasType": { "type": "string" },
+                            "severity": { "type": "string" },
+                            "description": { "$ref": "#/$defs/textRef" },
+                            "suggestedCorrection": { "$ref": "#/$defs/textRef" }
+                        }
+                    }
+                }
             },
             "memorySector": { "type": "string", "enum": ["episodic", "semantic", "procedural", "emotional", "reflective"] },
             "waypoint": {

@@ -7,6 +7,7 @@
 //! export, erase): families import this module, never each other.
 
 pub mod context;
+pub mod model;
 pub mod session;
 
 use serde::de::DeserializeOwned;
@@ -45,6 +46,11 @@ pub enum Decide {
     /// the texts the decision derives; never reads the log, and is held to the tool time limit
     /// (the deliberation tools).
     InContext(fn(&mut Call<'_>) -> Outcome),
+    /// Decided like `InContext`, with the model answers its caller took in prepare as the
+    /// tool's [`model::Plan`] asked for them, found current by [`model::check`] first (the
+    /// model-backed tools). Not held to the tool time limit: the slow part, the model, ran
+    /// before the decision.
+    WithModel(model::ModelTool),
 }
 
 /// Parses typed arguments; a failure names the problem and the expected shape.

