@@ -465,7 +465,12 @@ impl App {
         } else {
             registry::spec(&command.tool).filter(|_| command.tool_enabled)
         };
-        spec.is_some_and(|spec| matches!(spec.decide, call::Decide::InContext(_)))
+        spec.is_some_and(|spec| {
+            matches!(
+                spec.decide,
+                call::Decide::InContext(_) | call::Decide::WithModel(_)
+            )
+        })
     }
 
     /// The decision time: the `recordedAt` the event will carry (the writer's stamp, or the
@@ -701,45 +706,43 @@ impl App {
             }
         };
         let sent = Value::Object(args.clone());
+        // The tools decided at the decision time, with a model plan or without.
+        let in_context = |plan: Option<call::model::Plan>,
+                          decide: fn(&mut call::Call<'_>) -> Outcome| {
+            let limit = self.config.tool_time_limit;
+            if let Some(session) = slow {
+                // The writer measured this decision over the limit (`Decider::over_time`).
+                return Err((
+                    Rejection::new(
+                        ErrorCode::TimeLimitExceeded,
+                        format!(
+                            "{} took longer than its time limit of {} ms; nothing was recorded",
+                            command.tool,
+                            limit.as_millis()
+                        ),
+                        "ask for less in one call (fewer nodes, claims or expansions), or \
+                         restart thinkledger with a larger --tool-time-limit-ms",
+                    ),
+                    session,
+                ));
+            }
+            let at = Self::decided_at(command, log);
+            let mut call = call::Call::new(self, command, &at, draws, &sent, &recorded);
+            // A tool that takes a `provider` refuses one it cannot use before anything else:
+            // `model_backed` only a tool with a model plan can use.
+            if spec.known_fields.contains(&"provider") {
+                providers::requested(&sent, plan.is_some()).map_err(|r| (r, None))?;
+            }
+            if let Some(plan) = plan {
+                call::model::check(self, command, plan)?;
+            }
+            decide(&mut call)
+        };
         let outcome = match spec.decide {
             call::Decide::Pure(decide) => decide(self, command, &sent, &recorded),
             call::Decide::WithLog(decide) => decide(self, command, log, &sent, &recorded),
-            call::Decide::InContext(decide) => {
-                let limit = self.config.tool_time_limit;
-                if let Some(session) = slow {
-                    // The writer measured this decision over the limit (`Decider::over_time`).
-                    Err((
-                        Rejection::new(
-                            ErrorCode::TimeLimitExceeded,
-                            format!(
-                                "{} took longer than its time limit of {} ms; nothing was \
-                                 recorded",
-                                command.tool,
-                                limit.as_millis()
-                            ),
-                            "ask for less in one call (fewer nodes, claims or expansions), or \
-                             restart thinkledger with a larger --tool-time-limit-ms",
-                        ),
-                        session,
-                    ))
-                } else {
-                    let at = Self::decided_at(command, log);
-                    let mut call = call::Call::new(self, command, &at, draws, &sent, &recorded);
-                    // A tool that takes a `provider` refuses a reserved one before anything else.
-                    if spec.known_fields.contains(&"provider") {
-                        providers::requested(&sent)
-                            .map_err(|r| (r, None))
-                            .and_then(|()| decide(&mut call))
-                    } else {
-                        decide(&mut call)
-                    }
-                }
-            }
-            call::Decide::WithModel(tool) => {
-                let at = Self::decided_at(command, log);
-                let mut call = call::Call::new(self, command, &at, draws, &sent, &recorded);
-                call::model::check(self, command, tool.plan).and_then(|()| (tool.decide)(&mut call))
-            }
+            call::Decide::InContext(decide) => in_context(None, decide),
+            call::Decide::WithModel(tool) => in_context(Some(tool.plan), tool.decide),
         };
         match outcome {
             Ok(decided) => (recorded, Ok(decided)),

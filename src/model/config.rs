@@ -121,8 +121,12 @@ impl ProviderConfig {
         match base_url.scheme() {
             "http" => {}
             "https" => {
+                // Shown without its query or fragment, which may carry a key.
+                let mut shown = base_url.clone();
+                shown.set_query(None);
+                shown.set_fragment(None);
                 return Err(ModelError::TlsUnavailable {
-                    base_url: base_url.to_string(),
+                    base_url: shown.to_string(),
                 });
             }
             other => {
@@ -281,6 +285,8 @@ mod tests {
         let tls = ProviderConfig::new("https://bob:pw@api.example/v1").unwrap_err();
         assert!(matches!(tls, ModelError::TlsUnavailable { .. }), "{tls}");
         assert!(!tls.to_string().contains("pw@"), "{tls}");
+        let keyed = ProviderConfig::new("https://api.example/v1?key=sk-very-secret").unwrap_err();
+        assert!(!keyed.to_string().contains("sk-very-secret"), "{keyed}");
         assert!(matches!(
             ProviderConfig::new("not a url"),
             Err(ModelError::InvalidUrl { .. })

@@ -58,6 +58,16 @@ pub enum CallerEffect {
 }
 
 impl ToolEntry {
+    /// The entry of a tool that may ask a model provider outside thinkledger (when a call asks
+    /// for `provider: "model_backed"`): its annotations say it reaches an open world.
+    #[must_use]
+    pub(super) fn may_ask_model(mut self) -> Self {
+        if let Some(annotations) = &mut self.tool.annotations {
+            annotations.open_world_hint = Some(true);
+        }
+        self
+    }
+
     /// The entry with `effect` for its caller.
     #[must_use]
     pub(super) fn with_caller(mut self, effect: CallerEffect) -> Self {

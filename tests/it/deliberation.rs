@@ -660,14 +660,17 @@ async fn model_and_retrieval_providers_fail_closed_and_their_configuration_never
         "names the variable: {text}"
     );
     let sid = start(&server, json!({})).await;
+    // An https:// provider cannot be used by this build: model-backed calls are refused, and
+    // neither the URL's key nor the key variable's value reaches the answer or the ledger.
     let refused = expect_rejected(
         &server,
         "expand_thoughts",
         json!({ "session_id": sid, "provider": "model_backed" }),
-        "provider_unavailable",
+        "model_not_configured",
     )
     .await;
     assert!(!refused.to_string().contains("sk-very-secret"), "{refused}");
+
     expect_rejected(
         &server,
         "verify_thoughts",
@@ -691,6 +694,10 @@ async fn model_and_retrieval_providers_fail_closed_and_their_configuration_never
     )
     .await);
     server.stop().await;
+    assert!(
+        !holds(&all_bytes(dir.path()), "sk-very-secret"),
+        "no byte of the data directory holds the key"
+    );
 }
 
 #[tokio::test]

@@ -326,3 +326,79 @@ async fn an_answer_to_a_session_that_moved_meanwhile_is_refused_as_stale() {
     assert_eq!(retry["turns"], 3, "{retry}");
     server.kill().await;
 }
+
+#[tokio::test]
+async fn reasonkit_expand_score_and_verify_run_model_backed_and_replay_exactly() {
+    let Some(base) = llm_or_skip("reasonkit_expand_score_and_verify_run_model_backed…") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let env = provider_env(&base);
+    let server = StdioServer::start_with_env(dir.path(), &[], &env_refs(&env)).await;
+    let started = ok(&model_call(
+        &server,
+        "start_deliberation",
+        json!({"goal": "Choose a database for a small web shop", "mode": "Test"}),
+    )
+    .await);
+    let sid = started["session_id"].as_str().unwrap().to_owned();
+
+    let expanded = ok(&model_call(
+        &server,
+        "expand_thoughts",
+        json!({"session_id": sid, "provider": "model_backed", "count": 2}),
+    )
+    .await);
+    let nodes = expanded["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2, "{expanded}");
+    let analysis = &expanded["analysis"];
+    assert_eq!(analysis["provider"], "model_backed", "{expanded}");
+    assert!(
+        analysis["model"]
+            .as_str()
+            .is_some_and(|m| m.contains("SmolLM2")),
+        "the analysis names the model: {expanded}"
+    );
+
+    let scored = ok(&model_call(
+        &server,
+        "score_thoughts",
+        json!({"session_id": sid, "provider": "model_backed"}),
+    )
+    .await);
+    let scores = scored["scores"].as_array().unwrap();
+    assert_eq!(scores.len(), 2, "{scored}");
+    for s in scores {
+        let m = s["dimensions"]["model"].as_f64().unwrap_or_else(|| {
+            panic!("each node has the model's judgement as a dimension: {scored}")
+        });
+        assert!((0.0..=1.0).contains(&m), "{scored}");
+    }
+    assert_eq!(scored["analysis"]["provider"], "model_backed", "{scored}");
+
+    let verified = ok(&model_call(
+        &server,
+        "verify_thoughts",
+        json!({"session_id": sid, "provider": "model_backed",
+               "claims": [{"text": "PostgreSQL handles the expected load", "criticality": "low"}]}),
+    )
+    .await);
+    assert_eq!(
+        verified["questions"].as_array().map(Vec::len),
+        Some(2),
+        "{verified}"
+    );
+    assert_eq!(
+        verified["analysis"]["provider"], "model_backed",
+        "{verified}"
+    );
+    // The heuristic provider is still the default.
+    let heuristic = ok(&model_call(&server, "score_thoughts", json!({"session_id": sid})).await);
+    assert_eq!(
+        heuristic["analysis"]["provider"], "heuristic",
+        "{heuristic}"
+    );
+    server.stop().await;
+    assert_intact(dir.path(), 5).await;
+    assert_replays_exactly(dir.path(), &sid, 5).await;
+}

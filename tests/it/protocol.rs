@@ -53,6 +53,10 @@ const ALL_TOOLS: &[&str] = &[
     "update_memory",
     "delete_memory",
     "search_memories",
+    "confer",
+    "traced_reasoning",
+    "planner",
+    "biased_reasoning",
     "list_toolsets",
     "enable_toolset",
     "disable_toolset",
@@ -159,7 +163,7 @@ async fn initialize_names_the_server_and_lists_every_tool_with_schemas_and_hones
         );
         assert_eq!(output["properties"]["seq"]["type"], "integer");
         assert_eq!(output["properties"]["eventHash"]["type"], "string");
-        // Every call appends an event, so no tool is read-only; none reaches out.
+        // Every call appends an event, so no tool is read-only.
         let annotations = tool
             .annotations
             .as_ref()
@@ -175,9 +179,19 @@ async fn initialize_names_the_server_and_lists_every_tool_with_schemas_and_hones
             Some(name == "delete_memory"),
             "{name} destructiveHint"
         );
+        // Only the tools that may ask a model provider reach out.
+        let asks_model = [
+            "confer",
+            "traced_reasoning",
+            "planner",
+            "biased_reasoning",
+            "expand_thoughts",
+            "score_thoughts",
+            "verify_thoughts",
+        ];
         assert_eq!(
             annotations.open_world_hint,
-            Some(false),
+            Some(asks_model.contains(&name)),
             "{name} openWorldHint"
         );
     }

@@ -16,6 +16,7 @@ pub mod graph;
 pub mod graph_edit;
 pub mod injection;
 pub mod mode;
+pub mod model;
 pub mod modes;
 pub mod outputs;
 pub mod scaffold;
@@ -24,6 +25,7 @@ pub mod start;
 #[cfg(test)]
 pub mod testing;
 
+use super::call::model::ModelTool;
 use super::call::{Decide, ToolSpec};
 
 /// The name of the `run_thinking_mode` tool: its spec, its catalog entry and every reference use this.
@@ -128,7 +130,10 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         name: EXPAND_THOUGHTS_TOOL,
         known_fields: &["node_id", "count", "candidates", "provider", "session_id"],
         text_fields: &["candidates[]"],
-        decide: Decide::InContext(graph::decide_expand),
+        decide: Decide::WithModel(ModelTool {
+            plan: graph::plan_expand,
+            decide: graph::decide_expand,
+        }),
     },
     ToolSpec {
         name: APPLY_ALGORITHM_TEMPLATE_TOOL,
@@ -146,7 +151,10 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         name: SCORE_THOUGHTS_TOOL,
         known_fields: &["node_ids", "agent_scores", "provider", "session_id"],
         text_fields: &[],
-        decide: Decide::InContext(graph::decide_score),
+        decide: Decide::WithModel(ModelTool {
+            plan: graph::plan_score,
+            decide: graph::decide_score,
+        }),
     },
     ToolSpec {
         name: PRUNE_THOUGHTS_TOOL,
@@ -206,7 +214,10 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "evidence[].excerpt",
             "resolutions[].rationale",
         ],
-        decide: Decide::InContext(governance::decide_verify),
+        decide: Decide::WithModel(ModelTool {
+            plan: governance::plan_verify,
+            decide: governance::decide_verify,
+        }),
     },
     ToolSpec {
         name: EVALUATE_REASONING_QUALITY_TOOL,

@@ -49,10 +49,11 @@ pub(super) fn entries() -> Vec<ToolEntry> {
              send a resolution (verified or refuted, with a rationale). New claims get ids \
              claim-N in order, so evidence in the same call can cite them. Returns statuses, \
              a claims × groups verification matrix, conflicts, and chain-of-verification \
-             questions (fixed templates quoting each new claim, within the question budget).",
+             questions (fixed templates quoting each new claim, within the question budget;              provider model_backed has the configured model write them).",
             Effect::Appends,
             render_json,
-        ),
+        )
+        .may_ask_model(),
         entry::<EvaluateArgs, EvaluateOutput>(
             EVALUATE_REASONING_QUALITY_TOOL,
             "Evaluate Reasoning Quality",

@@ -47,10 +47,11 @@ pub(super) fn entries() -> Vec<ToolEntry> {
              texts) to record real alternatives; without them each child is a fixed lens prompt \
              (decomposition, constraint-first, counter-position, analogy, failure mode, first \
              principles, stakeholders, extremes) quoting the node: heuristic scaffolding, not \
-             generated ideas. At most max_expansions_per_call children per call.",
+             generated ideas; provider model_backed has the configured model write them. At              most max_expansions_per_call children per call.",
             Effect::Appends,
             render_json,
-        ),
+        )
+        .may_ask_model(),
         entry::<TemplateArgs, TemplateOutput>(
             APPLY_ALGORITHM_TEMPLATE_TOOL,
             "Apply Algorithm Template",
@@ -79,10 +80,11 @@ pub(super) fn entries() -> Vec<ToolEntry> {
              coherence (conflict edges), novelty (word overlap with other nodes), specificity \
              (lexical: numbers and long words), assumption_risk (open high or critical \
              assumptions) — plus agent, your own 0-to-1 judgement when given. Heuristic, not a \
-             judgement of truth. Each call records a new score run.",
+             judgement of truth; provider model_backed adds the configured model's judgement              (model). Each call records a new score run.",
             Effect::Appends,
             render_json,
-        ),
+        )
+        .may_ask_model(),
         entry::<PruneArgs, PruneOutput>(
             PRUNE_THOUGHTS_TOOL,
             "Prune Thoughts",

@@ -61,11 +61,11 @@ pub(crate) use self::converge::decide_converge;
 pub use self::converge::{ConvergeArgs, ConvergeOutput};
 pub(crate) use self::evaluate::decide_evaluate;
 pub use self::evaluate::{BiasOut, EvaluateArgs, EvaluateOutput};
-pub(crate) use self::verify::decide_verify;
 pub use self::verify::{
     ClaimArg, ClaimOut, ConflictOut, EvidenceArg, EvidenceOut, QuestionOut, ResolutionArg,
     VerifyArgs, VerifyOutput,
 };
+pub(crate) use self::verify::{decide_verify, plan_verify};
 
 // ---------------------------------------------------------------------------------------------
 // Shared rules

@@ -20,10 +20,13 @@ use super::{
     criticality_or_refuse, empty_text, require_nodes, tier_weight, too_many,
 };
 use crate::app::ErrorCode;
+use crate::app::call::model::ModelStep;
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::model;
 use crate::app::deliberation::outputs::{AnalysisOut, RedactionOut};
+use crate::app::{App, Command};
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::{
@@ -84,9 +87,9 @@ pub struct ResolutionArg {
 /// Arguments of `verify_thoughts`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct VerifyArgs {
-    /// The analysis provider to use: `heuristic` (the default and the only one active).
-    /// `model_backed` and `retrieval` are reserved boundaries that fail closed: asking for one
-    /// is refused with `provider_unavailable` (see reasoning://config/providers).
+    /// `heuristic` (default), or `model_backed`: the configured model writes the verification
+    /// questions (statuses still follow your evidence; refused without a provider).
+    /// `retrieval` is reserved.
     #[serde(default)]
     #[schemars(with = "String")]
     pub provider: Option<String>,
@@ -221,10 +224,13 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         &planned_resolutions,
         &all_tallies,
     );
-    let questions = if args.generate_questions.unwrap_or(true) {
-        plan_questions(call, d, &views, &new_claims)
-    } else {
+    let asked = model::asks_model(call.args);
+    let questions = if !args.generate_questions.unwrap_or(true) {
         Questions::none(d)
+    } else if asked {
+        model_questions(call, d, &new_claims)?
+    } else {
+        plan_questions(call, d, &views, &new_claims)
     };
     let (recorded_claims, redactions) =
         record_claims(call, &claims, new_claims, &planned, &planned_resolutions);
@@ -235,19 +241,39 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let analysis = call.analysis(
-        &d.user_mode,
-        "verify.tiered_independent_evidence",
-        "heuristic",
-        source_node_ids,
-        &[
-            "evaluates only caller-supplied evidence; no retrieval or fact-checking provider is \
-             configured",
-            "statuses follow the tiers (primary 1.0, secondary 0.6, tertiary 0.3) and \
-             independence groups as the caller declared them; neither is checked",
-            "verification questions are fixed templates quoting the claim; nothing answers them",
-        ],
-    );
+    let evidence_limits = [
+        "evaluates only caller-supplied evidence; no retrieval or fact-checking provider is \
+         configured",
+        "statuses follow the tiers (primary 1.0, secondary 0.6, tertiary 0.3) and \
+         independence groups as the caller declared them; neither is checked",
+    ];
+    let model_name = call.model_answers().first().map(model::model_name);
+    let analysis = match model_name.filter(|_| asked) {
+        Some(name) => call.model_analysis(
+            &d.user_mode,
+            "verify.tiered_independent_evidence",
+            &name,
+            source_node_ids,
+            &[
+                evidence_limits[0],
+                evidence_limits[1],
+                "verification questions were written by the model named here; nothing \
+                 answers them, and the model judged no claim",
+            ],
+        ),
+        None => call.analysis(
+            &d.user_mode,
+            "verify.tiered_independent_evidence",
+            "heuristic",
+            source_node_ids,
+            &[
+                evidence_limits[0],
+                evidence_limits[1],
+                "verification questions are fixed templates quoting the claim; nothing answers \
+                 them",
+            ],
+        ),
+    };
     let verification_id = format!("verif-{}", d.verifications.len() + 1);
     let body = VerifyOutput {
         verification_id: verification_id.clone(),
@@ -683,6 +709,135 @@ fn plan_questions(
         }
     }
     out
+}
+
+/// How many questions each new claim of a call gets, in order (more for more critical ones),
+/// until the deliberation's budget runs out; and whether the budget cut some.
+fn question_counts(d: &Deliberation, criticalities: &[String]) -> (Vec<usize>, bool) {
+    let used = u32::try_from(d.questions.len()).unwrap_or(u32::MAX);
+    let mut remaining =
+        usize::try_from(d.budgets.max_verification_questions.saturating_sub(used)).unwrap_or(0);
+    let mut truncated = false;
+    let counts = criticalities
+        .iter()
+        .map(|c| {
+            let wanted = questions_for(c);
+            let k = wanted.min(remaining);
+            truncated |= k < wanted;
+            remaining -= k;
+            k
+        })
+        .collect();
+    (counts, truncated)
+}
+
+/// The model's questions for one claim.
+#[derive(Debug, Deserialize)]
+struct ModelQuestions {
+    questions: Vec<String>,
+}
+
+/// The model calls of `verify_thoughts` with `provider: "model_backed"`: one per new claim
+/// that gets questions within the budget, asking for that many verification questions as JSON.
+pub(crate) fn plan_verify(app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
+    let Some(args) = model::plan_args::<VerifyArgs>(command) else {
+        return Ok(None);
+    };
+    let claims = args.claims.unwrap_or_default();
+    if !model::asks_model(&command.arguments)
+        || !args.generate_questions.unwrap_or(true)
+        || claims.is_empty()
+    {
+        return Ok(None);
+    }
+    let Some(d) = model::deliberation_of(app, command, args.session_id.as_deref()) else {
+        return Ok(None);
+    };
+    let criticalities: Vec<String> = claims
+        .iter()
+        .map(|c| lower(c.criticality.as_deref().unwrap_or("medium")))
+        .collect();
+    let (counts, _) = question_counts(d, &criticalities);
+    let asked = command.prepared.model.answers.len();
+    let Some((i, k)) = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| **k > 0)
+        .nth(asked)
+    else {
+        return Ok(None);
+    };
+    let text = shown(&claims[i].text, &format!("claims[{i}].text"));
+    let prompt = format!(
+        "Goal: {}\n\nClaim: {text}\n\nWrite {k} questions whose answers would verify or \
+         refute this claim; each must be answerable by checking a source.",
+        model::text_or_erased(app, &d.goal)
+    );
+    Ok(Some(ModelStep::Chat(model::json_request(
+        "You write chain-of-verification questions. Answer only with JSON.",
+        &prompt,
+        "verification_questions",
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "questions": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 240},
+                    "minItems": k,
+                    "maxItems": k,
+                }
+            },
+            "required": ["questions"],
+            "additionalProperties": false,
+        }),
+    ))))
+}
+
+/// The questions for the new claims written by the model, one answer per claim that gets
+/// questions within the budget (as [`plan_verify`] asked).
+fn model_questions(
+    call: &mut Call<'_>,
+    d: &Deliberation,
+    new_claims: &[NewClaim],
+) -> Result<Questions, Refusal> {
+    let mut out = Questions::none(d);
+    let criticalities: Vec<String> = new_claims.iter().map(|c| c.2.clone()).collect();
+    let (counts, truncated) = question_counts(d, &criticalities);
+    out.truncated = truncated;
+    let answers = call.model_answers().to_vec();
+    let mut answers = answers.iter();
+    for ((_, claim_id, _, _), k) in new_claims.iter().zip(counts) {
+        if k == 0 {
+            continue;
+        }
+        let written: ModelQuestions =
+            model::parse_answer(d, answers.next(), &format!("{k} questions on {claim_id}"))?;
+        if written.questions.len() != k || written.questions.iter().any(|q| q.trim().is_empty()) {
+            return Err(refuse(
+                d,
+                ErrorCode::ModelCallFailed,
+                format!(
+                    "the model wrote {} question(s) on {claim_id}, some perhaps empty, where {k} \
+                     were asked for",
+                    written.questions.len()
+                ),
+                "retry, or verify without provider model_backed (template questions)",
+            ));
+        }
+        for (j, question) in written.questions.iter().enumerate() {
+            let field = format!("model.questions[{claim_id}][{j}]");
+            let question = shown(question, &field);
+            out.recorded.push(VerificationQuestion {
+                claim_id: claim_id.clone(),
+                question: call.derive_text(&question),
+            });
+            out.shown.push(QuestionOut {
+                claim_id: claim_id.clone(),
+                question,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// The new claims as recorded (their text scanned), and every redaction of the call's texts.

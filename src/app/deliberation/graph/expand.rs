@@ -10,11 +10,16 @@ use serde::{Deserialize, Serialize};
 use super::{
     BudgetRemaining, derived, edit_at_live_node, finish, fresh_branch, invalid, node_text,
 };
+use serde_json::json;
+
 use crate::app::ErrorCode;
-use crate::app::call::{Call, PathStep};
+use crate::app::call::model::ModelStep;
+use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::injection::shown;
+use crate::app::deliberation::model;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
+use crate::app::{App, Command};
 use crate::app::{Outcome, lenient};
 
 /// An expansion lens: a fixed way of opening a new line of thought from a node.
@@ -78,9 +83,8 @@ pub(crate) fn lenses() -> &'static [Lens] {
 /// Arguments of `expand_thoughts`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ExpandArgs {
-    /// The analysis provider to use: `heuristic` (the default and the only one active).
-    /// `model_backed` and `retrieval` are reserved boundaries that fail closed: asking for one
-    /// is refused with `provider_unavailable` (see reasoning://config/providers).
+    /// `heuristic` (default), or `model_backed`: the configured model writes the children
+    /// (refused without a provider: model_not_configured). `retrieval` is reserved.
     #[serde(default)]
     #[schemars(with = "String")]
     pub provider: Option<String>,
@@ -133,6 +137,63 @@ const LENS_LIMITATIONS: &[&str] = &[
      candidates",
 ];
 
+/// The model's children (`provider: "model_backed"`).
+#[derive(Debug, Deserialize)]
+struct ModelThoughts {
+    thoughts: Vec<String>,
+}
+
+/// The model call of `expand_thoughts` with `provider: "model_backed"`: the goal and the
+/// parent's text, asking for `count` children as JSON. No call for any other provider, or when
+/// the decision will refuse anyway (no deliberation, a bad count, candidates given too).
+pub(crate) fn plan_expand(app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
+    let Some(args) = model::plan_args::<ExpandArgs>(command) else {
+        return Ok(None);
+    };
+    if !model::asks_model(&command.arguments)
+        || !command.prepared.model.answers.is_empty()
+        || args.candidates.as_ref().is_some_and(|c| !c.is_empty())
+    {
+        return Ok(None);
+    }
+    let Some(d) = model::deliberation_of(app, command, args.session_id.as_deref()) else {
+        return Ok(None);
+    };
+    let max = d.budgets.max_expansions_per_call;
+    let count = args.count.unwrap_or_else(|| max.min(3));
+    if count == 0 || count > max {
+        return Ok(None);
+    }
+    let anchor = args.node_id.unwrap_or_else(|| d.root_node_id.clone());
+    let Some(node) = d.node(&anchor) else {
+        return Ok(None);
+    };
+    let prompt = format!(
+        "Goal: {}\n\nThought to expand ({anchor}): {}\n\nWrite {count} distinct next thoughts \
+         that each develop it in a different direction, one or two sentences each.",
+        model::text_or_erased(app, &d.goal),
+        model::text_or_erased(app, &node.content),
+    );
+    Ok(Some(ModelStep::Chat(model::json_request(
+        "You expand a line of reasoning into next thoughts. Answer only with JSON.",
+        &prompt,
+        "expansion",
+        json!({
+            "type": "object",
+            "properties": {
+                "thoughts": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 300},
+                    "minItems": count,
+                    "maxItems": count,
+                }
+            },
+            "required": ["thoughts"],
+            "additionalProperties": false,
+        }),
+    ))))
+}
+
 pub(crate) fn decide_expand(call: &mut Call<'_>) -> Outcome {
     let args: ExpandArgs = call.parse(EXPAND_USAGE)?;
     let d = call.open_deliberation(args.session_id.as_deref())?;
@@ -171,7 +232,54 @@ pub(crate) fn decide_expand(call: &mut Call<'_>) -> Outcome {
     let mut shown_text = HashMap::new();
     let mut lenses_used = Vec::new();
     let analysis;
-    if candidates.is_empty() {
+    if model::asks_model(call.args) {
+        if !candidates.is_empty() {
+            return Err(model::not_with_candidates(d));
+        }
+        let answer = call.model_answers().first().cloned();
+        let written: ModelThoughts =
+            model::parse_answer(d, answer.as_ref(), &format!("{count} thoughts"))?;
+        if written.thoughts.len() != usize::try_from(count).unwrap_or(usize::MAX)
+            || written.thoughts.iter().any(|t| t.trim().is_empty())
+        {
+            return Err(refuse(
+                d,
+                ErrorCode::ModelCallFailed,
+                format!(
+                    "the model wrote {} thought(s), some perhaps empty, where {count} were asked \
+                     for",
+                    written.thoughts.len()
+                ),
+                "retry, or pass your own candidates",
+            ));
+        }
+        let name = answer.as_ref().map(model::model_name).unwrap_or_default();
+        analysis = call.model_analysis(
+            &d.user_mode,
+            "expand.model_backed",
+            &name,
+            vec![anchor.clone()],
+            &[
+                "the children were written by the model named here from the goal and the \
+                 parent's text; nothing checked that they are true or sound",
+                "model text is scanned for prompt injection like caller text",
+            ],
+        );
+        for (i, text) in written.thoughts.iter().enumerate() {
+            let field = format!("model.thoughts[{i}]");
+            let content = call.model_text(&field, text);
+            let branch = fresh_branch(d, &anchor, &mut taken);
+            let id = edit.add_node(
+                vec![anchor.clone()],
+                content,
+                branch,
+                "expansion",
+                vec!["expansion".to_owned(), "model".to_owned()],
+                analysis.clone(),
+            )?;
+            shown_text.insert(id, shown(text, &field));
+        }
+    } else if candidates.is_empty() {
         let wanted = usize::try_from(count).unwrap_or(usize::MAX);
         if fresh.len() < wanted {
             return Err(refuse(

@@ -27,8 +27,8 @@ use std::collections::{BTreeSet, HashMap};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub(crate) use expand::decide_expand;
 pub use expand::{ExpandArgs, ExpandOutput, LENSES, Lens};
+pub(crate) use expand::{decide_expand, plan_expand};
 pub use nodes::{
     AddNodeArgs, AddNodeOutput, BudgetsOut, EdgeArg, RefineArgs, RefineOutput, StartArgs,
     StartOutput,
@@ -43,7 +43,7 @@ pub use scoring::{
     DEFAULT_WEIGHTS, DIMENSIONS, PruneArgs, PruneOutput, PrunedNode, RubricArgs, RubricOutput,
     ScoreArgs, ScoreOutput, ScoredNode,
 };
-pub(crate) use scoring::{decide_prune, decide_rubric, decide_score};
+pub(crate) use scoring::{decide_prune, decide_rubric, decide_score, plan_score};
 
 use crate::app::ErrorCode;
 use crate::app::call::{Call, Refusal};

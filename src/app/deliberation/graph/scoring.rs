@@ -10,10 +10,13 @@ use serde_json::{Map, json};
 
 use super::invalid;
 use crate::app::ErrorCode;
+use crate::app::call::model::ModelStep;
 use crate::app::call::{Call, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::graph_edit::GraphEdit;
+use crate::app::deliberation::model;
 use crate::app::deliberation::outputs::AnalysisOut;
+use crate::app::{App, Command};
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::{
@@ -40,6 +43,8 @@ use crate::projections::Deliberation;
 /// - `assumption_risk`: 1 − the share of the node's (not retracted) assumptions that are
 ///   high or critical and unverified or falsified; 1 with none.
 /// - `agent`: the caller's own judgement, only for nodes it was given for.
+/// - `model`: the configured model's 0–10 judgement of the node against the goal, divided by
+///   10, only in a call with `provider: "model_backed"`.
 pub const DIMENSIONS: &[&str] = &[
     "grounding",
     "coherence",
@@ -47,10 +52,11 @@ pub const DIMENSIONS: &[&str] = &[
     "specificity",
     "assumption_risk",
     "agent",
+    "model",
 ];
 
-/// Weights used when no rubric was set. `agent` counts only for nodes with an agent score;
-/// a node's score is the weighted mean over the dimensions it has.
+/// Weights used when no rubric was set. `agent` and `model` count only for nodes that have
+/// them; a node's score is the weighted mean over the dimensions it has.
 pub const DEFAULT_WEIGHTS: &[(&str, f64)] = &[
     ("grounding", 0.25),
     ("coherence", 0.20),
@@ -58,6 +64,7 @@ pub const DEFAULT_WEIGHTS: &[(&str, f64)] = &[
     ("specificity", 0.15),
     ("assumption_risk", 0.20),
     ("agent", 0.40),
+    ("model", 0.40),
 ];
 
 fn default_weights() -> BTreeMap<String, f64> {
@@ -150,9 +157,8 @@ pub(crate) fn decide_rubric(call: &mut Call<'_>) -> Outcome {
 /// Arguments of `score_thoughts`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ScoreArgs {
-    /// The analysis provider to use: `heuristic` (the default and the only one active).
-    /// `model_backed` and `retrieval` are reserved boundaries that fail closed: asking for one
-    /// is refused with `provider_unavailable` (see reasoning://config/providers).
+    /// `heuristic` (default), or `model_backed`: the configured model also judges each node
+    /// (the `model` dimension; refused without a provider). `retrieval` is reserved.
     #[serde(default)]
     #[schemars(with = "String")]
     pub provider: Option<String>,
@@ -377,6 +383,104 @@ const SCORE_LIMITATIONS: &[&str] = &[
     "the agent dimension is the caller's own judgement, taken as given",
 ];
 
+/// The model's judgements (`provider: "model_backed"`).
+#[derive(Debug, Deserialize)]
+struct ModelScores {
+    scores: Vec<ModelScore>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelScore {
+    node_id: String,
+    score: u32,
+}
+
+/// The nodes a `score_thoughts` call scores: those named (in creation order), else every live
+/// node but the root. `None` when one named does not exist (the decision refuses).
+fn score_targets<'a>(d: &'a Deliberation, node_ids: Option<&[String]>) -> Option<Vec<&'a str>> {
+    match node_ids {
+        Some(ids) => {
+            if ids.iter().any(|id| d.node(id).is_none()) {
+                return None;
+            }
+            Some(
+                d.nodes
+                    .iter()
+                    .map(|n| n.node_id.as_str())
+                    .filter(|n| ids.iter().any(|i| i == n))
+                    .collect(),
+            )
+        }
+        None => Some(
+            d.live_nodes()
+                .filter(|n| n.node_id != d.root_node_id)
+                .map(|n| n.node_id.as_str())
+                .collect(),
+        ),
+    }
+}
+
+/// The model call of `score_thoughts` with `provider: "model_backed"`: the goal and each node's
+/// text, asking for a 0–10 judgement per node as JSON.
+pub(crate) fn plan_score(app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
+    let Some(args) = model::plan_args::<ScoreArgs>(command) else {
+        return Ok(None);
+    };
+    if !model::asks_model(&command.arguments) || !command.prepared.model.answers.is_empty() {
+        return Ok(None);
+    }
+    let Some(d) = model::deliberation_of(app, command, args.session_id.as_deref()) else {
+        return Ok(None);
+    };
+    let Some(targets) = score_targets(d, args.node_ids.as_deref()) else {
+        return Ok(None);
+    };
+    if targets.is_empty() {
+        return Ok(None);
+    }
+    let mut prompt = format!(
+        "Goal: {}\n\nThoughts:\n",
+        model::text_or_erased(app, &d.goal)
+    );
+    for id in &targets {
+        let text = d
+            .node(id)
+            .map_or("[erased]", |n| model::text_or_erased(app, &n.content));
+        prompt.push_str(&format!("- {id}: {text}\n"));
+    }
+    prompt.push_str(
+        "\nRate each thought from 0 (unsound, or irrelevant to the goal) to 10 (sound, \
+         specific and useful for the goal).",
+    );
+    let n = targets.len();
+    Ok(Some(ModelStep::Chat(model::json_request(
+        "You judge reasoning steps. Answer only with JSON.",
+        &prompt,
+        "scores",
+        json!({
+            "type": "object",
+            "properties": {
+                "scores": {
+                    "type": "array",
+                    "minItems": n,
+                    "maxItems": n,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "node_id": {"type": "string", "enum": targets},
+                            "score": {"type": "integer", "minimum": 0, "maximum": 10},
+                        },
+                        "required": ["node_id", "score"],
+                        "additionalProperties": false,
+                    },
+                }
+            },
+            "required": ["scores"],
+            "additionalProperties": false,
+        }),
+    ))))
+}
+
 pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
     let args: ScoreArgs = call.parse(SCORE_USAGE)?;
     let d = call.open_deliberation(args.session_id.as_deref())?;
@@ -408,6 +512,36 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
             "add thoughts first (add_thought_node, expand_thoughts, apply_algorithm_template)",
         ));
     }
+    let judged = if model::asks_model(call.args) {
+        let answer = call.model_answers().first().cloned();
+        let written: ModelScores = model::parse_answer(d, answer.as_ref(), "a score per node")?;
+        let mut by_node = BTreeMap::new();
+        for s in written.scores {
+            if s.score > 10 || !targets.contains(&s.node_id.as_str()) {
+                return Err(refuse(
+                    d,
+                    ErrorCode::ModelCallFailed,
+                    format!("the model scored {} as {}", s.node_id, s.score),
+                    "retry; the model must score each node it was shown from 0 to 10",
+                ));
+            }
+            by_node.insert(s.node_id, f64::from(s.score) / 10.0);
+        }
+        if let Some(missing) = targets.iter().find(|t| !by_node.contains_key(**t)) {
+            return Err(refuse(
+                d,
+                ErrorCode::ModelCallFailed,
+                format!("the model gave no score for {missing}"),
+                "retry; the model must score each node it was shown",
+            ));
+        }
+        Some((
+            by_node,
+            answer.as_ref().map(model::model_name).unwrap_or_default(),
+        ))
+    } else {
+        None
+    };
     let agent = args.agent_scores.unwrap_or_default();
     for (id, v) in &agent {
         if !targets.contains(&id.as_str()) {
@@ -450,6 +584,9 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
         if let Some(v) = agent.get(*id) {
             dimensions.insert("agent".to_owned(), round4(*v));
         }
+        if let Some(v) = judged.as_ref().and_then(|(scores, _)| scores.get(*id)) {
+            dimensions.insert("model".to_owned(), round4(*v));
+        }
         match weighted(&dimensions, &weights) {
             Some(score) => scores.push(NodeScore {
                 node_id: (*id).to_owned(),
@@ -474,14 +611,30 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
     // Stable: equal scores keep node (creation) order.
     scores.sort_by(|a, b| b.score.total_cmp(&a.score));
     let score_run_id = format!("score-{}", d.score_runs.len() + 1);
-    let provider = "heuristic";
-    let analysis: AnalysisMetadata = call.analysis(
-        &d.user_mode,
-        "score.weighted_structural",
-        provider,
-        targets.iter().map(|s| (*s).to_owned()).collect(),
-        SCORE_LIMITATIONS,
-    );
+    let sources: Vec<String> = targets.iter().map(|s| (*s).to_owned()).collect();
+    let analysis: AnalysisMetadata = match &judged {
+        Some((_, name)) => {
+            let mut limitations = SCORE_LIMITATIONS.to_vec();
+            limitations.push(
+                "the model dimension is the named model's 0-10 judgement of each thought \
+                 against the goal, taken as it answered; it weighs as the rubric says",
+            );
+            call.model_analysis(
+                &d.user_mode,
+                "score.weighted_structural_and_model",
+                name,
+                sources,
+                &limitations,
+            )
+        }
+        None => call.analysis(
+            &d.user_mode,
+            "score.weighted_structural",
+            "heuristic",
+            sources,
+            SCORE_LIMITATIONS,
+        ),
+    };
     let out: Vec<ScoredNode> = scores
         .iter()
         .enumerate()
