@@ -129,6 +129,7 @@ error_codes! {
     ModelNotConfigured => "model_not_configured",
     ModelCallFailed => "model_call_failed",
     ModelAnswerStale => "model_answer_stale",
+    ModelAnswerUnusable => "model_answer_unusable",
 }
 
 impl ErrorCode {
@@ -260,6 +261,7 @@ mod tests {
         (ErrorCode::ModelNotConfigured, "model_not_configured"),
         (ErrorCode::ModelCallFailed, "model_call_failed"),
         (ErrorCode::ModelAnswerStale, "model_answer_stale"),
+        (ErrorCode::ModelAnswerUnusable, "model_answer_unusable"),
     ];
 
     #[test]

@@ -1,14 +1,20 @@
 //! A slow model stalls nobody else: CLIENTS stateless HTTP clients append durable
 //! `sequentialthinking` calls back to back, first alone (idle), then while another client's
-//! `confer` calls wait DELAY on a slow model endpoint, one after another for the whole phase.
+//! `confer` calls wait DELAY on a slow model endpoint, one after another for the whole phase,
+//! then alone again (what the phase order and the grown ledger cost, apart from the model).
+//! Each client thinks in sessions of CHAIN thoughts, closing each with `reset`.
 //! The model calls are taken before their decision (calls in two phases), so the other clients'
 //! p99 should stay within 2× of the idle p99.
 //!
-//! The slow endpoint is a loopback HTTP server that holds every request for DELAY, then forwards
-//! it to the real local model (llama.cpp's server from PyPI `xllamacpp` serving
-//! SmolLM2-135M-Instruct, started as the model tests start it: `THINKLEDGER_TEST_LLM_GGUF` and
-//! `THINKLEDGER_TEST_PYTHON`) and relays its answer: nothing is invented. Without the model the
-//! bench says so and stops.
+//! The slow endpoint is a loopback HTTP server that holds every request for DELAY, then answers
+//! with the real local model's answer to those exact request bytes (llama.cpp's server from PyPI
+//! `xllamacpp` serving SmolLM2-135M-Instruct, started as the model tests start it:
+//! `THINKLEDGER_TEST_LLM_GGUF` and `THINKLEDGER_TEST_PYTHON`): the first time it forwards them
+//! and records the answer, afterwards it replays that recording, so the model's own CPU work
+//! (which the 2 cores would share with everything measured) happens once, in a warm-up call,
+//! and what the loaded phase measures is the wait alone. Each `confer` call comes from a new
+//! principal (`--principal-header`), so it asks the same question in a new session: the same
+//! bytes. Nothing is invented. Without the model the bench says so and stops.
 //!
 //! The server is the release binary, `serve --http 127.0.0.1:0 --stateless`, with
 //! `THINKLEDGER_MODEL_PROVIDER_URL` pointing at the slow endpoint. Each run reports the
@@ -22,12 +28,13 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -40,6 +47,11 @@ use serde_json::{Value, json};
 
 /// Thoughts per session before a client starts a new one.
 const CHAIN: u32 = 50;
+
+/// The header the server takes each request's principal from: every thinking client is its own
+/// principal, and every `confer` call a new one, so each asks in a new session the very same
+/// question (whose real answer the slow endpoint recorded once).
+const PRINCIPAL_HEADER: &str = "x-forwarded-user";
 
 /// The real local model, started once; it exits when its standard input closes.
 struct LocalLlm {
@@ -75,15 +87,23 @@ fn start_local_llm() -> Option<LocalLlm> {
     })
 }
 
-/// The slow endpoint's state: where to forward, how long to hold each request.
+/// The real model's answers, by the exact request bytes they answered.
+type Recorded = Arc<Mutex<HashMap<Vec<u8>, (StatusCode, Bytes)>>>;
+
+/// The slow endpoint's state: where to forward, how long to hold each request, and the real
+/// model's answers recorded so far.
 #[derive(Clone)]
 struct Slow {
     upstream: String,
     delay: Duration,
     http: reqwest::Client,
+    recorded: Recorded,
 }
 
-/// Holds the request for the delay, forwards it to the real model, relays the answer.
+/// Holds the request for the delay; then answers with the real model's answer to these exact
+/// bytes, recorded the first time they were forwarded (so the model's own CPU work, which the
+/// 2 cores would share with everyone, happens once, during the warm-up, and what is measured
+/// is the wait alone).
 async fn slow_forward(
     State(slow): State<Slow>,
     uri: Uri,
@@ -91,10 +111,18 @@ async fn slow_forward(
     body: Bytes,
 ) -> impl IntoResponse {
     tokio::time::sleep(slow.delay).await;
+    let known = slow
+        .recorded
+        .lock()
+        .ok()
+        .and_then(|r| r.get(body.as_ref()).cloned());
+    if let Some((status, bytes)) = known {
+        return (status, [("content-type", "application/json")], bytes).into_response();
+    }
     let mut request = slow
         .http
         .post(format!("{}{}", slow.upstream, uri.path()))
-        .body(body);
+        .body(body.clone());
     if let Some(ct) = headers.get("content-type") {
         request = request.header("content-type", ct.clone());
     }
@@ -103,6 +131,11 @@ async fn slow_forward(
             let status =
                 StatusCode::from_u16(response.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
             let bytes = response.bytes().await.unwrap_or_default();
+            if status.is_success()
+                && let Ok(mut r) = slow.recorded.lock()
+            {
+                r.insert(body.to_vec(), (status, bytes.clone()));
+            }
             (status, [("content-type", "application/json")], bytes).into_response()
         }
         Err(e) => (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
@@ -114,6 +147,7 @@ async fn start_slow_endpoint(upstream: &str, delay: Duration) -> String {
         upstream: upstream.to_owned(),
         delay,
         http: reqwest::Client::new(),
+        recorded: Recorded::default(),
     };
     let app = Router::new()
         .fallback(axum::routing::post(slow_forward))
@@ -148,6 +182,8 @@ impl Server {
                 "--stateless",
                 "--toolsets",
                 "all",
+                "--principal-header",
+                PRINCIPAL_HEADER,
             ])
             .env("THINKLEDGER_MODEL_PROVIDER_URL", provider)
             .env("THINKLEDGER_MODEL", "smollm2")
@@ -199,10 +235,19 @@ impl Drop for Server {
     }
 }
 
-/// One stateless call; its answer's result (panics on a transport or protocol failure).
-async fn post(http: &reqwest::Client, url: &str, tool: &str, id: u64, arguments: Value) -> Value {
+/// One stateless call of `principal`; its answer's result (panics on a transport or protocol
+/// failure).
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    principal: &str,
+    tool: &str,
+    id: u64,
+    arguments: Value,
+) -> Value {
     let response = http
         .post(url)
+        .header(PRINCIPAL_HEADER, principal)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
@@ -237,8 +282,14 @@ async fn thinkers(
             let mut id = u64::try_from(client).unwrap_or(0) * 1_000_000;
             while Instant::now() < deadline {
                 number = number % CHAIN + 1;
-                if number == 1 {
-                    session = None;
+                if number == 1 && session.is_some() {
+                    // Close the finished session; the next thought starts a new one.
+                    id += 1;
+                    let principal = format!("thinker-{client}");
+                    let reset = json!({"confirm": true, "sessionId": session.take()});
+                    let result = post(&http, &url, &principal, "reset", id, reset).await;
+                    assert!(result["isError"] != json!(true), "reset failed: {result}");
+                    calls.fetch_add(1, Ordering::Relaxed);
                 }
                 id += 1;
                 let mut arguments = common::thought_args(number, CHAIN);
@@ -246,7 +297,9 @@ async fn thinkers(
                     arguments["sessionId"] = json!(s);
                 }
                 let start = Instant::now();
-                let result = post(&http, &url, "sequentialthinking", id, arguments).await;
+                let principal = format!("thinker-{client}");
+                let result =
+                    post(&http, &url, &principal, "sequentialthinking", id, arguments).await;
                 samples.push(start.elapsed());
                 assert!(result["isError"] != json!(true), "call failed: {result}");
                 calls.fetch_add(1, Ordering::Relaxed);
@@ -269,6 +322,8 @@ async fn thinkers(
 struct Run {
     idle_p50: f64,
     idle_p99: f64,
+    after_p50: f64,
+    after_p99: f64,
     slow_p50: f64,
     slow_p99: f64,
     /// `confer` calls that completed during the loaded phase, and their mean latency.
@@ -290,6 +345,18 @@ async fn run_once(provider: &str, clients: usize, phase: Duration) -> Run {
         .build()
         .expect("HTTP client");
     let calls = Arc::new(AtomicU64::new(0));
+    // Warm-up: the real model answers the question once (the slow endpoint records it).
+    let warm = post(
+        &http,
+        &server.url,
+        "model-caller-warm-up",
+        "confer",
+        1,
+        json!({"message": "Say hello.", "temperature": 0, "max_tokens": 8}),
+    )
+    .await;
+    assert!(warm["isError"] != json!(true), "confer failed: {warm}");
+    calls.fetch_add(1, Ordering::Relaxed);
     let idle = thinkers(&http, &server.url, clients, phase, &calls).await;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -309,6 +376,7 @@ async fn run_once(provider: &str, clients: usize, phase: Duration) -> Run {
                 let result = post(
                     &http,
                     &url,
+                    &format!("model-caller-{id}"),
                     "confer",
                     id,
                     json!({"message": "Say hello.", "temperature": 0, "max_tokens": 8}),
@@ -326,6 +394,8 @@ async fn run_once(provider: &str, clients: usize, phase: Duration) -> Run {
     let slow = thinkers(&http, &server.url, clients, phase, &calls).await;
     stop.store(true, Ordering::Relaxed);
     let model = model.await.expect("model task");
+    // Idle again: what the phase order and the grown ledger cost, apart from the model call.
+    let after = thinkers(&http, &server.url, clients, phase, &calls).await;
     server.stop();
     let events = calls.load(Ordering::Relaxed);
     let ledger_dir = thinkledger::server::ledger_dir(dir.path());
@@ -336,6 +406,8 @@ async fn run_once(provider: &str, clients: usize, phase: Duration) -> Run {
     Run {
         idle_p50: p(&idle, 50.0),
         idle_p99: p(&idle, 99.0),
+        after_p50: p(&after, 50.0),
+        after_p99: p(&after, 99.0),
         slow_p50: p(&slow, 50.0),
         slow_p99: p(&slow, 99.0),
         model_calls: n,
@@ -376,13 +448,15 @@ fn main() {
             let r = run_once(&provider, clients, phase).await;
             println!(
                 "  run {run}: idle p50 {} p99 {} | with a slow model call p50 {} p99 {} ({} \
-                 confer calls, mean {:.0} ms) | p99 ratio {:.2}",
+                 confer calls, mean {:.0} ms) | idle again p50 {} p99 {} | p99 ratio {:.2}",
                 us(r.idle_p50),
                 us(r.idle_p99),
                 us(r.slow_p50),
                 us(r.slow_p99),
                 r.model_calls,
                 r.model_mean_ms,
+                us(r.after_p50),
+                us(r.after_p99),
                 r.slow_p99 / r.idle_p99
             );
             all.push(r);
@@ -399,6 +473,8 @@ fn main() {
             "  with a slow model call p99 {}",
             across(&col(|r| r.slow_p99), us)
         );
+        println!("  idle again p50 {}", across(&col(|r| r.after_p50), us));
+        println!("  idle again p99 {}", across(&col(|r| r.after_p99), us));
         println!(
             "  p99 ratio {}",
             across(&col(|r| r.slow_p99 / r.idle_p99), |v| format!("{v:.2}"))

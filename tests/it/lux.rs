@@ -402,3 +402,69 @@ async fn reasonkit_expand_score_and_verify_run_model_backed_and_replay_exactly()
     assert_intact(dir.path(), 5).await;
     assert_replays_exactly(dir.path(), &sid, 5).await;
 }
+
+#[tokio::test]
+async fn a_model_answer_cut_at_the_token_limit_is_named_and_never_taken_as_valid() {
+    let Some(base) = llm_or_skip("a_model_answer_cut_at_the_token_limit…") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = provider_env(&base);
+    for (name, value) in &mut env {
+        if *name == "THINKLEDGER_MODEL_MAX_TOKENS" {
+            *value = "5".to_owned();
+        }
+    }
+    let server = StdioServer::start_with_env(dir.path(), &[], &env_refs(&env)).await;
+    // A one-step plan: its synthesis is JSON the token cap cuts short.
+    let plan = ok(&model_call(
+        &server,
+        "planner",
+        json!({"step": "Plan a picnic", "step_number": 1, "total_steps": 1,
+               "next_step_required": false, "temperature": 0}),
+    )
+    .await);
+    assert_eq!(plan["synthesis_snapshot"], Value::Null, "{plan}");
+    let reason = plan["unavailable"]["synthesis_snapshot"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("cut at the token limit"), "{plan}");
+    let sid = plan["session_id"].as_str().unwrap().to_owned();
+    // A workspace call whose model answer is cut is refused, and changes nothing.
+    let started = ok(&model_call(
+        &server,
+        "start_deliberation",
+        json!({"goal": "Pick a picnic spot", "mode": "Test"}),
+    )
+    .await);
+    let deliberation = started["session_id"].as_str().unwrap().to_owned();
+    let refused = rejected(
+        &model_call(
+            &server,
+            "expand_thoughts",
+            json!({"session_id": deliberation, "provider": "model_backed", "count": 2}),
+        )
+        .await,
+    );
+    assert_eq!(refused["code"], "model_answer_unusable", "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cut at the token limit")),
+        "{refused}"
+    );
+    let nodes = ok(&model_call(
+        &server,
+        "expand_thoughts",
+        json!({"session_id": deliberation, "candidates": ["by the lake"]}),
+    )
+    .await);
+    assert_eq!(
+        nodes["node_count"], 2,
+        "only the root and the caller's node: {nodes}"
+    );
+    server.stop().await;
+    assert_intact(dir.path(), 4).await;
+    assert_replays_exactly(dir.path(), &sid, 1).await;
+    assert_replays_exactly(dir.path(), &deliberation, 3).await;
+}

@@ -62,6 +62,18 @@ impl<'a> Call<'a> {
         self.draws.session_id()
     }
 
+    /// The id of a session this call starts: the caller's current session when that has not
+    /// started yet, else one drawn from the call's seed. A re-execution passes the recorded
+    /// session as the caller's, so the session starts again under its recorded id.
+    pub fn starting_session_id(&self) -> SessionId {
+        let own = &self.command.connection_session;
+        if self.app.state().session(own).is_none() {
+            own.clone()
+        } else {
+            self.new_session_id()
+        }
+    }
+
     /// Parses the typed arguments; a failure names the problem and the expected shape.
     pub fn parse<T: DeserializeOwned>(&self, usage: &str) -> Result<T, Refusal> {
         super::parse(self.args, usage).map_err(|r| (r, None))

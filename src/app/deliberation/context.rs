@@ -8,6 +8,7 @@ use super::injection::scan;
 use crate::app::ErrorCode;
 use crate::app::Rejection;
 use crate::app::call::{Call, PathStep, Refusal, Target, target};
+use crate::events::TextRef;
 use crate::events::deliberation::{AnalysisMetadata, ScannedText};
 use crate::projections::Deliberation;
 
@@ -22,6 +23,12 @@ impl<'a> Call<'a> {
         let original = self
             .recorded_ref(path)
             .unwrap_or_else(|| self.derive_text(text));
+        self.scanned_from(original, field, text)
+    }
+
+    /// `text`, whose commitment is `original`, as stored: itself, or, when the injection scan
+    /// matched, the redacted text (derived) with `original` kept behind it.
+    pub fn scanned_from(&mut self, original: TextRef, field: &str, text: &str) -> ScannedText {
         match scan(field, text) {
             None => ScannedText {
                 text: original,

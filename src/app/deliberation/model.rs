@@ -9,7 +9,6 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::injection::scan;
 use crate::app::call::{Call, Refusal, Target, target};
 use crate::app::providers::MODEL_BACKED;
 use crate::app::{App, Command, ErrorCode, Rejection};
@@ -88,7 +87,7 @@ pub(crate) fn parse_answer<T: DeserializeOwned>(
         let cut = answer.exchange.finish_reason.as_deref() == Some("length");
         (
             Rejection::new(
-                ErrorCode::ModelCallFailed,
+                ErrorCode::ModelAnswerUnusable,
                 format!(
                     "the model's answer is not {what} as JSON{}: {e}",
                     if cut {
@@ -111,18 +110,7 @@ impl Call<'_> {
     /// behind its commitment).
     pub fn model_text(&mut self, field: &str, text: &str) -> ScannedText {
         let original = self.derive_text(text);
-        match scan(field, text) {
-            None => ScannedText {
-                text: original,
-                original: None,
-                redactions: Vec::new(),
-            },
-            Some((redacted, redactions)) => ScannedText {
-                text: self.derive_text(&redacted),
-                original: Some(original),
-                redactions,
-            },
-        }
+        self.scanned_from(original, field, text)
     }
 
     /// Metadata of an output the model `model` produced.

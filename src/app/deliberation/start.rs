@@ -76,12 +76,7 @@ pub fn plan_start(call: &mut Call<'_>, plan: &StartPlan<'_>) -> Result<Started, 
             (id, Vec::new())
         }
         None => {
-            let own = &call.command.connection_session;
-            let id = if call.app.state().session(own).is_none() {
-                own.clone()
-            } else {
-                call.new_session_id()
-            };
+            let id = call.starting_session_id();
             (id.clone(), vec![Fact::SessionStarted { session_id: id }])
         }
     };

@@ -139,20 +139,13 @@ fn chain_session<'a>(
     Ok((Some(target), lux))
 }
 
-/// The id of a call's session and the facts that start it when it is new: a new chain takes
-/// the caller's current session when that has not started yet, else an id drawn from the
-/// call's seed (so a re-execution, which passes the recorded session as the caller's, starts
-/// it again under its recorded id).
+/// The id of a call's session and the facts that start it when it is new
+/// ([`Call::starting_session_id`]).
 fn session_of(call: &Call<'_>, target: Option<Target<'_>>) -> (SessionId, Vec<Fact>) {
     match target {
         Some(t) => (t.id(), t.start_facts()),
         None => {
-            let own = &call.command.connection_session;
-            let id = if call.app.state().session(own).is_none() {
-                own.clone()
-            } else {
-                call.new_session_id()
-            };
+            let id = call.starting_session_id();
             (id.clone(), vec![Fact::SessionStarted { session_id: id }])
         }
     }

@@ -815,7 +815,7 @@ fn model_questions(
         if written.questions.len() != k || written.questions.iter().any(|q| q.trim().is_empty()) {
             return Err(refuse(
                 d,
-                ErrorCode::ModelCallFailed,
+                ErrorCode::ModelAnswerUnusable,
                 format!(
                     "the model wrote {} question(s) on {claim_id}, some perhaps empty, where {k} \
                      were asked for",

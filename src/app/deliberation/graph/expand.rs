@@ -244,7 +244,7 @@ pub(crate) fn decide_expand(call: &mut Call<'_>) -> Outcome {
         {
             return Err(refuse(
                 d,
-                ErrorCode::ModelCallFailed,
+                ErrorCode::ModelAnswerUnusable,
                 format!(
                     "the model wrote {} thought(s), some perhaps empty, where {count} were asked \
                      for",

@@ -520,7 +520,7 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
             if s.score > 10 || !targets.contains(&s.node_id.as_str()) {
                 return Err(refuse(
                     d,
-                    ErrorCode::ModelCallFailed,
+                    ErrorCode::ModelAnswerUnusable,
                     format!("the model scored {} as {}", s.node_id, s.score),
                     "retry; the model must score each node it was shown from 0 to 10",
                 ));
@@ -530,7 +530,7 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
         if let Some(missing) = targets.iter().find(|t| !by_node.contains_key(**t)) {
             return Err(refuse(
                 d,
-                ErrorCode::ModelCallFailed,
+                ErrorCode::ModelAnswerUnusable,
                 format!("the model gave no score for {missing}"),
                 "retry; the model must score each node it was shown",
             ));
