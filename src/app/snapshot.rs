@@ -14,7 +14,7 @@ use super::idempotency::IdempotencyIndex;
 use crate::projections::{DeliberationState, MemoryState, Telemetry, ThinkingState};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/3";
+pub const STATE_VERSION: &str = "app-state/4";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -69,8 +69,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/3",
-        "483453eb6f1f8e8fbd5cb948eaccb59bb1300328725c94b7dde39c8a1db38d65",
+        "app-state/4",
+        "3e10f75d33aa7e4e8a302e42638fde8fb12e15f1450e39c9e3f91bb11ba06756",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts
