@@ -70,7 +70,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/4",
-        "3e10f75d33aa7e4e8a302e42638fde8fb12e15f1450e39c9e3f91bb11ba06756",
+        "b3c1cd5ec58a3f20cdbed8ae70eaabb48471781d172c66f7cdd3022f551c6f6b",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

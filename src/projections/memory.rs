@@ -14,6 +14,7 @@
 //! memory is removed from the state, and its documents are deleted from the index and the
 //! index's files are rewritten without them before the fold returns (`purge_deleted`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -67,7 +68,7 @@ pub struct Memory {
     pub last_accessed: String,
     pub last_accessed_ms: i64,
     /// Waypoints to and from this memory (memory id → weight).
-    pub links: OrdMap<String, f64>,
+    pub links: Links,
     pub soft_deleted: bool,
     /// The vector of the current content and its model. A snapshot holds the vector as the
     /// ledger records it (base64 of its little-endian components): a third of the bytes of
@@ -77,7 +78,149 @@ pub struct Memory {
     pub vector: Arc<[f32]>,
     /// Every commitment of every version (content, metadata, vectors): what a hard delete
     /// erases.
-    pub commitments: Vec<String>,
+    pub commitments: Commitments,
+}
+
+/// A memory's waypoints (memory id → weight), sorted by id: a few entries in one small
+/// vector (a persistent map's node weighs over half a kilobyte, even for one entry).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "BTreeMap<String, f64>", into = "BTreeMap<String, f64>")]
+pub struct Links(Vec<(String, f64)>);
+
+impl Links {
+    /// The linked memories' ids, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(id, _)| id)
+    }
+
+    /// Each link's id and weight, in order of id.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &f64)> {
+        self.0.iter().map(|(id, w)| (id, w))
+    }
+
+    /// How many links.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sets the link to `id`.
+    pub fn insert(&mut self, id: String, weight: f64) {
+        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(&id)) {
+            Ok(at) => self.0[at].1 = weight,
+            Err(at) => self.0.insert(at, (id, weight)),
+        }
+    }
+
+    /// Removes the link to `id`, if any.
+    pub fn remove(&mut self, id: &str) {
+        if let Ok(at) = self.0.binary_search_by(|(k, _)| k.as_str().cmp(id)) {
+            self.0.remove(at);
+        }
+    }
+}
+
+impl FromIterator<(String, f64)> for Links {
+    fn from_iter<I: IntoIterator<Item = (String, f64)>>(iter: I) -> Self {
+        let mut links = Links::default();
+        for (id, weight) in iter {
+            links.insert(id, weight);
+        }
+        links
+    }
+}
+
+impl From<BTreeMap<String, f64>> for Links {
+    fn from(map: BTreeMap<String, f64>) -> Self {
+        Links(map.into_iter().collect())
+    }
+}
+
+impl From<Links> for BTreeMap<String, f64> {
+    fn from(links: Links) -> Self {
+        links.0.into_iter().collect()
+    }
+}
+
+/// Text commitments, each held as its 32 bytes when it is 64 lowercase hex digits (as every
+/// commitment the ledger makes is), else as written; without repeats, in the order first
+/// added.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Vec<String>", into = "Vec<String>")]
+pub struct Commitments {
+    digests: Vec<[u8; 32]>,
+    others: Vec<String>,
+}
+
+/// The 32 bytes of 64 lowercase hex digits.
+fn digest_of(hex: &str) -> Option<[u8; 32]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        *o = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+impl Commitments {
+    /// Adds one (a repeat is dropped).
+    pub fn push(&mut self, commitment: String) {
+        match digest_of(&commitment) {
+            Some(d) if !self.digests.contains(&d) => self.digests.push(d),
+            Some(_) => {}
+            None if !self.others.contains(&commitment) => self.others.push(commitment),
+            None => {}
+        }
+    }
+
+    /// Each commitment as written (lowercase hex).
+    pub fn to_strings(&self) -> Vec<String> {
+        self.digests
+            .iter()
+            .map(|d| crate::ledger::hash::hex(d))
+            .chain(self.others.iter().cloned())
+            .collect()
+    }
+}
+
+impl Extend<String> for Commitments {
+    fn extend<I: IntoIterator<Item = String>>(&mut self, iter: I) {
+        for c in iter {
+            self.push(c);
+        }
+    }
+}
+
+impl FromIterator<String> for Commitments {
+    fn from_iter<I: IntoIterator<Item = String>>(iter: I) -> Self {
+        let mut all = Commitments::default();
+        all.extend(iter);
+        all
+    }
+}
+
+impl From<Vec<String>> for Commitments {
+    fn from(list: Vec<String>) -> Self {
+        list.into_iter().collect()
+    }
+}
+
+impl From<Commitments> for Vec<String> {
+    fn from(all: Commitments) -> Self {
+        all.to_strings()
+    }
 }
 
 impl Memory {
