@@ -14,7 +14,6 @@
 //! memory is removed from the state, and its documents are deleted from the index and the
 //! index's files are rewritten without them before the fold returns (`purge_deleted`).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -67,8 +66,9 @@ pub struct Memory {
     pub strength_at_ms: i64,
     pub last_accessed: String,
     pub last_accessed_ms: i64,
-    /// Waypoints to and from this memory (memory id → weight).
-    pub links: Links,
+    /// Waypoints to and from this memory (memory id → weight): a persistent map, so a
+    /// memory with many waypoints (some gather thousands) is copied cheaply when it changes.
+    pub links: OrdMap<String, f64>,
     pub soft_deleted: bool,
     /// The vector of the current content and its model. A snapshot holds the vector as the
     /// ledger records it (base64 of its little-endian components): a third of the bytes of
@@ -79,71 +79,6 @@ pub struct Memory {
     /// Every commitment of every version (content, metadata, vectors): what a hard delete
     /// erases.
     pub commitments: Commitments,
-}
-
-/// A memory's waypoints (memory id → weight), sorted by id: a few entries in one small
-/// vector (a persistent map's node weighs over half a kilobyte, even for one entry).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(from = "BTreeMap<String, f64>", into = "BTreeMap<String, f64>")]
-pub struct Links(Vec<(String, f64)>);
-
-impl Links {
-    /// The linked memories' ids, in order.
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.0.iter().map(|(id, _)| id)
-    }
-
-    /// Each link's id and weight, in order of id.
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &f64)> {
-        self.0.iter().map(|(id, w)| (id, w))
-    }
-
-    /// How many links.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Sets the link to `id`.
-    pub fn insert(&mut self, id: String, weight: f64) {
-        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(&id)) {
-            Ok(at) => self.0[at].1 = weight,
-            Err(at) => self.0.insert(at, (id, weight)),
-        }
-    }
-
-    /// Removes the link to `id`, if any.
-    pub fn remove(&mut self, id: &str) {
-        if let Ok(at) = self.0.binary_search_by(|(k, _)| k.as_str().cmp(id)) {
-            self.0.remove(at);
-        }
-    }
-}
-
-impl FromIterator<(String, f64)> for Links {
-    fn from_iter<I: IntoIterator<Item = (String, f64)>>(iter: I) -> Self {
-        let mut links = Links::default();
-        for (id, weight) in iter {
-            links.insert(id, weight);
-        }
-        links
-    }
-}
-
-impl From<BTreeMap<String, f64>> for Links {
-    fn from(map: BTreeMap<String, f64>) -> Self {
-        Links(map.into_iter().collect())
-    }
-}
-
-impl From<Links> for BTreeMap<String, f64> {
-    fn from(links: Links) -> Self {
-        links.0.into_iter().collect()
-    }
 }
 
 /// Text commitments, each held as its 32 bytes when it is 64 lowercase hex digits (as every
