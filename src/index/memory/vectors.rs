@@ -3,17 +3,17 @@
 //!
 //! Exact search is linear in the owner's memories, and at 100,000 memories of 64 dimensions the
 //! scan of 25.6 MB of floats is bound by memory bandwidth. So each row also keeps a copy
-//! quantized to 16-bit integers (its own scale, ±4095 so 64 products sum in an `i32`), half the
-//! bytes: the scan computes every row's approximate cosine from them (an exact integer dot
+//! quantized to 16-bit integers (its own scale; at most ±4095, less for long vectors, so that
+//! the products of a row sum in an `i32`: [`code_max`]), half the bytes: the scan computes every row's approximate cosine from them (an exact integer dot
 //! product) with a bound on its error, and only the rows that could be among the best `k` (whose upper bound
 //! reaches the `k`-th best lower bound) get their exact cosine, computed from the floats as
 //! before. The answer is the exact one, bit for bit and in the same order (cosine, then id): a
 //! row of the exact best `k` always passes the bound (a test compares with the plain scan).
 //!
 //! The bound, for unit vectors `q` (query) and `v` (row), codes `c` with steps `s` (the largest
-//! component over [`CODE_MAX`]): each component is off by at most one step, so
-//! `|q·v − s_q·s_v·Σ c_q c_v| ≤ s_v·‖q‖₁ + s_q·(‖v‖₁ + n·s_v)`, plus 10⁻⁵ for the rounding of
-//! the float sums (at most `n · 2⁻²⁴` for unit vectors).
+//! component over [`code_max`]): each component is off by at most one step, so
+//! `|q·v − s_q·s_v·Σ c_q c_v| ≤ s_v·‖q‖₁ + s_q·(‖v‖₁ + n·s_v)`, plus `n · 2⁻²²` for the
+//! rounding of the float sums (each at most `n · 2⁻²⁴` off for unit vectors).
 //!
 //! Every owner's vectors share one model: a vector of another model or dimension is refused,
 //! both when stored and when queried, instead of being compared meaninglessly.
@@ -26,11 +26,22 @@ use crate::embed::Embedding;
 
 use super::IndexError;
 
-/// Slack for the rounding of float sums in the bound (see the module doc).
-const ROUNDING_SLACK: f64 = 1e-5;
+/// Slack for the rounding of float sums in the bound, for vectors of `n` components (see the
+/// module doc): four times the `n · 2⁻²⁴` a sum of `n` products of unit vectors can be off by.
+fn rounding_slack(n: f64) -> f64 {
+    n * f64::powi(2.0, -22)
+}
 
-/// The largest code: 64 products of two codes sum to at most 64 · 4095² < 2³¹.
-const CODE_MAX: f32 = 4095.0;
+/// The largest code for vectors of `dimension` components: 4095, or less, so that `dimension`
+/// products of two codes sum to at most `i32::MAX` (64 · 4095² < 2³¹; 384 dimensions: 2364).
+fn code_max(dimension: usize) -> f32 {
+    let n = f64::from(u32::try_from(dimension.max(1)).unwrap_or(u32::MAX));
+    let most = (f64::from(i32::MAX) / n).sqrt().floor().min(4095.0);
+    // At most 4095 (and at least 1 for any dimension that fits memory): exact in f32.
+    #[allow(clippy::cast_possible_truncation)]
+    let most = most.max(1.0) as f32;
+    most
+}
 
 /// One owner's vectors.
 #[derive(Debug, Default)]
@@ -80,6 +91,7 @@ struct Quantized {
 }
 
 fn quantize(v: &[f32]) -> Quantized {
+    let code_max = code_max(v.len());
     let largest = v.iter().fold(0.0_f32, |m, x| m.max(x.abs()));
     let l1 = v.iter().map(|x| x.abs()).sum::<f32>();
     if !(largest > 0.0 && largest.is_finite()) {
@@ -89,11 +101,11 @@ fn quantize(v: &[f32]) -> Quantized {
             l1,
         };
     }
-    let step = largest / CODE_MAX;
+    let step = largest / code_max;
     let codes = v
         .iter()
         .map(|x| {
-            let c = (x / step).round().clamp(-CODE_MAX, CODE_MAX);
+            let c = (x / step).round().clamp(-code_max, code_max);
             // An integer in [-4095, 4095] after the clamp: the conversion is exact.
             #[allow(clippy::cast_possible_truncation)]
             let code = c as i16;
@@ -222,7 +234,7 @@ impl OwnerVectors {
         for (row, (&dot, &(step, l1))) in dots.iter().zip(&self.scales).enumerate() {
             let step = f64::from(step);
             let approx = step * q_step * f64::from(dot);
-            let error = step * q_l1 + q_step * (f64::from(l1) + n * step) + ROUNDING_SLACK;
+            let error = step * q_l1 + q_step * (f64::from(l1) + n * step) + rounding_slack(n);
             let (low, high) = (approx - error, approx + error);
             if high >= floor {
                 kept.push((row, high));
@@ -454,14 +466,20 @@ mod tests {
 
     #[test]
     fn the_bound_holds_for_every_row() {
-        let dimension = 64;
+        for dimension in [64, 384, 1536] {
+            the_bound_holds_at(dimension);
+        }
+    }
+
+    fn the_bound_holds_at(dimension: usize) {
+        let n = f64::from(u32::try_from(dimension).unwrap_or(u32::MAX));
         for seed in 0..200_u64 {
             let v = unit(&vector(seed, dimension));
             let q = unit(&vector(seed + 7919, dimension));
             let (a, b) = (quantize(&v), quantize(&q));
             let (sv, sq) = (f64::from(a.step), f64::from(b.step));
             let approx = sv * sq * f64::from(code_dot(&a.codes, &b.codes));
-            let error = sv * f64::from(b.l1) + sq * (f64::from(a.l1) + 64.0 * sv) + ROUNDING_SLACK;
+            let error = sv * f64::from(b.l1) + sq * (f64::from(a.l1) + n * sv) + rounding_slack(n);
             let exact = f64::from(reference_dot(&v, &q));
             assert!(
                 (exact - approx).abs() <= error,
