@@ -14,7 +14,7 @@ use super::idempotency::IdempotencyIndex;
 use crate::projections::{DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/4";
+pub const STATE_VERSION: &str = "app-state/5";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -73,8 +73,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/4",
-        "953eac01f00ba087b3fb6e3c9ec490eab8c32a988654166b3f1e02cfa9a4c726",
+        "app-state/5",
+        "b6361efd2a0a8483bd92abf1482a6ec68c8c33954e6fedd6091880b7c2d58817",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -167,14 +167,30 @@ async fn call(ledger: &LedgerHandle<App>, tool: &str, arguments: Value) -> Value
     done.body
 }
 
-fn rss_mb() -> f64 {
+/// A `/proc/self/status` figure in MB (`VmRSS`, `RssAnon`, `RssFile`).
+fn status_mb(name: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn rss_mb() -> f64 {
+    status_mb("VmRSS")
+}
+
+/// RSS with its parts: heap and other anonymous memory, and mapped files (the index's
+/// segments, sled's files).
+fn rss_parts() -> String {
+    format!(
+        "{:.0} MB (anonymous {:.0}, files {:.0})",
+        rss_mb(),
+        status_mb("RssAnon"),
+        status_mb("RssFile")
+    )
 }
 
 fn p50_p95(samples: &[Duration]) -> (f64, f64) {
@@ -256,6 +272,7 @@ fn main() {
             stored_in.as_secs_f64(),
             memories as f64 / stored_in.as_secs_f64()
         );
+        println!("  RSS after the stores: {}", rss_parts());
 
         let (retrieve, returned) = timed_queries(&ledger, queries, |i| {
             (
@@ -283,7 +300,7 @@ fn main() {
             us(s50),
             us(s95)
         );
-        println!("  RSS after the queries: {:.0} MB", rss_mb());
+        println!("  RSS after the queries: {}", rss_parts());
         ledger.shutdown().await;
         drop(ledger);
 
@@ -309,12 +326,12 @@ fn main() {
         .await;
         println!(
             "  restart: start returned in {}, open (snapshot loaded) in {}, first retrieval \
-             (index rebuilt) {}, the next {}; RSS {:.0} MB",
+             (index rebuilt) {}, the next {}; RSS {}",
             us(answering.as_secs_f64() * 1e6),
             us(open.as_secs_f64() * 1e6),
             us(first.as_secs_f64() * 1e6),
             us(again.elapsed().as_secs_f64() * 1e6),
-            rss_mb()
+            rss_parts()
         );
         ledger.shutdown().await;
     });

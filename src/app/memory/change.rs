@@ -138,7 +138,7 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
         let body = envelope(call, data, &["memoryRepository"]);
         return call.done(session, vec![Fact::MemorySoftDeleted(fact)], body);
     }
-    let mut commitments = memory.commitments.clone();
+    let mut commitments = memory.commitments.to_strings();
     commitments.sort_unstable();
     commitments.dedup();
     let facts = vec![

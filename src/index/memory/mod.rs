@@ -19,6 +19,7 @@
 //! What the file system does with freed blocks is beyond the index.
 
 mod fusion;
+mod statistics;
 mod text;
 mod vectors;
 
@@ -284,7 +285,7 @@ impl MemoryIndex {
     /// the stored documents (for callers that hold the memories themselves).
     pub fn rank(&self, query: &MemoryQuery<'_>) -> Result<Vec<RankedMemory>, IndexError> {
         let searcher = self.text.searcher();
-        let stats = self.text.owner_statistics(&searcher, query.owner)?;
+        let stats = self.text.owner_statistics(&searcher, query.owner);
         let parsed = self.text.parse(query.text);
         self.rank_with(&searcher, &stats, &parsed, query)
     }
@@ -326,9 +327,20 @@ impl MemoryIndex {
                 c.cosine = Some(cos);
                 c.cosine_rank = Some(rank + 1);
             }
-            for (id, c) in &mut candidates {
-                if c.cosine.is_none() {
-                    c.cosine = self.vectors.cosine(query.owner, id, e)?;
+            let missing: Vec<&str> = candidates
+                .iter()
+                .filter(|(_, c)| c.cosine.is_none())
+                .map(|(id, _)| id.as_str())
+                .collect();
+            let cosines = self.vectors.cosines(query.owner, &missing, e)?;
+            let found: Vec<(String, Option<f32>)> = missing
+                .into_iter()
+                .map(str::to_owned)
+                .zip(cosines)
+                .collect();
+            for (id, cosine) in found {
+                if let Some(c) = candidates.get_mut(&id) {
+                    c.cosine = cosine;
                 }
             }
         }
@@ -375,7 +387,7 @@ impl MemoryIndex {
         memories: &[(&str, &[String])],
     ) -> Result<Vec<(String, Vec<String>)>, IndexError> {
         let searcher = self.text.searcher();
-        let stats = self.text.owner_statistics(&searcher, owner)?;
+        let stats = self.text.owner_statistics(&searcher, owner);
         let parsed = self.text.parse(text);
         let highlighter = self.text.highlighter(&stats, &parsed)?;
         Ok(memories
@@ -399,7 +411,7 @@ impl MemoryIndex {
     /// memory.
     pub fn search(&self, query: &MemoryQuery<'_>) -> Result<MemoryResults, IndexError> {
         let searcher = self.text.searcher();
-        let stats = self.text.owner_statistics(&searcher, query.owner)?;
+        let stats = self.text.owner_statistics(&searcher, query.owner);
         if stats.docs == 0 || query.limit == 0 {
             return Ok(MemoryResults::default());
         }

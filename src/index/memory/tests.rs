@@ -293,3 +293,56 @@ fn the_same_memories_give_the_same_scores_bit_for_bit_whatever_the_order_and_seg
         }
     }
 }
+
+#[test]
+fn kept_statistics_equal_the_counts_over_the_postings() {
+    let check = |index: &MemoryIndex| {
+        let searcher = index.text.searcher();
+        let parsed = index.text.parse(
+            "puppy beach bicycle old sold staged alice bob shelter keywords:beach sector:episodic",
+        );
+        let terms = index.text.query_terms(&parsed);
+        assert!(terms.len() > 10, "{terms:?}");
+        for owner in ["alice", "bob", "carol"] {
+            let stats = index.text.owner_statistics(&searcher, owner);
+            assert_eq!(
+                stats.docs,
+                index.text.counted_docs(&searcher, owner),
+                "{owner}"
+            );
+            for term in &terms {
+                use tantivy::query::Bm25StatisticsProvider;
+                assert_eq!(
+                    stats.doc_freq(term).expect("kept"),
+                    stats.counted_doc_freq(term).expect("counted"),
+                    "{owner}: {term:?}"
+                );
+            }
+        }
+    };
+    let mut index = alice_index();
+    for i in 0..12 {
+        let mut d = doc("bob", &format!("b{i}"), "Bob: my puppy on the beach");
+        d.keywords = vec!["beach".to_owned(), "old puppy".to_owned()];
+        add(&mut index, &d);
+    }
+    index.commit().expect("commit");
+    check(&index);
+    // Replaced, deleted and staged memories count once committed, not before.
+    add(
+        &mut index,
+        &doc("alice", "a3", "Alice: I sold the old bicycle on the beach"),
+    );
+    index.delete("alice", "a2");
+    index.delete("bob", "b3");
+    index.delete("bob", "nobody");
+    add(
+        &mut index,
+        &doc("alice", "a6", "Alice: staged, then committed"),
+    );
+    check(&index);
+    index.commit().expect("commit");
+    check(&index);
+    index.purge_deleted().expect("purge");
+    check(&index);
+}

@@ -8,12 +8,18 @@
 //! owners' memories, on deleted documents not yet merged away and on the segment layout.
 //! [`OwnerStatistics`] counts only the owner's live documents instead, which makes a score a
 //! function of that owner's memories alone: owner isolation extends to the numbers, and a
-//! replay that rebuilds the index reproduces the scores whatever merges ran.
+//! replay that rebuilds the index reproduces the scores whatever merges ran. Those counts are
+//! kept as memories are staged and committed (`statistics`), so a query looks them up; terms of
+//! fields other than the content and keywords (a query may name any field) are counted over the
+//! postings instead.
+//!
+//! A hit is named by its document's `ordinal` fast field, which `statistics` maps to the memory
+//! id, instead of by reading its stored document.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use tantivy::collector::{Count, DocSetCollector, TopDocs};
+use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, TermQuery};
 use tantivy::schema::{
@@ -30,6 +36,7 @@ use tantivy::{
     query::Bm25StatisticsProvider,
 };
 
+use super::statistics::{Analyzed, OwnerTerms, Statistics, TermField};
 use super::{IndexError, MemoryDocument, TextAnalysis};
 
 /// The name the analyzer is registered under in the index's tokenizer manager.
@@ -50,7 +57,8 @@ struct Fields {
     key: Field,
     /// The memory id, stored to name a hit.
     id: Field,
-    /// The owner (`userId`), indexed raw: every query is filtered on it.
+    /// The owner (`userId`), indexed raw: every query is filtered on it; stored, so an index
+    /// reopened from its directory can count its statistics again.
     owner: Field,
     /// The memory text: analyzed, positions kept (phrases), stored (snippets).
     content: Field,
@@ -60,11 +68,12 @@ struct Fields {
     sector: Field,
     /// Creation time (ms since the epoch), stored.
     created: Field,
-    /// Tokens the analyzer made of `content`: the per-owner average length for BM25.
-    content_tokens: Field,
-    /// Tokens the analyzer made of `keywords`.
-    keyword_tokens: Field,
+    /// The document's number in `statistics`, which names its memory.
+    ordinal: Field,
 }
+
+/// The name of the `ordinal` fast field.
+const ORDINAL: &str = "ordinal";
 
 /// One lexical hit: the memory id and its BM25 score under the owner's statistics.
 #[derive(Debug, Clone)]
@@ -98,6 +107,8 @@ pub(super) struct TextIndex {
     /// The analyzer, kept to count tokens and to find matched terms in a hit.
     analyzer: TextAnalyzer,
     parser: QueryParser,
+    /// Each owner's BM25 statistics and the documents' names.
+    statistics: Statistics,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -112,13 +123,12 @@ fn schema() -> (Schema, Fields) {
     let fields = Fields {
         key: b.add_text_field("key", STRING),
         id: b.add_text_field("id", STRING | STORED),
-        owner: b.add_text_field("owner", STRING),
+        owner: b.add_text_field("owner", STRING | STORED),
         content: b.add_text_field("content", analyzed.clone()),
         keywords: b.add_text_field("keywords", analyzed),
         sector: b.add_text_field("sector", STRING | STORED),
         created: b.add_i64_field("created", STORED | INDEXED),
-        content_tokens: b.add_u64_field("content_tokens", FAST),
-        keyword_tokens: b.add_u64_field("keyword_tokens", FAST),
+        ordinal: b.add_u64_field(ORDINAL, FAST),
     };
     (b.build(), fields)
 }
@@ -186,33 +196,82 @@ impl TextIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         let parser = QueryParser::for_index(&index, vec![fields.content, fields.keywords]);
-        Ok(Self {
+        let mut text = Self {
             index,
             fields,
             writer,
             reader,
             analyzer,
             parser,
-        })
+            statistics: Statistics::default(),
+        };
+        text.restore_statistics()?;
+        Ok(text)
     }
 
-    fn count_tokens(&self, texts: &[&str]) -> u64 {
+    /// Counts the statistics of the documents an index reopened from its directory holds.
+    fn restore_statistics(&mut self) -> Result<(), IndexError> {
+        let searcher = self.reader.searcher();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let Ok(ord) = u32::try_from(ord) else {
+                continue;
+            };
+            let ordinals = segment.fast_fields().u64(ORDINAL)?;
+            for doc_id in segment.doc_ids_alive() {
+                let doc: TantivyDocument = searcher.doc(DocAddress::new(ord, doc_id))?;
+                let text = |field| {
+                    doc.get_first(field)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                let stored = self.stored(&doc);
+                let keywords: Vec<&str> = stored.keywords.iter().map(String::as_str).collect();
+                let (content, keywords) =
+                    (self.analyze(&[&stored.content]), self.analyze(&keywords));
+                self.statistics.restore(
+                    &text(self.fields.owner),
+                    &text(self.fields.id),
+                    ordinals.first(doc_id).unwrap_or(0),
+                    content,
+                    keywords,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The analyzer's tokens of `texts`: how many, and which.
+    fn analyze(&self, texts: &[&str]) -> Analyzed {
         let mut analyzer = self.analyzer.clone();
-        let mut n = 0u64;
+        let mut analyzed = Analyzed::default();
         for text in texts {
             let mut stream = analyzer.token_stream(text);
             while stream.advance() {
-                n += 1;
+                analyzed.tokens += 1;
+                let token = &stream.token().text;
+                if !analyzed.terms.contains(token) {
+                    analyzed.terms.insert(token.clone());
+                }
             }
         }
-        n
+        analyzed
     }
 
     /// Stages `doc`, replacing any memory of the same owner and id. Visible after [`Self::commit`].
     pub(super) fn upsert(&mut self, doc: &MemoryDocument) -> Result<(), IndexError> {
         let f = self.fields;
         let key = key_of(&doc.owner, &doc.id);
-        self.writer.delete_term(Term::from_field_text(f.key, &key));
+        if self.statistics.holds(&doc.owner, &doc.id) {
+            self.writer.delete_term(Term::from_field_text(f.key, &key));
+        }
+        let keywords: Vec<&str> = doc.keywords.iter().map(String::as_str).collect();
+        let ordinal = self.statistics.stage_upsert(
+            &doc.owner,
+            &doc.id,
+            self.analyze(&[&doc.content]),
+            self.analyze(&keywords),
+        );
         let mut d = TantivyDocument::default();
         d.add_text(f.key, &key);
         d.add_text(f.id, &doc.id);
@@ -223,9 +282,7 @@ impl TextIndex {
         }
         d.add_text(f.sector, &doc.sector);
         d.add_i64(f.created, doc.created_at_ms);
-        d.add_u64(f.content_tokens, self.count_tokens(&[&doc.content]));
-        let keywords: Vec<&str> = doc.keywords.iter().map(String::as_str).collect();
-        d.add_u64(f.keyword_tokens, self.count_tokens(&keywords));
+        d.add_u64(f.ordinal, ordinal);
         self.writer.add_document(d)?;
         Ok(())
     }
@@ -233,14 +290,17 @@ impl TextIndex {
     /// Stages the removal of one memory. Visible after [`Self::commit`]; its bytes stay in their
     /// segment's files until that segment is merged ([`Self::purge_deleted`]).
     pub(super) fn delete(&mut self, owner: &str, id: &str) {
-        self.writer
-            .delete_term(Term::from_field_text(self.fields.key, &key_of(owner, id)));
+        if self.statistics.stage_delete(owner, id) {
+            self.writer
+                .delete_term(Term::from_field_text(self.fields.key, &key_of(owner, id)));
+        }
     }
 
     /// Makes staged changes durable (for a directory) and visible to searches.
     pub(super) fn commit(&mut self) -> Result<(), IndexError> {
         self.writer.commit()?;
         self.reader.reload()?;
+        self.statistics.commit();
         Ok(())
     }
 
@@ -278,36 +338,20 @@ impl TextIndex {
         )
     }
 
-    /// The owner's BM25 statistics over the current searcher.
+    /// The owner's BM25 statistics over the current searcher (kept by `statistics`, whose
+    /// counts are the committed documents', which the searcher shows).
     pub(super) fn owner_statistics<'a>(
-        &self,
+        &'a self,
         searcher: &'a Searcher,
         owner: &str,
-    ) -> Result<OwnerStatistics<'a>, IndexError> {
-        let docs = searcher.search(&self.owner_query(owner), &DocSetCollector)?;
-        let mut content_tokens = 0u64;
-        let mut keyword_tokens = 0u64;
-        let mut by_segment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        for a in &docs {
-            by_segment.entry(a.segment_ord).or_default().push(a.doc_id);
-        }
-        for (segment, ids) in by_segment {
-            let fast = searcher.segment_reader(segment).fast_fields();
-            let c = fast.u64("content_tokens")?;
-            let k = fast.u64("keyword_tokens")?;
-            for id in ids {
-                content_tokens += c.first(id).unwrap_or(0);
-                keyword_tokens += k.first(id).unwrap_or(0);
-            }
-        }
-        Ok(OwnerStatistics {
+    ) -> OwnerStatistics<'a> {
+        OwnerStatistics {
             searcher,
             owner: Term::from_field_text(self.fields.owner, owner),
-            docs: docs.len() as u64,
-            content_tokens,
-            keyword_tokens,
+            docs: self.statistics.owner(owner).map_or(0, OwnerTerms::docs),
+            terms: self.statistics.owner(owner),
             fields: self.fields,
-        })
+        }
     }
 
     /// The owner's `limit` best memories for `query` by BM25 (owner statistics), best first,
@@ -336,11 +380,22 @@ impl TextIndex {
             stats,
         )?;
         let mut hits = Vec::with_capacity(top.len());
+        let mut ordinals: BTreeMap<u32, tantivy::columnar::Column<u64>> = BTreeMap::new();
         for (score, address) in top {
-            hits.push(LexicalHit {
-                id: self.stored_id(searcher, address)?,
-                score,
-            });
+            let column = match ordinals.entry(address.segment_ord) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => e.insert(
+                    searcher
+                        .segment_reader(address.segment_ord)
+                        .fast_fields()
+                        .u64(ORDINAL)?,
+                ),
+            };
+            let id = column
+                .first(address.doc_id)
+                .and_then(|ordinal| self.statistics.name(ordinal))
+                .map_or_else(String::new, |name| name.to_string());
+            hits.push(LexicalHit { id, score });
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         Ok(hits)
@@ -361,15 +416,6 @@ impl TextIndex {
             (Occur::Must, query.query.box_clone()),
         ]);
         Ok(searcher.search(&scoped, &Count)? as u64)
-    }
-
-    fn stored_id(&self, searcher: &Searcher, address: DocAddress) -> Result<String, IndexError> {
-        let doc: TantivyDocument = searcher.doc(address)?;
-        Ok(doc
-            .get_first(self.fields.id)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned())
     }
 
     /// The stored memory `id` of `owner`, if present and live.
@@ -440,7 +486,16 @@ impl TextIndex {
         ))
     }
 
-    fn query_terms(&self, query: &ParsedQuery) -> Vec<Term> {
+    /// The owner's live memories, counted over the postings (to check the kept count).
+    #[cfg(test)]
+    pub(super) fn counted_docs(&self, searcher: &Searcher, owner: &str) -> u64 {
+        let n = searcher
+            .search(&self.owner_query(owner), &Count)
+            .unwrap_or(0);
+        u64::try_from(n).unwrap_or(u64::MAX)
+    }
+
+    pub(super) fn query_terms(&self, query: &ParsedQuery) -> Vec<Term> {
         let mut terms = BTreeSet::new();
         query.query.query_terms(&mut |term, _| {
             terms.insert(term.clone());
@@ -483,28 +538,25 @@ pub(super) struct OwnerStatistics<'a> {
     owner: Term,
     /// The owner's live memories.
     pub(super) docs: u64,
-    content_tokens: u64,
-    keyword_tokens: u64,
+    /// The owner's counts, when it has any memory here.
+    terms: Option<&'a OwnerTerms>,
     fields: Fields,
 }
 
-impl Bm25StatisticsProvider for OwnerStatistics<'_> {
-    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+impl OwnerStatistics<'_> {
+    fn analyzed(&self, field: Field) -> Option<TermField> {
         if field == self.fields.content {
-            Ok(self.content_tokens)
+            Some(TermField::Content)
         } else if field == self.fields.keywords {
-            Ok(self.keyword_tokens)
+            Some(TermField::Keywords)
         } else {
-            // Raw fields (owner, key) are matched exactly and scored 0 or not at all.
-            Ok(self.docs)
+            None
         }
     }
 
-    fn total_num_docs(&self) -> tantivy::Result<u64> {
-        Ok(self.docs)
-    }
-
-    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+    /// How many of the owner's live memories hold `term`, counted over the postings: for the
+    /// terms of fields the statistics do not count, and to check those they do.
+    pub(super) fn counted_doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
         let q = BooleanQuery::new(vec![
             (
                 Occur::Must,
@@ -517,7 +569,29 @@ impl Bm25StatisticsProvider for OwnerStatistics<'_> {
             ),
         ]);
         let n = self.searcher.search(&q, &Count)?;
-        Ok(n as u64)
+        Ok(u64::try_from(n).unwrap_or(u64::MAX))
+    }
+}
+
+impl Bm25StatisticsProvider for OwnerStatistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        match (self.analyzed(field), self.terms) {
+            (Some(f), Some(terms)) => Ok(terms.tokens(f)),
+            (Some(_), None) => Ok(0),
+            // Raw fields (owner, key) are matched exactly and scored 0 or not at all.
+            (None, _) => Ok(self.docs),
+        }
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.docs)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        match (self.analyzed(term.field()), term.value().as_str()) {
+            (Some(field), Some(text)) => Ok(self.terms.map_or(0, |t| t.doc_freq(field, text))),
+            _ => self.counted_doc_freq(term),
+        }
     }
 }
 
