@@ -397,10 +397,9 @@ pub(super) fn plan(app: &App, command: &Command) -> Result<Option<ModelStep>, Re
     if answers.len() > wanted {
         return Ok(None);
     }
-    Ok(command
-        .prepared
-        .embedding
-        .is_none()
+    // Asked again while the vector is missing or failed: a failed embedding is then refused
+    // (`embedding_unavailable`) by the check, never decided without its vector.
+    Ok((!matches!(command.prepared.embedding, Some(Ok(_))))
         .then(|| ModelStep::Embed(content.to_owned())))
 }
 
