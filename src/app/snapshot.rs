@@ -14,7 +14,7 @@ use super::idempotency::IdempotencyIndex;
 use crate::projections::{DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/5";
+pub const STATE_VERSION: &str = "app-state/6";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -73,8 +73,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/5",
-        "b6361efd2a0a8483bd92abf1482a6ec68c8c33954e6fedd6091880b7c2d58817",
+        "app-state/6",
+        "468caeffa454736d5a10614148155a8fe98236037b707e607dab797854a89a84",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

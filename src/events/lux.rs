@@ -112,7 +112,8 @@ pub struct PlanStepRecorded {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BiasFound {
-    pub bias_type: String,
+    /// The bias the verifier named, in its words: erasable like any model text.
+    pub bias_type: TextRef,
     /// `low`, `medium` or `high`.
     pub severity: String,
     pub description: TextRef,

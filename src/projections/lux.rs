@@ -80,8 +80,8 @@ pub struct BiasedStep {
     pub content: Text,
     /// The session's question (its first step only).
     pub question: Option<Text>,
-    /// The bias found: its description and suggested correction.
-    pub bias: Option<(Text, Text)>,
+    /// The bias found: its type, description and suggested correction.
+    pub bias: Option<(Text, Text, Text)>,
 }
 
 /// A session's model-backed work.
@@ -119,7 +119,8 @@ impl LuxSession {
             if let Some(q) = &mut step.question {
                 q.erase_if(commitments);
             }
-            if let Some((description, correction)) = &mut step.bias {
+            if let Some((kind, description, correction)) = &mut step.bias {
+                kind.erase_if(commitments);
                 description.erase_if(commitments);
                 correction.erase_if(commitments);
             }
@@ -209,6 +210,7 @@ impl LuxState {
             question: f.question.as_ref().map(|q| Text::of(q, texts)),
             bias: f.bias.as_ref().map(|b| {
                 (
+                    Text::of(&b.bias_type, texts),
                     Text::of(&b.description, texts),
                     Text::of(&b.suggested_correction, texts),
                 )

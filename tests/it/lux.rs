@@ -281,6 +281,30 @@ async fn the_lux_tools_run_against_the_real_model_record_no_key_and_replay_exact
         !holds(&all_bytes(dir.path()), KEY),
         "the API key appears nowhere in the data directory"
     );
+    // Every event, model calls and lux facts included, is what docs/ledger-format.md and
+    // schemas/event.v1.json say.
+    let schema = super::schemas::event_schema();
+    let mut facts = std::collections::BTreeSet::new();
+    for event in super::common::stored_events(dir.path()) {
+        if let Err(e) = super::schemas::subset::validate(&schema, &event) {
+            panic!("stored event does not match schemas/event.v1.json: {e}\n{event:#}");
+        }
+        for fact in event["facts"].as_array().expect("facts") {
+            facts.insert(fact["type"].as_str().expect("type").to_owned());
+        }
+        if event["call"]["effects"]["modelCalls"].is_array() {
+            facts.insert("modelCalls".to_owned());
+        }
+    }
+    for kind in [
+        "ModelConferred",
+        "TracedThoughtRecorded",
+        "PlanStepRecorded",
+        "BiasedStepRecorded",
+        "modelCalls",
+    ] {
+        assert!(facts.contains(kind), "{kind}: {facts:?}");
+    }
     assert_replays_exactly(dir.path(), &conversation, 2).await;
     assert_replays_exactly(dir.path(), &traced, 2).await;
     assert_replays_exactly(dir.path(), &plan, 2).await;

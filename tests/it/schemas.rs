@@ -382,8 +382,8 @@ pub(crate) fn event_schema() -> Value {
                         "type": "object",
                         "required": ["biasType", "severity", "description", "suggestedCorrection"],
                         "properties": {
-                            "biasType": { "type": "string" },
-                            "severity": { "type": "string" },
+                            "biasType": { "$ref": "#/$defs/textRef" },
+                            "severity": { "type": "string", "enum": ["low", "medium", "high"] },
                             "description": { "$ref": "#/$defs/textRef" },
                             "suggestedCorrection": { "$ref": "#/$defs/textRef" }
                         }

@@ -382,11 +382,11 @@ fn last_reasoning_and_bias(steps: &[BiasedStep]) -> (String, String) {
     let bias = steps
         .last()
         .and_then(|s| {
-            let (d, c) = s.bias.as_ref()?;
+            let (t, d, c) = s.bias.as_ref()?;
             let b = s.fact.bias.as_ref()?;
             Some(format!(
                 "{} ({}): {}. Suggested correction: {}",
-                b.bias_type,
+                t.or_erased(),
                 b.severity,
                 d.or_erased(),
                 c.or_erased()
@@ -427,6 +427,18 @@ pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
     let mut bias: Option<BiasInfo> = None;
     if kind == Kind::BiasAnalysis {
         match json_answer::<Analysis>(answer) {
+            Ok(a)
+                if a.bias_detected && !["low", "medium", "high"].contains(&a.severity.as_str()) =>
+            {
+                unavailable.note(
+                    "bias_detected",
+                    format!(
+                        "the verifier's severity {:?} is not low, medium or high, so no bias is \
+                         reported",
+                        a.severity
+                    ),
+                );
+            }
             Ok(a) if a.bias_detected => {
                 content = a.description.clone();
                 bias = Some(BiasInfo {
@@ -480,7 +492,7 @@ pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
         .ok_or_else(|| super::invalid("the query was not recorded as a text", USAGE))?;
     let content_ref: TextRef = call.derive_text(&content);
     let bias_found = bias.as_ref().map(|b| BiasFound {
-        bias_type: b.bias_type.clone(),
+        bias_type: call.derive_text(&b.bias_type),
         severity: b.severity.clone(),
         description: call.derive_text(&b.description),
         suggested_correction: call.derive_text(&b.suggested_correction),
