@@ -88,6 +88,9 @@ pub enum ModelFailure {
     /// The provider was asked and failed (unreachable, timed out, an error status after the
     /// retries, an unreadable answer). The message says what happened, never a key.
     Failed(String),
+    /// The caller cancelled the call while the provider was being asked; the request was
+    /// aborted. The message says how far the call had got.
+    Cancelled(String),
 }
 
 impl ModelFailure {
@@ -106,7 +109,7 @@ impl ModelFailure {
     /// What happened, for the caller.
     pub fn message(&self) -> &str {
         match self {
-            Self::NotConfigured(m) | Self::Failed(m) => m,
+            Self::NotConfigured(m) | Self::Failed(m) | Self::Cancelled(m) => m,
         }
     }
 }

@@ -70,10 +70,20 @@ pub(crate) fn decide_audit_export(
     };
     // Stamped with the decision time (the event's `recordedAt`), never the clock: the export
     // is part of the response, whose digest the event holds.
+    // About twenty reports, whatever the session's size.
+    let report = |done: u64, total: u64| {
+        if done == total || done.is_multiple_of((total / 20).max(1)) {
+            command.watch.progress(
+                done,
+                Some(total),
+                &format!("exported {done} of {total} events"),
+            );
+        }
+    };
     let options = ExportOptions {
         since_checkpoint: args.since_checkpoint.as_deref(),
         generated_at: App::decided_at(command, log),
-        progress: None,
+        progress: Some(&report),
     };
     match build_export_with(log, &selection, &options) {
         Ok(export) => Ok(Decided::new(Some(session), Vec::new(), export)),

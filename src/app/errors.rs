@@ -130,6 +130,7 @@ error_codes! {
     ModelCallFailed => "model_call_failed",
     ModelAnswerStale => "model_answer_stale",
     ModelAnswerUnusable => "model_answer_unusable",
+    CallCancelled => "call_cancelled",
 }
 
 impl ErrorCode {
@@ -262,6 +263,7 @@ mod tests {
         (ErrorCode::ModelCallFailed, "model_call_failed"),
         (ErrorCode::ModelAnswerStale, "model_answer_stale"),
         (ErrorCode::ModelAnswerUnusable, "model_answer_unusable"),
+        (ErrorCode::CallCancelled, "call_cancelled"),
     ];
 
     #[test]

@@ -135,6 +135,9 @@ pub struct Command {
     pub idempotency_key: Option<String>,
     /// The effects the call took before it was sent: its time and its seed (*prepare*).
     pub prepared: Prepared,
+    /// The caller's view of the call while it is decided (progress, cancellation); never
+    /// recorded.
+    pub watch: call::Watch,
 }
 
 impl Command {
@@ -156,6 +159,7 @@ impl Command {
             admin: false,
             idempotency_key: None,
             prepared,
+            watch: call::Watch::default(),
         }
     }
 }

@@ -48,6 +48,7 @@ impl Given {
             admin: false,
             idempotency_key: None,
             prepared: SystemEffects.prepare(),
+            watch: Default::default(),
         };
         self.ledger.submit(command).await.unwrap()
     }

@@ -466,6 +466,11 @@ impl<D: Decider> LedgerHandle<D> {
         }
     }
 
+    /// Whether a started ledger is still being opened (calls wait for it).
+    pub fn is_opening(&self) -> bool {
+        self.gate.is_opening()
+    }
+
     /// The ledger's metadata; `None` while a started ledger's store is still being opened.
     pub fn meta(&self) -> Option<&LedgerMeta> {
         self.meta.get()

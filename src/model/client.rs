@@ -88,6 +88,20 @@ struct Received {
     latency: Duration,
 }
 
+/// A retry the client is about to make: what failed, without any text the provider sent (it
+/// may echo the prompt).
+#[derive(Debug, Clone)]
+pub struct Retrying {
+    /// The attempt that failed (1 for the first).
+    pub failed_attempt: u32,
+    /// How long the client waits before the next attempt.
+    pub wait: Duration,
+    /// What kind of failure ([`ModelError::kind`]).
+    pub kind: &'static str,
+    /// The HTTP status, when the provider answered with one.
+    pub status: Option<u16>,
+}
+
 /// Why one attempt failed, and whether another is worth it.
 enum Failure {
     Retry {
@@ -135,9 +149,21 @@ impl ModelClient {
 
     /// A chat completion, answered in one JSON body.
     pub async fn chat(&self, request: &ChatRequest) -> Result<ChatOutcome, ModelError> {
+        self.chat_observed(request, &|_| {}).await
+    }
+
+    /// [`ModelClient::chat`], telling `on_retry` before each retry why the attempt before it
+    /// failed and how long the client waits.
+    pub async fn chat_observed(
+        &self,
+        request: &ChatRequest,
+        on_retry: &(dyn Fn(&Retrying) + Sync),
+    ) -> Result<ChatOutcome, ModelError> {
         let model = self.model_for(request.model.as_deref())?;
         let body = encode_chat(request, &model, self.config.max_tokens_cap(), false)?;
-        let received = self.send("chat/completions", &body, false).await?;
+        let received = self
+            .send("chat/completions", &body, false, on_retry)
+            .await?;
         let parsed: CompletionBody =
             serde_json::from_slice(&received.bytes).map_err(|e| ModelError::Malformed {
                 reason: format!("not a chat completion: {e}"),
@@ -177,7 +203,7 @@ impl ModelClient {
     pub async fn chat_streamed(&self, request: &ChatRequest) -> Result<ChatOutcome, ModelError> {
         let model = self.model_for(request.model.as_deref())?;
         let body = encode_chat(request, &model, self.config.max_tokens_cap(), true)?;
-        let received = self.send("chat/completions", &body, true).await?;
+        let received = self.send("chat/completions", &body, true, &|_| {}).await?;
         let stream =
             reassemble(&received.bytes).map_err(|reason| ModelError::Malformed { reason })?;
         let exchange = self.exchange(
@@ -206,7 +232,7 @@ impl ModelClient {
     ) -> Result<EmbeddingsOutcome, ModelError> {
         let model = self.model_for(request.model.as_deref())?;
         let body = encode_embeddings(request, &model)?;
-        let received = self.send("embeddings", &body, false).await?;
+        let received = self.send("embeddings", &body, false, &|_| {}).await?;
         let parsed: EmbeddingsBody =
             serde_json::from_slice(&received.bytes).map_err(|e| ModelError::Malformed {
                 reason: format!("not an embeddings answer: {e}"),
@@ -262,7 +288,13 @@ impl ModelClient {
     }
 
     /// Sends `body` to `path` until an attempt succeeds, fails for good, or attempts run out.
-    async fn send(&self, path: &str, body: &[u8], stream: bool) -> Result<Received, ModelError> {
+    async fn send(
+        &self,
+        path: &str,
+        body: &[u8],
+        stream: bool,
+        on_retry: &(dyn Fn(&Retrying) + Sync),
+    ) -> Result<Received, ModelError> {
         let url = self.config.endpoint_url(path)?;
         let policy = self.config.retry().clone();
         let max_attempts = policy.max_attempts.max(1);
@@ -295,6 +327,15 @@ impl ModelClient {
                 return Err(error);
             };
             tracing::debug!(attempt, ?wait, %error, "model call: retrying");
+            on_retry(&Retrying {
+                failed_attempt: attempt,
+                wait,
+                kind: error.kind(),
+                status: match &error {
+                    ModelError::Status { status, .. } => Some(*status),
+                    _ => None,
+                },
+            });
             tokio::time::sleep(wait).await;
             attempt += 1;
         }

@@ -24,7 +24,7 @@ mod retry;
 mod sse;
 mod wire;
 
-pub use client::{ChatOutcome, EmbeddingsOutcome, ModelClient};
+pub use client::{ChatOutcome, EmbeddingsOutcome, ModelClient, Retrying};
 pub use config::{
     API_KEY_VAR, DEFAULT_MODEL_VAR, MAX_TOKENS_VAR, PROVIDER_URL_VAR, ProviderConfig, ProviderKind,
     Timeouts,
@@ -130,4 +130,24 @@ pub enum ModelError {
         /// What serde said.
         reason: String,
     },
+}
+
+impl ModelError {
+    /// The kind of failure, as a short name that carries no text the provider sent (for logs a
+    /// client sees: an error body may echo the prompt).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotConfigured => "not_configured",
+            Self::InvalidUrl { .. } => "invalid_url",
+            Self::InvalidSetting { .. } => "invalid_setting",
+            Self::TlsUnavailable { .. } => "tls_unavailable",
+            Self::NoModel => "no_model",
+            Self::Unreachable { .. } => "unreachable",
+            Self::TimedOut { .. } => "timed_out",
+            Self::Status { .. } => "status",
+            Self::Malformed { .. } => "malformed",
+            Self::TornStream { .. } => "torn_stream",
+            Self::Encode { .. } => "encode",
+        }
+    }
 }

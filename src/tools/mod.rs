@@ -21,6 +21,7 @@ mod replay;
 mod resources;
 mod thinking;
 mod toolsets;
+mod utilities;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -43,6 +44,7 @@ pub use catalog::{
 pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
 pub use toolsets::{EnabledToolsets, ToolsetsByPrincipal};
+pub use utilities::{ConnectionLevel, Reporter};
 
 use crate::app::call::model::{ModelStep, Plan as ModelPlan};
 use crate::app::{App, Command, ErrorCode};
@@ -91,6 +93,8 @@ pub struct ThinkServer {
     /// Where each call's effects (time, seed) and the providers report's environment come
     /// from: taken here, on the caller's task, before the call is sent to the writer.
     effects: Arc<dyn Effects>,
+    /// The log level this connection's client set (`logging/setLevel`).
+    log_level: ConnectionLevel,
 }
 
 impl ThinkServer {
@@ -107,6 +111,7 @@ impl ThinkServer {
             connection_toolsets,
             principal_toolsets: Arc::new(ToolsetsByPrincipal::default()),
             effects: Arc::new(SystemEffects),
+            log_level: ConnectionLevel::default(),
         }
     }
 
@@ -141,6 +146,31 @@ impl ThinkServer {
             .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"))
     }
 
+    /// Whether a request speaks the 2026-07-28 revision (per-request `_meta`, no sessions).
+    fn stateless_revision(context: &RequestContext<RoleServer>) -> bool {
+        context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+    }
+
+    /// The log level a request's client chose: a 2026-07-28 request's own `_meta` logLevel,
+    /// else its connection's (`logging/setLevel`); a request that stands alone in an older
+    /// revision has neither.
+    #[allow(deprecated)] // MCP logging (see `utilities`)
+    fn log_level_of(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<rmcp::model::LoggingLevel> {
+        if Self::stateless_revision(context) {
+            context.meta.log_level()
+        } else if Self::standalone(context) {
+            None
+        } else {
+            self.log_level.get()
+        }
+    }
+
     /// The toolsets a request's caller has enabled: its connection's, or its principal's.
     fn toolsets(&self, context: &RequestContext<RoleServer>) -> EnabledToolsets {
         if Self::standalone(context) {
@@ -173,6 +203,7 @@ impl ThinkServer {
             slot,
             toolsets,
             idempotency_key,
+            reporter,
         } = call;
         let started = Instant::now();
         let tool = tool.as_str();
@@ -202,9 +233,10 @@ impl ThinkServer {
             admin: false,
             idempotency_key,
             prepared,
+            watch: reporter.watch(),
         };
         if let Some(plan) = App::model_plan(&command) {
-            self.ask_model(&mut command, plan).await;
+            self.ask_model(&mut command, plan, &reporter).await;
         }
         if effect == CallerEffect::SignsCheckpointFirst {
             // The export proves events against a signed checkpoint: sign one now if the log
@@ -214,8 +246,30 @@ impl ThinkServer {
                 tracing::warn!(error = %e, "could not sign a checkpoint before an audit export");
             }
         }
-        match arrival::submit(&self.ledger, command).await {
+        let opening = self.ledger.is_opening().then(Instant::now);
+        let submitted = arrival::submit(&self.ledger, command).await;
+        if let Some(since) = opening {
+            reporter.waited_for_open(tool, since.elapsed());
+        }
+        match submitted {
             Ok(committed) => {
+                if committed.status != OutcomeStatus::Ok {
+                    let code = committed
+                        .body
+                        .get("code")
+                        .and_then(Value::as_str)
+                        .unwrap_or("failed");
+                    if code == ErrorCode::CallCancelled.as_str() {
+                        let progress = committed
+                            .body
+                            .get("error")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        reporter.cancelled_call(tool, progress);
+                    } else {
+                        reporter.refused(tool, code, committed.seq);
+                    }
+                }
                 if effect == CallerEffect::RotatesClosedSession
                     && committed.status == OutcomeStatus::Ok
                     && let Some(closed) = committed.body.get("sessionId").and_then(Value::as_str)
@@ -260,26 +314,62 @@ impl ThinkServer {
     /// seen, asking the provider each chat the plan names (and embedding what it names), until
     /// the plan asks for nothing more or an answer cannot be had. What came back goes in the
     /// command; the decision checks it is still current ([`app::call::model::check`]).
-    async fn ask_model(&self, command: &mut Command, plan: ModelPlan) {
+    ///
+    /// Each answer is reported as progress. When the client cancels, the pending model request
+    /// is dropped (its connection closed) and the call goes to the ledger as cancelled, saying
+    /// how far it got, so it is refused and recorded, never answered with a partial result.
+    async fn ask_model(&self, command: &mut Command, plan: ModelPlan, reporter: &Reporter) {
         /// More steps than any tool's plan takes: a plan that keeps asking is cut here, and the
         /// decision refuses the call as incomplete.
         const MOST_STEPS: usize = 8;
+        let started = Instant::now();
         let Ok(view) = arrival::view(&self.ledger).await else {
             // The ledger cannot be read: the call is refused the same way when it is submitted.
             return;
         };
-        for _ in 0..MOST_STEPS {
+        let tool = command.tool.clone();
+        let cancelled = |step: usize, taken: usize| {
+            let progress = format!(
+                "{:.1} s, while model call {step} was pending ({taken} answer(s) taken)",
+                started.elapsed().as_secs_f64()
+            );
+            ModelFailure::Cancelled(progress)
+        };
+        for step in 1..=MOST_STEPS {
             match plan(&view, command) {
                 Ok(Some(ModelStep::Chat(request))) => {
+                    let taken = command.prepared.model.answers.len();
                     let answer = match self.effects.model() {
-                        Ok(client) => client
-                            .chat(&request)
-                            .await
-                            .map_err(|e| ModelFailure::of(&e)),
+                        Ok(client) => {
+                            let on_retry = |retry: &crate::model::Retrying| {
+                                reporter.model_retry(&tool, retry);
+                            };
+                            tokio::select! {
+                                biased;
+                                () = reporter.cancelled() => Err(cancelled(step, taken)),
+                                answer = client.chat_observed(&request, &on_retry) => {
+                                    answer.map_err(|e| {
+                                        reporter.model_failed(&tool, e.kind());
+                                        ModelFailure::of(&e)
+                                    })
+                                }
+                            }
+                        }
                         Err(failure) => Err(failure),
                     };
                     match answer {
-                        Ok(answer) => command.prepared.model.answers.push(answer),
+                        Ok(answer) => {
+                            #[allow(clippy::cast_precision_loss)] // a handful of steps
+                            reporter.progress(
+                                step as f64,
+                                None,
+                                format!(
+                                    "model call {step} answered in {} ms",
+                                    answer.exchange.latency_ms
+                                ),
+                            );
+                            command.prepared.model.answers.push(answer);
+                        }
                         Err(failure) => {
                             tracing::warn!(tool = %command.tool, error = failure.message(), "model call failed");
                             command.prepared.model.failure = Some(failure);
@@ -370,6 +460,8 @@ pub struct Call {
     /// The caller's enabled toolsets.
     pub toolsets: EnabledToolsets,
     pub idempotency_key: Option<String>,
+    /// The request's logs, progress and cancellation ([`Reporter::silent`] for none).
+    pub reporter: Reporter,
 }
 
 /// The principal a transport set on the request, `local` when none did.
@@ -392,9 +484,11 @@ fn actor(context: &RequestContext<RoleServer>, transport: &'static str) -> Actor
 }
 
 impl ServerHandler for ThinkServer {
+    #[allow(deprecated)] // MCP logging (see `utilities`)
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_logging()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
@@ -424,6 +518,13 @@ impl ServerHandler for ThinkServer {
         let slot = self.slot(&context, &actor.principal);
         let order = (!Self::standalone(&context)).then(|| self.connection_order.clone());
         let admission = Admission::of(self.arrival.as_ref(), &context).in_order(order);
+        let stateless_revision = Self::stateless_revision(&context);
+        let reporter = Reporter::new(
+            &context.peer,
+            self.log_level_of(&context),
+            context.meta.get_progress_token(),
+            context.ct.clone(),
+        );
         let call = Call {
             tool: request.name.to_string(),
             arguments,
@@ -431,14 +532,30 @@ impl ServerHandler for ThinkServer {
             slot,
             toolsets: self.toolsets(&context),
             idempotency_key: key,
+            reporter: reporter.clone(),
         };
-        let stateless_revision = context
-            .meta
-            .protocol_version()
-            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         let peer = (!stateless_revision).then_some(&context.peer);
         let call = self.call(call, peer);
-        Ok(admission.scope(call).await.into())
+        let result = admission.scope(call).await;
+        reporter.finish().await;
+        Ok(result.into())
+    }
+
+    /// `logging/setLevel` (session-era revisions): the connection's level from now on. The
+    /// 2026-07-28 revision removed the method (a request there carries its own level).
+    #[allow(deprecated)] // MCP logging (see `utilities`)
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if Self::stateless_revision(&context) {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        self.log_level.set(request.level);
+        Ok(())
     }
 
     async fn list_tools(

@@ -38,6 +38,7 @@ impl ThinkServer {
             admin: false,
             idempotency_key: None,
             prepared: self.effects.prepare(),
+            watch: Default::default(),
         };
         match arrival::submit(&self.ledger, command).await {
             Ok(committed) => {

@@ -285,6 +285,7 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
                     admin: false,
                     idempotency_key: None,
                     prepared: SystemEffects.prepare(),
+                    watch: Default::default(),
                 };
                 let start = Instant::now();
                 let committed = ledger.submit(command).await.expect("submit");

@@ -17,3 +17,4 @@ mod replay;
 mod schemas;
 mod tamper;
 mod tidy;
+mod utilities;

@@ -436,7 +436,7 @@ async fn serve_one(
 }
 
 /// Reads one request: its path and body (by Content-Length).
-async fn read_request(socket: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
+pub(crate) async fn read_request(socket: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 4096];
     let head_end = loop {

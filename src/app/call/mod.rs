@@ -9,6 +9,7 @@
 pub mod context;
 pub mod model;
 pub mod session;
+pub mod watch;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -20,6 +21,7 @@ use crate::ledger::LogView;
 
 pub use context::{Call, PathStep};
 pub(crate) use session::{Target, owned_session, target, unknown_session_of_another};
+pub use watch::{CallWatch, Watch};
 
 /// A refusal, attributed to the session it concerns (if that session exists).
 pub type Refusal = (Rejection, Option<SessionId>);

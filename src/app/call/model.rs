@@ -121,6 +121,7 @@ fn refusal(command: &Command, failure: &ModelFailure) -> Rejection {
             "retry later; if it keeps failing, check that the model server is running and \
              reachable from the thinkledger server",
         ),
+        ModelFailure::Cancelled(progress) => super::watch::cancelled(&command.tool, progress),
     }
 }
 

@@ -41,7 +41,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::call::Decide;
+use super::call::{Decide, Watch};
 use super::{Command, ErrorCode, registry};
 use crate::effects::{Prepared, Seed};
 use crate::events::{Event, Fact, OutcomeStatus, SessionId, TextRef};
@@ -64,6 +64,9 @@ pub enum ReplayError {
     Unparseable { seq: u64, reason: String },
     #[error("there is no session {0} in this ledger")]
     UnknownSession(SessionId),
+    /// The caller cancelled while the log was folded; `done` of `total` events were.
+    #[error("cancelled after re-executing {done} of {total} events")]
+    Cancelled { done: u64, total: u64 },
 }
 
 /// Why one call was not re-executed.
@@ -93,6 +96,9 @@ pub enum SkipReason {
     /// The call was refused because the model provider could not be asked or did not answer:
     /// a fact of that moment (the provider's state), not a rule a re-decision can reproduce.
     ModelUnavailable,
+    /// The caller cancelled the call while it worked: a fact of that moment (when the client
+    /// gave up), not a rule a re-decision can reproduce.
+    Cancelled,
 }
 
 /// The result of re-executing one call.
@@ -229,20 +235,50 @@ pub fn session_events(log: &dyn LogView, session: &SessionId) -> Result<Vec<Even
 pub fn reexecute<D>(
     log: &dyn LogView,
     session: &SessionId,
-    mut decider: D,
+    decider: D,
 ) -> Result<Vec<CallCheck>, ReplayError>
 where
     D: Decider<Command = Command>,
 {
+    reexecute_watched(log, session, decider, &Watch::default())
+}
+
+/// [`reexecute`], reporting to `watch` how far the fold has got (about a hundred reports in
+/// all) and stopping with [`ReplayError::Cancelled`] once its caller has cancelled.
+pub fn reexecute_watched<D>(
+    log: &dyn LogView,
+    session: &SessionId,
+    mut decider: D,
+    watch: &Watch,
+) -> Result<Vec<CallCheck>, ReplayError>
+where
+    D: Decider<Command = Command>,
+{
+    /// Fewest events between two reports: a short log is not worth a hundred messages.
+    const LEAST_STRIDE: u64 = 256;
     let targets = log.session_seqs(session)?;
     let Some(&last) = targets.last() else {
         return Err(ReplayError::UnknownSession(session.clone()));
     };
+    let stride = (last / 100).max(LEAST_STRIDE);
     // Sessions that hold a thought whose text is unavailable now, with the seq until which the
     // original decisions still saw that text (the seq of its erasure; never, if it is missing).
     let mut unavailable: HashMap<SessionId, u64> = HashMap::new();
     let mut checks = Vec::with_capacity(targets.len());
     for seq in 1..=last {
+        if seq.is_multiple_of(stride) {
+            if watch.cancelled() {
+                return Err(ReplayError::Cancelled {
+                    done: seq - 1,
+                    total: last,
+                });
+            }
+            watch.progress(
+                seq - 1,
+                Some(last),
+                &format!("re-executed {} of {last} events", seq - 1),
+            );
+        }
         let event = read_event(log, seq)?;
         if event.session_id.as_ref() == Some(session) {
             checks.push(check(log, &decider, &event, &unavailable)?);
@@ -270,6 +306,11 @@ where
             *entry = (*entry).max(until);
         }
     }
+    watch.progress(
+        last,
+        Some(last),
+        &format!("re-executed {last} of {last} events"),
+    );
     Ok(checks)
 }
 
@@ -558,6 +599,17 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
             "the call was refused because the model provider could not answer then",
         )));
     }
+    if event
+        .outcome
+        .error
+        .as_ref()
+        .is_some_and(|e| e.code == ErrorCode::CallCancelled.as_str())
+    {
+        return Ok(Err(Skip::new(
+            SkipReason::Cancelled,
+            "the client cancelled the call while it worked",
+        )));
+    }
     if reads_log(&event.call.tool) {
         return Ok(Err(Skip::new(
             SkipReason::ReadsLog,
@@ -686,6 +738,7 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
                 failure: None,
             },
         },
+        watch: Default::default(),
     }))
 }
 

@@ -7,10 +7,12 @@ use serde_json::Value;
 
 use super::timeline::{TimelineEntry, render_text as timeline_text, timeline};
 use super::{
-    ReexecutionReport, ReplayError, reexecute, render_text as report_text, session_events,
+    ReexecutionReport, ReplayError, reexecute_watched, render_text as report_text, session_events,
 };
 use crate::app::ErrorCode;
-use crate::app::call::{Decide, ToolSpec, owned_session, parse, unknown_session_of_another};
+use crate::app::call::{
+    Decide, ToolSpec, Watch, owned_session, parse, unknown_session_of_another, watch,
+};
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
 use crate::export::diff::{SessionDiff, diff, render_text};
@@ -77,12 +79,23 @@ pub fn replay_session(
     session: &SessionId,
     reexecute_in: Option<&AppConfig>,
 ) -> Result<ReplayOutput, ReplayError> {
+    replay_session_watched(log, session, reexecute_in, &Watch::default())
+}
+
+/// [`replay_session`], its re-execution reporting to `watch` and stopping when the caller
+/// cancels.
+pub fn replay_session_watched(
+    log: &dyn LogView,
+    session: &SessionId,
+    reexecute_in: Option<&AppConfig>,
+    watch: &Watch,
+) -> Result<ReplayOutput, ReplayError> {
     let events = session_events(log, session)?;
     let mut entries = timeline(&events);
     let reexecution = match reexecute_in {
         None => None,
         Some(config) => {
-            let checks = reexecute(log, session, App::new(config.clone()))?;
+            let checks = reexecute_watched(log, session, App::new(config.clone()), watch)?;
             for (entry, check) in entries.iter_mut().zip(&checks) {
                 if entry.seq == check.seq {
                     entry.reexecution = Some(check.verdict.name().to_owned());
@@ -152,8 +165,15 @@ pub(crate) fn decide_replay(
         return Err(unknown_session_of_another(&session));
     }
     let config = args.reexecute.unwrap_or(false).then_some(&app.config);
-    match replay_session(log, &session, config) {
+    match replay_session_watched(log, &session, config, &command.watch) {
         Ok(output) => Ok(Decided::new(Some(session), Vec::new(), output)),
+        Err(ReplayError::Cancelled { done, total }) => Err((
+            watch::cancelled(
+                REPLAY_REASONING_SESSION_TOOL,
+                &format!("re-executing {done} of {total} events"),
+            ),
+            Some(session),
+        )),
         Err(ReplayError::UnknownSession(id)) => Err((
             Rejection::new(
                 ErrorCode::UnknownSession,
