@@ -263,6 +263,32 @@ impl SledStore {
 /// BE), written in the same transaction as the index entries of each batch with texts.
 const TEXTS_END_KEY: &str = "texts_end";
 
+/// A crash drill for debug builds (the tests' binary; release builds have none): with
+/// `THINKLEDGER_DRILL_CRASH_BETWEEN_WRITES=N` in its environment, the process aborts right after
+/// the N-th batch with texts has made them durable and before sled has seen anything of it, the
+/// one moment between the two writes a batch makes (tests/it/durability.rs).
+#[cfg(debug_assertions)]
+mod crash_drill {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    pub(super) fn between_the_two_writes() {
+        static AT: OnceLock<Option<u64>> = OnceLock::new();
+        static BATCHES: AtomicU64 = AtomicU64::new(0);
+        let at = AT.get_or_init(|| {
+            std::env::var("THINKLEDGER_DRILL_CRASH_BETWEEN_WRITES")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+        });
+        if let Some(at) = at
+            && BATCHES.fetch_add(1, Ordering::Relaxed) + 1 == *at
+        {
+            eprintln!("crash drill: aborting between the text file's sync and sled's write");
+            std::process::abort();
+        }
+    }
+}
+
 /// Where the last record the index knows of ends: `texts_end`, or, in a ledger written before
 /// that key existed (or holding no text yet), the largest end among the index entries.
 fn texts_end(meta: &sled::Tree, text_index: &sled::Tree) -> Result<Option<u64>, LedgerError> {
@@ -333,6 +359,10 @@ impl Store for SledStore {
             .zip(self.text_file.append_all(&batch.texts)?)
             .collect();
         self.text_file.sync()?;
+        #[cfg(debug_assertions)]
+        if !slots.is_empty() {
+            crash_drill::between_the_two_writes();
+        }
         let texts_end = slots.iter().map(|(_, slot)| slot.end()).max();
         (&self.events, &self.sessions, &self.text_index, &self.meta)
             .transaction(|(events, sessions, index, meta)| {

@@ -306,6 +306,13 @@ impl HttpServer {
             .await
             .expect("kill server");
     }
+
+    /// Waits for the server to exit on its own (a crash drill); returns how it ended.
+    pub async fn exited(&mut self) -> ExitStatus {
+        within("the HTTP server to exit", self.child.wait())
+            .await
+            .expect("wait for the server")
+    }
 }
 
 /// The `http://127.0.0.1:PORT/mcp` URL inside a log line.

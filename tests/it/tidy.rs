@@ -582,6 +582,11 @@ fn effects_come_through_one_door() {
             "the ledger's signing key, generated once",
         ),
         (
+            "ledger/store.rs",
+            &["env::var"],
+            "the crash drill of debug builds (THINKLEDGER_DRILL_CRASH_BETWEEN_WRITES), read once",
+        ),
+        (
             "tools/current.rs",
             &["SessionId::random"],
             "a caller's current-session slot, drawn on the caller's side before any command",
