@@ -74,7 +74,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/6",
-        "468caeffa454736d5a10614148155a8fe98236037b707e607dab797854a89a84",
+        "6edd53a5921debc5d41e16ce58546289403de0e32a0db8f0e0650a24d2a7dd08",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -93,7 +93,7 @@ pub(crate) fn session(thoughts: Vec<Thought>) -> Session {
         started_seq: 1,
         started_at: stamp(1),
         status: SessionStatus::Active,
-        thoughts: Vec::new(),
+        thoughts: imbl::Vector::new(),
         branches: Vec::new(),
         events: 1,
         last_seq: 1,
@@ -108,16 +108,16 @@ pub(crate) fn session(thoughts: Vec<Thought>) -> Session {
         session.updated_at = t.recorded_at.clone();
         if let Some(id) = &t.branch_id {
             if let Some(branch) = session.branches.iter_mut().find(|b| &b.id == id) {
-                branch.thoughts.push(index);
+                branch.thoughts.push_back(index);
             } else if let Some(from) = t.branch_from_thought {
                 session.branches.push(Branch {
                     id: id.clone(),
                     from_thought: from,
-                    thoughts: vec![index],
+                    thoughts: imbl::Vector::unit(index),
                 });
             }
         }
-        session.thoughts.push(t);
+        session.thoughts.push_back(t);
     }
     session
 }

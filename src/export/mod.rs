@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn select_skips_branch_indexes_that_do_not_exist() {
         let mut session = fixtures::branching();
-        session.branches[0].thoughts.push(999);
+        session.branches[0].thoughts.push_back(999);
         let all = select(&session, &ExportOptions::default());
         assert_eq!(all.branches[0].thoughts.len(), 2);
     }

@@ -305,17 +305,17 @@ mod tests {
             Branch {
                 id: "a".into(),
                 from_thought: 4,
-                thoughts: vec![1, 2, 999],
+                thoughts: vec![1, 2, 999].into(),
             },
             Branch {
                 id: "b".into(),
                 from_thought: 2,
-                thoughts: vec![3, 4, 2],
+                thoughts: vec![3, 4, 2].into(),
             },
             Branch {
                 id: "empty".into(),
                 from_thought: 1,
-                thoughts: vec![],
+                thoughts: imbl::Vector::new(),
             },
         ];
 

@@ -52,7 +52,7 @@ pub struct Branch {
     /// The thought number it branched from (as the client said).
     pub from_thought: u32,
     /// Indexes into [`Session::thoughts`], in order.
-    pub thoughts: Vec<usize>,
+    pub thoughts: Vector<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,8 +74,10 @@ pub struct Session {
     pub started_seq: u64,
     pub started_at: String,
     pub status: SessionStatus,
-    /// Every thought in the order recorded (the reference server's `thoughtHistory`).
-    pub thoughts: Vec<Thought>,
+    /// Every thought in the order recorded (the reference server's `thoughtHistory`): a
+    /// persistent vector, so that the copy a fold makes of a session it changes (the published
+    /// view still shares the old one) costs the same for a thousand thoughts as for one.
+    pub thoughts: Vector<Thought>,
     /// Branches in the order they were opened.
     pub branches: Vec<Branch>,
     /// Events recorded against this session, rejected calls included.
@@ -150,7 +152,7 @@ impl ThinkingState {
                             started_seq: event.seq,
                             started_at: event.recorded_at.clone(),
                             status: SessionStatus::Active,
-                            thoughts: Vec::new(),
+                            thoughts: Vector::new(),
                             branches: Vec::new(),
                             events: 1,
                             last_seq: event.seq,
@@ -253,7 +255,7 @@ fn record_thought(
     texts: &TextLookup<'_>,
 ) {
     let index = session.thoughts.len();
-    session.thoughts.push(Thought {
+    session.thoughts.push_back(Thought {
         seq: event.seq,
         recorded_at: event.recorded_at.clone(),
         thought_number: recorded.thought_number,
@@ -272,12 +274,12 @@ fn record_thought(
         return;
     };
     if let Some(branch) = session.branches.iter_mut().find(|b| &b.id == branch_id) {
-        branch.thoughts.push(index);
+        branch.thoughts.push_back(index);
     } else if let Some(from) = recorded.branch_from_thought {
         session.branches.push(Branch {
             id: branch_id.clone(),
             from_thought: from,
-            thoughts: vec![index],
+            thoughts: Vector::unit(index),
         });
     }
 }

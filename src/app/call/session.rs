@@ -56,7 +56,7 @@ impl Target<'_> {
                 started_seq: 0,
                 started_at: String::new(),
                 status: SessionStatus::Active,
-                thoughts: Vec::new(),
+                thoughts: imbl::Vector::new(),
                 branches: Vec::new(),
                 events: 0,
                 last_seq: 0,
