@@ -603,3 +603,72 @@ async fn drawn_session_ids_salts_and_an_audit_export_replay_with_no_divergence()
         export.verdict
     );
 }
+
+/// A caller's watch that cancels once it has heard `after` progress reports.
+#[derive(Default)]
+struct CancelAfter {
+    after: usize,
+    reports: std::sync::Mutex<Vec<(u64, Option<u64>)>>,
+}
+
+impl crate::app::call::CallWatch for CancelAfter {
+    fn progress(&self, done: u64, total: Option<u64>, _message: &str) {
+        self.reports.lock().unwrap().push((done, total));
+    }
+
+    fn cancelled(&self) -> bool {
+        self.after > 0 && self.reports.lock().unwrap().len() >= self.after
+    }
+}
+
+#[tokio::test]
+async fn a_reexecution_reports_progress_and_stops_at_its_next_batch_once_cancelled() {
+    let r = Recorder::new();
+    for n in 1..=600 {
+        r.think(n, "one more step", json!({"totalThoughts": 600}))
+            .await;
+    }
+    let id = SessionId::parse(
+        r.think(1, "the session's id", json!({"totalThoughts": 600}))
+            .await
+            .body["sessionId"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let (_dir, view) = r.view().await;
+    let last = view.len();
+    assert!(last > 512, "three batches of 256 events to fold");
+
+    // Watched, never cancelled: increasing reports, the last one the whole log.
+    let watch = std::sync::Arc::new(CancelAfter::default());
+    let checks = reexecute_watched(
+        &view,
+        &id,
+        App::new(AppConfig::default()),
+        &Watch(Some(watch.clone())),
+    )
+    .unwrap();
+    assert_eq!(checks.len(), 601);
+    let reports = watch.reports.lock().unwrap().clone();
+    assert_eq!(
+        reports,
+        vec![(255, Some(last)), (511, Some(last)), (last, Some(last))]
+    );
+
+    // Cancelled after the first report: stops at the next batch, saying how far it got.
+    let watch = std::sync::Arc::new(CancelAfter {
+        after: 1,
+        ..CancelAfter::default()
+    });
+    let stopped = reexecute_watched(
+        &view,
+        &id,
+        App::new(AppConfig::default()),
+        &Watch(Some(watch.clone())),
+    );
+    assert!(
+        matches!(stopped, Err(ReplayError::Cancelled { done: 511, total }) if total == last),
+        "{stopped:?}"
+    );
+}
