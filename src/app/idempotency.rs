@@ -100,6 +100,12 @@ impl IdempotencyIndex {
             });
     }
 
+    /// Whether `principal` has used `key`.
+    pub fn contains(&self, principal: &str, key: &str) -> bool {
+        self.entries
+            .contains_key(&(principal.to_owned(), key.to_owned()))
+    }
+
     /// Checks a call with `key` against the calls recorded before it. `recorded` is the new
     /// call's arguments as they would be recorded, with the texts in `texts`.
     pub fn check(

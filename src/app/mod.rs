@@ -461,6 +461,12 @@ impl App {
         }
     }
 
+    /// Whether `principal` already used idempotency `key`: a retry of a model-backed call then
+    /// needs no model answers, because the recorded outcome will answer it.
+    pub(crate) fn idempotency_key_used(&self, principal: &str, key: &str) -> bool {
+        self.idempotency.contains(principal, key)
+    }
+
     /// Whether `command`'s tool is held to the tool time limit: the tools decided `InContext`
     /// (the deliberation tools), when the call reaches them.
     fn time_limited(command: &Command) -> bool {

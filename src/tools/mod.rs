@@ -236,7 +236,17 @@ impl ThinkServer {
             watch: reporter.watch(),
         };
         if let Some(plan) = App::model_plan(&command) {
-            self.ask_model(&mut command, plan, &reporter).await;
+            // A retry whose key is already used is answered with the recorded outcome (or
+            // refused, if it is not the same call): the model is not asked again.
+            let repeat = match &command.idempotency_key {
+                Some(key) => arrival::view(&self.ledger)
+                    .await
+                    .is_ok_and(|app| app.idempotency_key_used(&command.actor.principal, key)),
+                None => false,
+            };
+            if !repeat {
+                self.ask_model(&mut command, plan, &reporter).await;
+            }
         }
         if effect == CallerEffect::SignsCheckpointFirst {
             // The export proves events against a signed checkpoint: sign one now if the log

@@ -88,3 +88,38 @@ async fn a_retried_call_gets_the_recorded_answer_and_appends_nothing() {
     assert!(events[0]["outcome"]["responseRef"]["textCommitment"].is_string());
     assert_intact(dir.path(), 3).await;
 }
+
+/// A retry of a model-backed call with a used key is answered from the log: the model is asked
+/// once (the provider in front of the real local model counts the requests).
+#[tokio::test]
+async fn a_retried_model_backed_call_is_not_asked_of_the_model_again() {
+    let Some(upstream) = crate::model::llm_or_skip("a_retried_model_backed_call…") else {
+        return;
+    };
+    let provider = crate::utilities::slow_provider(upstream, std::time::Duration::ZERO).await;
+    let env = crate::utilities::provider_env(&provider.base);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start_with_env(dir.path(), &[], &env).await;
+    let ask = || {
+        let mut meta = serde_json::Map::new();
+        meta.insert("idempotencyKey".into(), json!("confer-1"));
+        let mut params = CallToolRequestParams::new("confer")
+            .with_arguments(rmcp::object!({"message": "Say hello."}));
+        params.meta = Some(RequestMetaObject(MetaObject(meta)));
+        tokio::time::timeout(
+            std::time::Duration::from_secs(600),
+            server.call_tool(params),
+        )
+    };
+    let first = ok(&ask().await.expect("in time").expect("tools/call"));
+    let again = ok(&ask().await.expect("in time").expect("tools/call"));
+    assert_eq!(again["idempotentReplay"], true, "{again}");
+    assert_eq!(again["seq"], first["seq"], "{again}");
+    assert_eq!(
+        provider.requests.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the model is asked once"
+    );
+    server.stop().await;
+}

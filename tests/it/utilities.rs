@@ -473,31 +473,37 @@ async fn long_calls_report_progress_in_order_before_their_result() {
 /// A slow model provider: a TCP server on 127.0.0.1 that holds each request `hold` before
 /// forwarding it to the real local model, and says when a request arrived and when its client
 /// closed the connection while it was held.
-struct SlowProvider {
-    base: String,
+pub(crate) struct SlowProvider {
+    pub(crate) base: String,
     arrived: Arc<Notify>,
     closed: mpsc::UnboundedReceiver<()>,
+    /// How many requests it has received.
+    pub(crate) requests: Arc<std::sync::atomic::AtomicU32>,
 }
 
-async fn slow_provider(upstream: String, hold: Duration) -> SlowProvider {
+pub(crate) async fn slow_provider(upstream: String, hold: Duration) -> SlowProvider {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
     let arrived = Arc::new(Notify::new());
     let (closed_tx, closed) = mpsc::unbounded_channel();
     let notify = arrived.clone();
+    let requests = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counter = requests.clone();
     tokio::spawn(async move {
         let http = reqwest::Client::builder().no_proxy().build().expect("http");
         while let Ok((mut socket, _)) = listener.accept().await {
-            let (notify, closed_tx, http, upstream) = (
+            let (notify, closed_tx, http, upstream, counter) = (
                 notify.clone(),
                 closed_tx.clone(),
                 http.clone(),
                 upstream.clone(),
+                counter.clone(),
             );
             tokio::spawn(async move {
                 let Ok((path, body)) = read_request(&mut socket).await else {
                     return;
                 };
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 notify.notify_one();
                 let mut probe = [0u8; 1];
                 tokio::select! {
@@ -534,10 +540,11 @@ async fn slow_provider(upstream: String, hold: Duration) -> SlowProvider {
         base,
         arrived,
         closed,
+        requests,
     }
 }
 
-fn provider_env(base: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn provider_env(base: &str) -> Vec<(&'static str, String)> {
     vec![
         ("THINKLEDGER_MODEL_PROVIDER_URL", base.to_owned()),
         ("THINKLEDGER_MODEL", "smollm2-test".to_owned()),
