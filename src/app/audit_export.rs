@@ -84,9 +84,17 @@ pub(crate) fn decide_audit_export(
         since_checkpoint: args.since_checkpoint.as_deref(),
         generated_at: App::decided_at(command, log),
         progress: Some(&report),
+        cancelled: Some(&|| command.watch.cancelled()),
     };
     match build_export_with(log, &selection, &options) {
         Ok(export) => Ok(Decided::new(Some(session), Vec::new(), export)),
+        Err(AuditError::Cancelled { done, total }) => Err((
+            crate::app::call::watch::cancelled(
+                EXPORT_REASONING_AUDIT_TOOL,
+                &format!("exporting {done} of {total} events"),
+            ),
+            Some(session),
+        )),
         Err(e) => {
             let code = audit_error_code(&e);
             let suggestion = match code {
@@ -118,6 +126,7 @@ fn audit_error_code(error: &AuditError) -> ErrorCode {
         AuditError::Rollback { .. } => ErrorCode::Rollback,
         AuditError::Fork { .. } => ErrorCode::Fork,
         AuditError::TextMissing { .. } => ErrorCode::TextMissing,
+        AuditError::Cancelled { .. } => ErrorCode::CallCancelled,
         AuditError::Ledger(_) | AuditError::Merkle(_) | AuditError::Checkpoint(_) => {
             ErrorCode::LedgerCorrupt
         }

@@ -29,6 +29,9 @@ pub struct ExportOptions<'a> {
     pub generated_at: String,
     /// Called with (events done, events in all) while proofs are gathered.
     pub progress: Option<&'a dyn Fn(u64, u64)>,
+    /// Asked before each event: whether the caller has given up (the build then stops with
+    /// [`AuditError::Cancelled`]).
+    pub cancelled: Option<&'a dyn Fn() -> bool>,
 }
 
 /// Builds and signs an export of `selection` as `options` say, held whole in memory: for the
@@ -135,6 +138,9 @@ pub fn write_export(
         out.put(&element)?;
         if let Some(progress) = options.progress {
             progress(done, total);
+        }
+        if options.cancelled.is_some_and(|cancelled| cancelled()) {
+            return Err(AuditError::Cancelled { done, total });
         }
     }
     out.put(b"]")?;

@@ -67,6 +67,8 @@ pub enum AuditError {
         "the text of commitment {commitment} (referenced by seq {seq}) is neither stored nor erased"
     )]
     TextMissing { seq: u64, commitment: String },
+    #[error("cancelled after {done} of {total} events")]
+    Cancelled { done: u64, total: u64 },
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error("Merkle proof: {0}")]
@@ -87,6 +89,7 @@ impl AuditError {
             AuditError::Rollback { .. } => "rollback",
             AuditError::Fork { .. } => "fork",
             AuditError::TextMissing { .. } => "text_missing",
+            AuditError::Cancelled { .. } => "call_cancelled",
             AuditError::Ledger(_) | AuditError::Merkle(_) | AuditError::Checkpoint(_) => {
                 "ledger_corrupt"
             }
@@ -118,6 +121,7 @@ impl AuditError {
                  tampered with: keep the earlier checkpoint as evidence and compare it with \
                  `thinkledger verify` on a trusted copy"
                 .to_owned(),
+            AuditError::Cancelled { .. } => "export again if the export is still wanted".to_owned(),
             AuditError::TextMissing { .. } | AuditError::Ledger(_) => {
                 "run `thinkledger verify` to see what is damaged".to_owned()
             }

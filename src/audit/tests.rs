@@ -24,6 +24,7 @@ fn build_export(
             since_checkpoint,
             generated_at: "2026-11-25T00:00:00.000000Z".to_owned(),
             progress: None,
+            cancelled: None,
         },
     )
 }
@@ -733,6 +734,7 @@ fn the_streamed_document_is_byte_for_byte_the_canonical_serialization() {
             since_checkpoint: since,
             generated_at: "2026-11-21T09:30:00.000000Z".to_owned(),
             progress: None,
+            cancelled: None,
         };
         let mut streamed = Vec::new();
         let written = write_export(&log, &selection, &options, &mut streamed).unwrap();
@@ -1038,4 +1040,31 @@ fn unknown_members_and_fact_types_are_tolerated_and_other_versions_named() {
         report.problems[0].detail,
         "the envelope version is 2; this verifier reads version 1"
     );
+}
+
+#[test]
+fn a_build_stops_with_how_far_it_got_once_its_caller_cancels() {
+    let f = fixture();
+    let selection = Selection::Session {
+        session_id: f.a.clone(),
+    };
+    let asked = std::cell::Cell::new(0u32);
+    let cancelled = || {
+        asked.set(asked.get() + 1);
+        asked.get() >= 2
+    };
+    let built = build_export_with(
+        &f.log,
+        &selection,
+        &ExportOptions {
+            since_checkpoint: None,
+            generated_at: "2026-11-25T00:00:00.000000Z".to_owned(),
+            progress: None,
+            cancelled: Some(&cancelled),
+        },
+    );
+    match built {
+        Err(AuditError::Cancelled { done: 2, total }) => assert!(total > 2, "{total}"),
+        other => panic!("expected a cancelled build, got {:?}", other.map(|_| ())),
+    }
 }

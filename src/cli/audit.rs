@@ -110,6 +110,7 @@ pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
                                 since_checkpoint: since.as_deref(),
                                 generated_at: format_timestamp(chrono::Utc::now()),
                                 progress: Some(&report),
+                                cancelled: None,
                             },
                             &mut sink,
                         )

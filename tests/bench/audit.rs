@@ -210,6 +210,7 @@ fn main() {
                         since_checkpoint: None,
                         generated_at: format_timestamp(chrono::Utc::now()),
                         progress: None,
+                        cancelled: None,
                     };
                     write_export(view, &selection, &options, &mut &sink).expect("export")
                 }))
