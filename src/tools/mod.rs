@@ -229,7 +229,17 @@ impl ThinkServer {
             actor,
             connection_session: slot.current(),
             tool_enabled: self.catalog.is_enabled(tool, &enabled),
-            toolsets: self.catalog.statuses(&enabled),
+            // Only the toolset tools answer with the caller's sets: other calls skip building
+            // them (a list of every family and its tools, per call).
+            toolsets: if self
+                .catalog
+                .entry(tool)
+                .is_some_and(|e| e.family == catalog::META_FAMILY)
+            {
+                self.catalog.statuses(&enabled)
+            } else {
+                Vec::new()
+            },
             admin: false,
             idempotency_key,
             prepared,
