@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
+pub mod agent;
 pub mod app;
 pub mod audit;
 pub mod effects;
