@@ -93,7 +93,7 @@ enum Command {
         #[arg(long, default_value_t = 6)]
         max_iterations: u32,
         /// thinkledger's tools the model may call, comma-separated.
-        #[arg(long, default_value = "sequentialthinking")]
+        #[arg(long, default_value = thinkledger::app::SEQUENTIALTHINKING_TOOL)]
         tools: String,
         /// A JSON file of external MCP servers (`{"mcpServers": {NAME: {command, args, env}}}`)
         /// whose tools the model may call too, as NAME__TOOL.

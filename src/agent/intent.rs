@@ -139,3 +139,45 @@ impl IntentAnalyzer for EmbeddingIntentAnalyzer {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn intent(text: &str) -> IntentAnalysis {
+        EmbeddingIntentAnalyzer::local()
+            .and_then(|a| a.analyze_intent(text))
+            .expect("the built-in embedder loads")
+    }
+
+    #[test]
+    fn clear_answers_are_read_by_their_nearest_prototype() {
+        let cases = [
+            (
+                "Could you tell me which file you mean?",
+                DetectedIntent::AsksClarifyingQuestion,
+            ),
+            (
+                "Hello! How can I help you?",
+                DetectedIntent::GeneralConversation,
+            ),
+            ("The answer is 42.", DetectedIntent::ProvidesFinalAnswer),
+            (
+                "To solve this, I will use the sequentialthinking tool to break it down.",
+                DetectedIntent::ProvidesPlanWithoutExplicitAction,
+            ),
+        ];
+        for (text, expected) in cases {
+            let read = intent(text);
+            assert_eq!(read.intent, expected, "{text:?} read as {read:?}");
+            assert!(read.score >= 0.3 && read.method == "embedding:minishlab/potion-base-2M");
+        }
+    }
+
+    #[test]
+    fn an_answer_near_no_prototype_is_ambiguous_and_says_how_near() {
+        let read = intent("zxq vbn 0x7f");
+        assert_eq!(read.intent, DetectedIntent::Ambiguous, "{read:?}");
+        assert!(read.score < 0.3 && read.matched.is_some());
+    }
+}
