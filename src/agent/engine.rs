@@ -85,6 +85,11 @@ impl<LC: LlmClient + 'static, IA: IntentAnalyzer + 'static> ReasoningEngine<LC, 
         self
     }
 
+    /// The model the engine asks.
+    pub fn llm(&self) -> &LC {
+        &self.llm
+    }
+
     /// The orchestrator the engine runs tools through.
     pub fn tools(&self) -> &ToolOrchestrator {
         &self.tools

@@ -64,7 +64,8 @@ impl LedgerTools {
     }
 }
 
-/// The outcome of a recorded call: its text for the model, its status, code and record.
+/// The outcome of a recorded call: what the tool answered for the model (its body without the
+/// ledger's receipt, which goes to the record instead), its status, code and record.
 fn outcome_of(result: &CallToolResult) -> ToolOutcome {
     let text: String = result
         .content
@@ -72,7 +73,7 @@ fn outcome_of(result: &CallToolResult) -> ToolOutcome {
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect::<Vec<_>>()
         .join("\n");
-    let body = result
+    let mut body = result
         .structured_content
         .clone()
         .or_else(|| serde_json::from_str::<Value>(&text).ok())
@@ -87,15 +88,23 @@ fn outcome_of(result: &CallToolResult) -> ToolOutcome {
         }),
         _ => None,
     };
+    let shown = match &mut body {
+        Value::Object(map) => {
+            map.remove("seq");
+            map.remove("eventHash");
+            serde_json::to_string_pretty(&body).unwrap_or(text)
+        }
+        _ => text,
+    };
     let outcome = if result.is_error == Some(true) {
         let code = body
             .get("code")
             .and_then(Value::as_str)
             .unwrap_or("tool_error")
             .to_owned();
-        ToolOutcome::failed(code, text)
+        ToolOutcome::failed(code, shown)
     } else {
-        ToolOutcome::succeeded(text)
+        ToolOutcome::succeeded(shown)
     };
     match record {
         Some(record) => outcome.recorded_as(record),

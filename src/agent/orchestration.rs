@@ -173,3 +173,157 @@ fn parse_arguments(text: &str) -> Result<Value, ToolOutcome> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::agent::error::ReasoningError;
+    use crate::agent::traits::BoxFuture;
+
+    /// A tool whose k-th call answers `script[k]` (the last one again after the end): a
+    /// success, a refusal with a code, an unreachable tool, or silence.
+    struct Scripted {
+        script: Vec<&'static str>,
+        calls: AtomicU32,
+    }
+
+    impl Scripted {
+        fn new(script: &[&'static str]) -> Arc<Self> {
+            Arc::new(Self {
+                script: script.to_vec(),
+                calls: AtomicU32::new(0),
+            })
+        }
+    }
+
+    impl ToolExecutor for Scripted {
+        fn definitions(&self) -> Vec<ToolDefinition> {
+            vec![ToolDefinition {
+                name: "probe".into(),
+                description: "A probe".into(),
+                parameters: json!({"type": "object"}),
+            }]
+        }
+
+        fn execute<'a>(
+            &'a self,
+            _name: &'a str,
+            _arguments: &'a Value,
+        ) -> BoxFuture<'a, Result<ToolOutcome, ReasoningError>> {
+            Box::pin(async move {
+                let k = self.calls.fetch_add(1, Ordering::SeqCst) as usize;
+                let step = self
+                    .script
+                    .get(k)
+                    .or(self.script.last())
+                    .copied()
+                    .unwrap_or("ok");
+                match step {
+                    "ok" => Ok(ToolOutcome::succeeded("done")),
+                    "unreachable" => Err(ReasoningError::Tool {
+                        tool: "probe".into(),
+                        message: "connection refused".into(),
+                    }),
+                    "silent" => {
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        Ok(ToolOutcome::succeeded("too late"))
+                    }
+                    code => Ok(ToolOutcome::failed(code, format!("refused: {code}"))),
+                }
+            })
+        }
+    }
+
+    fn call(name: &str, arguments: &str) -> LlmToolCall {
+        LlmToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    fn orchestrator(tool: Arc<Scripted>, threshold: u32, retries: u32) -> ToolOrchestrator {
+        let config = ReasoningConfig {
+            breaker_threshold: threshold,
+            tool_retries: retries,
+            tool_timeout: Duration::from_millis(50),
+            ..ReasoningConfig::default()
+        };
+        ToolOrchestrator::new(tool, &config)
+    }
+
+    #[tokio::test]
+    async fn the_breaker_trips_on_the_nth_identical_failure_in_a_row_only() {
+        let tool = Scripted::new(&[
+            "down", "down", "other", "down", "ok", "down", "down", "down",
+        ]);
+        let o = orchestrator(tool, 3, 0);
+        let mut tripped = Vec::new();
+        for _ in 0..8 {
+            tripped.push(o.run(&call("probe", "{}")).await.tripped);
+        }
+        // down, down, (another code starts over) other, down, (a success clears) ok, then three
+        // downs in a row: the third trips.
+        assert_eq!(tripped, [None, None, None, None, None, None, None, Some(3)]);
+    }
+
+    #[tokio::test]
+    async fn what_could_not_be_reached_is_retried_and_a_refusal_is_not() {
+        let tool = Scripted::new(&["unreachable", "ok"]);
+        let run = orchestrator(tool.clone(), 3, 1)
+            .run(&call("probe", "{}"))
+            .await;
+        assert_eq!(
+            (run.outcome.status, run.attempts),
+            (ToolStatus::Succeeded, 2)
+        );
+
+        let tool = Scripted::new(&["refused"]);
+        let run = orchestrator(tool.clone(), 3, 2)
+            .run(&call("probe", "{}"))
+            .await;
+        assert_eq!(
+            run.attempts, 1,
+            "a tool's own refusal would fail the same way again"
+        );
+        assert_eq!(run.outcome.error_code.as_deref(), Some("refused"));
+    }
+
+    #[tokio::test]
+    async fn a_silent_tool_times_out_each_attempt_and_fails_as_timed_out() {
+        let tool = Scripted::new(&["silent"]);
+        let run = orchestrator(tool, 3, 1).run(&call("probe", "{}")).await;
+        assert_eq!(run.outcome.status, ToolStatus::Failed);
+        assert_eq!(run.outcome.error_code.as_deref(), Some("timed_out"));
+        assert_eq!(run.attempts, 2);
+        assert!(run.elapsed >= Duration::from_millis(100));
+    }
+
+    #[tokio::test]
+    async fn an_unknown_tool_or_arguments_that_are_not_an_object_fail_without_a_call() {
+        let tool = Scripted::new(&["ok"]);
+        let o = orchestrator(tool.clone(), 3, 0);
+        let unknown = o.run(&call("nope", "{}")).await;
+        assert_eq!(unknown.outcome.error_code.as_deref(), Some("unknown_tool"));
+        assert!(unknown.outcome.output.contains("probe"), "names the tools");
+        for bad in ["{\"a\": ", "[1, 2]"] {
+            let run = o.run(&call("probe", bad)).await;
+            assert_eq!(
+                run.outcome.error_code.as_deref(),
+                Some("invalid_arguments_json")
+            );
+            assert_eq!(run.attempts, 0);
+        }
+        assert_eq!(tool.calls.load(Ordering::SeqCst), 0, "no call was made");
+        let empty = o.run(&call("probe", "")).await;
+        assert_eq!(
+            empty.outcome.status,
+            ToolStatus::Succeeded,
+            "no arguments is {{}}"
+        );
+    }
+}

@@ -54,7 +54,8 @@ pub fn wire_messages(messages: &[LlmMessage]) -> Vec<Message> {
                 LlmRole::Assistant => Role::Assistant,
                 LlmRole::Tool => Role::Tool,
             },
-            content: Some(m.content.clone()),
+            // An assistant turn that only calls tools has no content (as providers send it).
+            content: (!m.content.is_empty() || m.tool_calls.is_empty()).then(|| m.content.clone()),
             tool_calls: m
                 .tool_calls
                 .iter()

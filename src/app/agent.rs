@@ -338,7 +338,7 @@ pub fn conversation_messages(run: &AgentRun) -> Result<Vec<Message>, String> {
                 arguments,
             } => messages.push(Message {
                 role: Role::Assistant,
-                content: Some(String::new()),
+                content: None,
                 tool_calls: vec![ToolCall {
                     id: call_id.clone(),
                     kind: "function".to_owned(),
@@ -360,9 +360,12 @@ pub fn conversation_messages(run: &AgentRun) -> Result<Vec<Message>, String> {
 
 /// The model's answer as the assistant turn of the conversation.
 pub fn answer_message(answer: &ChatOutcome) -> Message {
+    let text = answer.text();
     Message {
         role: Role::Assistant,
-        content: Some(answer.text().to_owned()),
+        // An answer that only calls tools has no content (as the engine sends it back).
+        content: (!text.is_empty() || answer.exchange.tool_calls.is_empty())
+            .then(|| text.to_owned()),
         tool_calls: answer.exchange.tool_calls.clone(),
         tool_call_id: None,
     }

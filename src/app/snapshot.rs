@@ -79,8 +79,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/6",
-        "468caeffa454736d5a10614148155a8fe98236037b707e607dab797854a89a84",
+        "app-state/7",
+        "466b4d844ce3ac65c1069bcaea3c04fe01cc35468e52e2b54899e3207a0fc5e3",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts
