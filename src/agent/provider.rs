@@ -139,9 +139,9 @@ impl LlmClient for ModelLlm {
         })
     }
 
-    /// A streamed call (`stream: true`, every SSE byte kept in the exchange). The provider
-    /// client reassembles the stream before it returns, so the handler gets the text once the
-    /// answer is complete, then each tool call.
+    /// A streamed call (`stream: true`, every SSE byte kept in the exchange): the handler gets
+    /// each piece of text as its event arrives, then each tool call once the answer is whole.
+    /// A stream that broke and was retried hands its text out again from the start.
     fn stream<'a>(
         &'a self,
         messages: &'a [LlmMessage],
@@ -150,15 +150,13 @@ impl LlmClient for ModelLlm {
     ) -> BoxFuture<'a, Result<LlmResponse, ReasoningError>> {
         Box::pin(async move {
             let request = chat_request(messages, tools, &self.settings);
+            let on_text = |text: &str| handler.handle_chunk(&LlmStreamChunk::Text(text.to_owned()));
             let response = self
                 .client
-                .chat_streamed(&request)
+                .chat_streamed_live(&request, &on_text)
                 .await
                 .map(response_of)
                 .map_err(|e| ReasoningError::Llm(e.to_string()))?;
-            if !response.text.is_empty() {
-                handler.handle_chunk(&LlmStreamChunk::Text(response.text.clone()));
-            }
             for call in &response.tool_calls {
                 handler.handle_chunk(&LlmStreamChunk::ToolCall(call.clone()));
             }

@@ -198,7 +198,7 @@ fn report(state: &ReasoningState, json: bool) -> anyhow::Result<ExitCode> {
         )?;
     } else {
         if let Some(answer) = &state.answer {
-            writeln!(out, "\n{answer}")?;
+            writeln!(out, "\nanswer: {answer}")?;
         }
         writeln!(
             out,

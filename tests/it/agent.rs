@@ -672,6 +672,62 @@ async fn the_command_runs_against_the_real_model_and_replays_exactly() {
         "every model call is an event: {steps:?}"
     );
     assert_eq!(steps.last().map(String::as_str), Some("agent_end"));
+
+    // With --mcp-config the external server's tools are offered beside thinkledger's own.
+    let other = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"tl": {"command": BIN, "args": ["--data-dir", other.path(), "serve"]}}})
+            .to_string(),
+    )
+    .expect("write the config");
+    let out = tokio::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args([
+            "agent",
+            "--json",
+            "--max-iterations",
+            "1",
+            "--max-tokens",
+            "24",
+        ])
+        .arg("--mcp-config")
+        .arg(&config)
+        .arg("Say hello.")
+        .env("THINKLEDGER_MODEL_PROVIDER_URL", &base)
+        .env("THINKLEDGER_MODEL", "smollm2")
+        .output()
+        .await
+        .expect("run agent");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "agent's JSON: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let session = SessionId::parse(report["sessionId"].as_str().unwrap_or_default()).expect("id");
+    let replay = std::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["replay", session.as_str(), "--json"])
+        .output()
+        .expect("replay");
+    let timeline: Value = serde_json::from_slice(&replay.stdout).expect("timeline");
+    let started = timeline["timeline"][0]["summary"]
+        .as_str()
+        .unwrap_or_default();
+    let offered: usize = started
+        .split("run started with ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        offered > 1,
+        "sequentialthinking and the external server's tools: {started}"
+    );
 }
 
 /// Records the transcripts of `tests/fixtures/agent/` from a real server (see its README): runs
