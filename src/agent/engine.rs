@@ -17,7 +17,7 @@ use super::state::{ReasoningState, RunStatus, StepKind};
 use super::traits::{
     DetectedIntent, EventEmitter, IntentAnalyzer, LlmClient, LlmMessage, LlmRole, LlmToolCall,
     MetricsCollector, NoEvents, NoMetrics, NoStream, ReasoningEvent, StatePersistence,
-    StreamHandler, ToolDefinition, ToolExecutor, ToolStatus,
+    StreamHandler, ToolDefinition, ToolExecutor, ToolOutcome, ToolStatus,
 };
 
 /// Drives one run at a time over a model, an intent analyzer and tools.
@@ -143,12 +143,62 @@ impl<LC: LlmClient + 'static, IA: IntentAnalyzer + 'static> ReasoningEngine<LC, 
     }
 
     /// Goes on with a run cut short (its state as persistence kept it), from where it stopped.
-    pub async fn resume(&self, state: ReasoningState) -> Result<ReasoningState, ReasoningError> {
+    ///
+    /// The model's last tool calls that have no result yet are finished first: a call whose
+    /// request was recorded (`ReasoningState::interrupted_calls`) is reported failed
+    /// (`interrupted`: it may or may not have taken effect, so it is not run twice), one never
+    /// requested is run now.
+    pub async fn resume(
+        &self,
+        mut state: ReasoningState,
+    ) -> Result<ReasoningState, ReasoningError> {
         if state.is_finished() {
             return Ok(state);
         }
+        for call in unanswered_calls(&state.history) {
+            let stop = if state.interrupted_calls.contains(&call.id) {
+                self.interrupted(&mut state, &call).await?
+            } else {
+                self.run_tool(&mut state, &call).await?
+            };
+            if let Some(stop) = stop {
+                return self.end(state, stop).await;
+            }
+        }
+        state.interrupted_calls.clear();
         let tools = self.tools.definitions();
         self.drive(state, &tools).await
+    }
+
+    /// Reports a tool call cut short with its run as failed, without running it again.
+    async fn interrupted(
+        &self,
+        state: &mut ReasoningState,
+        call: &LlmToolCall,
+    ) -> Result<Stop, ReasoningError> {
+        let outcome = ToolOutcome::failed(
+            "interrupted",
+            "the run was cut short while this call ran; whether it took effect is unknown, \
+             so it was not run again",
+        );
+        self.emit(&ReasoningEvent::ToolReturned {
+            iteration: state.iterations,
+            call,
+            outcome: &outcome,
+            attempts: 0,
+            elapsed: Duration::ZERO,
+            tripped: None,
+        })
+        .await?;
+        state.add_step(StepKind::ToolCall {
+            tool: call.name.clone(),
+            succeeded: false,
+        });
+        state.history.push(LlmMessage::tool_result(
+            &call.id,
+            &format!("Error: {}", outcome.output),
+        ));
+        Ok(None)
     }
 
     async fn drive(
@@ -434,6 +484,23 @@ impl<LC: LlmClient + 'static, IA: IntentAnalyzer + 'static> ReasoningEngine<LC, 
     async fn emit(&self, event: &ReasoningEvent<'_>) -> Result<(), ReasoningError> {
         self.events.emit(event).await
     }
+}
+
+/// The tool calls of the conversation's last assistant turn that no tool result answers yet.
+fn unanswered_calls(history: &[LlmMessage]) -> Vec<LlmToolCall> {
+    let Some(at) = history.iter().rposition(|m| m.role == LlmRole::Assistant) else {
+        return Vec::new();
+    };
+    let answered: Vec<&str> = history[at + 1..]
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    history[at]
+        .tool_calls
+        .iter()
+        .filter(|c| !answered.contains(&c.id.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// How long ago `started` was, for reports.

@@ -267,6 +267,7 @@ pub fn state_of(session: &SessionId, run: &AgentRun) -> Result<ReasoningState, R
     state.tokens.completion_tokens = run.tokens.completion_tokens;
     state.tokens.total_tokens = run.tokens.total_tokens;
     state.tokens.unreported_calls = run.tokens.unreported_calls;
+    state.interrupted_calls = run.open_calls.iter().map(|(id, _)| id.clone()).collect();
     for turn in &run.conversation {
         match turn {
             Turn::Answer { .. } => state.add_step(StepKind::ModelCall { tool_calls: 0 }),

@@ -128,6 +128,11 @@ pub struct ReasoningState {
     /// Why the run ended, in words.
     pub reason: String,
     pub tokens: TokenTotals,
+    /// Tool calls whose request was recorded but whose result was not (a run cut short while
+    /// they ran), by call id: a resumed run reports them interrupted instead of running them
+    /// again, since whether they took effect is unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interrupted_calls: Vec<String>,
 }
 
 impl ReasoningState {
@@ -143,6 +148,7 @@ impl ReasoningState {
             answer: None,
             reason: String::new(),
             tokens: TokenTotals::default(),
+            interrupted_calls: Vec::new(),
         }
     }
 

@@ -469,6 +469,12 @@ fn plan_model(app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal
             args.iteration, run.iterations
         )));
     }
+    if args.iteration > run.max_iterations {
+        return Err(out_of_order(format!(
+            "model call {} of a run bounded to {}",
+            args.iteration, run.max_iterations
+        )));
+    }
     if !command.prepared.model.answers.is_empty() {
         return Ok(None);
     }

@@ -161,8 +161,8 @@ async fn run_async(dir: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
                     if !run.open_calls.is_empty() {
                         tracing::warn!(
                             calls = run.open_calls.len(),
-                            "tool calls requested before the run was cut short have no result; \
-                             the model is asked again"
+                            "tool calls requested before the run was cut short are reported \
+                             interrupted, not run again"
                         );
                     }
                 }

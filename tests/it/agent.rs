@@ -500,6 +500,71 @@ async fn a_run_cut_short_resumes_from_its_events_and_asks_what_it_would_have_ask
 }
 
 #[tokio::test]
+async fn a_tool_call_cut_short_is_reported_interrupted_on_resume_not_run_twice() {
+    let name = "tool_then_answer";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = scenario(name);
+    let session = {
+        let rig = rig(dir.path(), &scenario, None);
+        // Started, asked, answered, tool requested; the tool ran; its return never recorded.
+        let cut = Arc::new(CutShort {
+            inner: rig.recorder.clone(),
+            left: AtomicUsize::new(4),
+        });
+        let cut_short = engine(Transcript::load(name), &scenario, &rig, cut)
+            .process(rig.session.as_str(), scenario.history.clone())
+            .await;
+        assert!(
+            matches!(cut_short, Err(ReasoningError::Record(_))),
+            "{cut_short:?}"
+        );
+        rig.ledger.shutdown().await;
+        rig.session
+    };
+    let rig = rig(dir.path(), &scenario, Some(session.clone()));
+    let state = rig
+        .recorder
+        .load_state(session.as_str())
+        .await
+        .expect("load")
+        .expect("the run");
+    assert_eq!(state.interrupted_calls.len(), 1, "{state:#?}");
+    // Resumed with no model call left: the interrupted call is reported, nothing is asked.
+    let bounded = Scenario {
+        config: ReasoningConfig {
+            max_iterations: 1,
+            ..scenario.config.clone()
+        },
+        ..scenario
+    };
+    let done = engine(
+        Transcript::load(name).from(1),
+        &bounded,
+        &rig,
+        rig.recorder.clone(),
+    )
+    .resume(state)
+    .await
+    .expect("recorded");
+    assert_eq!(done.status, RunStatus::MaxIterations, "{done:#?}");
+    assert!(
+        done.history
+            .iter()
+            .any(|m| m.content.starts_with("Error: the run was cut short")),
+        "the model would be told the call was interrupted"
+    );
+    let run = rig.recorder.run().await.expect("read").expect("the run");
+    assert!(run.open_calls.is_empty());
+    rig.ledger.shutdown().await;
+    let steps = reexecuted(dir.path(), &session);
+    let thoughts = steps.iter().filter(|s| *s == "sequentialthinking").count();
+    assert_eq!(
+        thoughts, 1,
+        "the interrupted call was not run again: {steps:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_step_out_of_order_is_refused_and_stops_the_run() {
     // A tool result nobody asked for: the ledger refuses it, the engine stops, nothing changes.
     let dir = tempfile::tempdir().expect("temp dir");
