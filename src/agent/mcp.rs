@@ -78,8 +78,11 @@ impl McpTools {
                 c.args(&server.args);
                 c.envs(&server.env);
             });
-            let transport =
-                TokioChildProcess::new(command).map_err(|e| failed("cannot start it", &e))?;
+            // Its logs are its own: they would interleave with the model's text on the terminal.
+            let (transport, _) = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| failed("cannot start it", &e))?;
             let client = ().serve(transport).await.map_err(|e| failed("no handshake", &e))?;
             let listed = client
                 .list_all_tools()

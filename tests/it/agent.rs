@@ -679,6 +679,41 @@ fn without_a_provider_the_command_refuses_naming_the_variable() {
     );
 }
 
+#[test]
+fn while_a_server_holds_the_ledger_the_command_refuses_saying_what_to_do() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = std::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve");
+    let refused = (0..50).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        let out = std::process::Command::new(BIN)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(["agent", "hello"])
+            // A provider is configured (never called: the ledger is refused first).
+            .env("THINKLEDGER_MODEL_PROVIDER_URL", "http://127.0.0.1:9/v1")
+            .env("THINKLEDGER_MODEL", "m")
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        stderr
+            .contains("a running thinkledger server holds it")
+            .then_some((out.status, stderr))
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    let (status, stderr) = refused.expect("the command saw the server's lock");
+    assert!(!status.success());
+    assert!(stderr.contains("`thinkledger agent`"), "{stderr}");
+}
+
 /// Against the real model: the command runs within its bound over thinkledger's tools, ends
 /// with an honest status, and its session re-executes with zero divergences.
 #[tokio::test]
