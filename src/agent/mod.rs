@@ -21,7 +21,7 @@
 //!
 //! # Example
 //!
-//! ```no_run
+//! ```
 //! use std::sync::Arc;
 //! use thinkledger::agent::{
 //!     BoxFuture, DetectedIntent, IntentAnalysis, IntentAnalyzer, LlmClient, LlmMessage,
@@ -73,7 +73,7 @@
 //!     }
 //! }
 //!
-//! # async fn run() -> Result<(), ReasoningError> {
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let config = ReasoningConfig { max_iterations: 4, ..ReasoningConfig::default() };
 //! let engine = ReasoningEngine::new(config, MyModel, Final, Arc::new(Clock));
 //! let state = engine
@@ -81,8 +81,9 @@
 //!     .await?;
 //! // The model above cannot be reached: the run says so instead of pretending.
 //! assert_eq!(state.status, RunStatus::Failed);
-//! # Ok(())
-//! # }
+//! assert_eq!(state.iterations, 1);
+//! # Ok::<(), ReasoningError>(())
+//! # }).unwrap();
 //! ```
 
 mod config;
