@@ -2,12 +2,14 @@
 //! ledger.
 //!
 //! Layers, innermost first (an arrow means "may import"):
-//! `events` ← `effects`, `ledger`, `projections` ← `audit`, `export` ← `app` ← `tools` ← `server`
-//! ← `main`. `effects` is the one door to the clock, randomness and the environment.
+//! `events` ← `effects`, `ledger`, `projections` ← `audit`, `export` ← `app` ← `tools` ← `agent`,
+//! `server` ← `main`. `effects` is the one door to the clock, randomness and the environment.
+//! `agent` is the reasoning engine (an LLM ⇄ tools loop whose every step is a ledger event).
 //! See docs/ARCHITECTURE.md for the code map and the invariants each layer keeps.
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
+pub mod agent;
 pub mod app;
 pub mod audit;
 pub mod effects;

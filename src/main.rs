@@ -79,6 +79,45 @@ enum Command {
     },
     /// Print the ledger's public key (a C2SP verifier key) for checking its signed checkpoints.
     Key,
+    /// Run the reasoning engine on TASK: the configured model (THINKLEDGER_MODEL_PROVIDER_URL)
+    /// calls thinkledger's tools (and external MCP servers) in a loop; every step is recorded in
+    /// the run's session. Exit 0 when the run completed, 3 otherwise (the status says how).
+    Agent {
+        /// The task.
+        #[arg(required_unless_present = "resume")]
+        task: Option<String>,
+        /// Go on with the run of this session, cut short before it ended.
+        #[arg(long, conflicts_with = "task", value_name = "SESSION")]
+        resume: Option<String>,
+        /// The most model calls of the run.
+        #[arg(long, default_value_t = 6)]
+        max_iterations: u32,
+        /// thinkledger's tools the model may call, comma-separated.
+        #[arg(long, default_value = thinkledger::app::SEQUENTIALTHINKING_TOOL)]
+        tools: String,
+        /// A JSON file of external MCP servers (`{"mcpServers": {NAME: {command, args, env}}}`)
+        /// whose tools the model may call too, as NAME__TOOL.
+        #[arg(long, value_name = "FILE")]
+        mcp_config: Option<PathBuf>,
+        /// Identical failures of one tool in a row that stop the run.
+        #[arg(long, default_value_t = 3)]
+        breaker_threshold: u32,
+        /// Sampling temperature.
+        #[arg(long)]
+        temperature: Option<f64>,
+        /// The most tokens of one model answer.
+        #[arg(long)]
+        max_tokens: Option<u32>,
+        /// The most tokens of the whole run (over the calls that report usage).
+        #[arg(long)]
+        max_total_tokens: Option<u64>,
+        /// The most seconds the run may take.
+        #[arg(long)]
+        max_seconds: Option<u64>,
+        /// Print {sessionId, status, iterations, answer} as JSON (the model's text goes to stderr).
+        #[arg(long)]
+        json: bool,
+    },
     /// List the thinking sessions in the ledger.
     Sessions {
         /// Print as JSON.
@@ -169,6 +208,7 @@ impl Command {
             Command::Checkpoint => "checkpoint",
             Command::Erase { .. } => "erase",
             Command::Key => "key",
+            Command::Agent { .. } => "agent",
             Command::Sessions { .. } => "sessions",
             Command::Export { .. } => "export",
             Command::Replay { .. } => "replay",
@@ -307,6 +347,34 @@ fn dispatch(dir: &Path, command: Command) -> anyhow::Result<ExitCode> {
             reason,
         } => erase(dir, session, commitments, reason),
         Command::Key => print_key(dir),
+        Command::Agent {
+            task,
+            resume,
+            max_iterations,
+            tools,
+            mcp_config,
+            breaker_threshold,
+            temperature,
+            max_tokens,
+            max_total_tokens,
+            max_seconds,
+            json,
+        } => cli::agent::run(
+            dir,
+            cli::agent::AgentArgs {
+                task,
+                resume,
+                max_iterations,
+                tools,
+                mcp_config,
+                json,
+                breaker_threshold,
+                temperature,
+                max_tokens,
+                max_total_tokens,
+                max_seconds,
+            },
+        ),
         Command::Sessions { json } => list_sessions(dir, json),
         Command::Export { session, format } => export_session(dir, &session, format),
         Command::Replay {

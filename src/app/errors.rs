@@ -131,6 +131,10 @@ error_codes! {
     ModelAnswerStale => "model_answer_stale",
     ModelAnswerUnusable => "model_answer_unusable",
     CallCancelled => "call_cancelled",
+    AgentRunUnknown => "agent_run_unknown",
+    AgentRunEnded => "agent_run_ended",
+    AgentStepOutOfOrder => "agent_step_out_of_order",
+    AgentRunUnreadable => "agent_run_unreadable",
 }
 
 impl ErrorCode {
@@ -264,6 +268,10 @@ mod tests {
         (ErrorCode::ModelAnswerStale, "model_answer_stale"),
         (ErrorCode::ModelAnswerUnusable, "model_answer_unusable"),
         (ErrorCode::CallCancelled, "call_cancelled"),
+        (ErrorCode::AgentRunUnknown, "agent_run_unknown"),
+        (ErrorCode::AgentRunEnded, "agent_run_ended"),
+        (ErrorCode::AgentStepOutOfOrder, "agent_step_out_of_order"),
+        (ErrorCode::AgentRunUnreadable, "agent_run_unreadable"),
     ];
 
     #[test]

@@ -10,6 +10,7 @@
 //! suggestion, and changes no state.
 //! This layer knows nothing of MCP or HTTP; it sees a tool name and a JSON arguments object.
 
+pub mod agent;
 mod audit_export;
 pub(crate) mod call;
 pub mod deliberation;
@@ -45,8 +46,14 @@ use crate::events::{
 };
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
-use crate::projections::{DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
+use crate::projections::{
+    AgentState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
+};
 
+pub use agent::{
+    AGENT_END_TOOL, AGENT_INTENT_TOOL, AGENT_MODEL_FAILED_TOOL, AGENT_MODEL_TOOL, AGENT_NUDGE_TOOL,
+    AGENT_START_TOOL, AGENT_TOOL_REQUESTED_TOOL, AGENT_TOOL_RETURNED_TOOL,
+};
 pub use audit_export::AuditExportArgs;
 pub use audit_export::EXPORT_REASONING_AUDIT_TOOL;
 pub use deliberation::{
@@ -180,6 +187,7 @@ pub struct App {
     deliberation: DeliberationState,
     memory: MemoryState,
     lux: LuxState,
+    agent: AgentState,
     telemetry: std::sync::Arc<Telemetry>,
     idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
@@ -192,6 +200,7 @@ impl App {
             deliberation: DeliberationState::default(),
             memory: MemoryState::default(),
             lux: LuxState::default(),
+            agent: AgentState::default(),
             telemetry: std::sync::Arc::default(),
             idempotency: idempotency::IdempotencyIndex::default(),
             config,
@@ -208,6 +217,11 @@ impl App {
 
     pub fn lux(&self) -> &LuxState {
         &self.lux
+    }
+
+    /// The reasoning engine's runs.
+    pub fn agent(&self) -> &AgentState {
+        &self.agent
     }
 
     pub fn memories(&self) -> &MemoryState {
@@ -379,6 +393,7 @@ impl Decider for App {
         self.deliberation.apply(event, texts);
         self.memory.apply(event, texts);
         self.lux.apply(event, texts);
+        self.agent.apply(event, texts);
         std::sync::Arc::make_mut(&mut self.telemetry).apply(event);
         self.idempotency.apply(event);
     }

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use super::call::ToolSpec;
 use super::{
-    audit_export, deliberation, erase, lux, maxential, memory, replay, thinking, toolsets,
+    agent, audit_export, deliberation, erase, lux, maxential, memory, replay, thinking, toolsets,
 };
 
 /// One family's tools as the decider dispatches them (a family whose tools sit in two toolsets
@@ -95,7 +95,10 @@ pub(crate) fn spec(tool: &str) -> Option<&'static ToolSpec> {
 /// The spec of the operator's command `tool` (CLI only, never offered over MCP), if there is
 /// one.
 pub(crate) fn admin_spec(tool: &str) -> Option<&'static ToolSpec> {
-    erase::ADMIN_SPECS.iter().find(|s| s.name == tool)
+    erase::ADMIN_SPECS
+        .iter()
+        .chain(agent::ADMIN_SPECS)
+        .find(|s| s.name == tool)
 }
 
 #[cfg(test)]
@@ -108,6 +111,7 @@ mod tests {
             .iter()
             .flat_map(|f| f.specs.iter())
             .chain(erase::ADMIN_SPECS)
+            .chain(agent::ADMIN_SPECS)
             .map(|s| s.name)
             .collect();
         let mut unique = names.clone();

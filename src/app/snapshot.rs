@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 
 use super::App;
 use super::idempotency::IdempotencyIndex;
-use crate::projections::{DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
+use crate::projections::{
+    AgentState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
+};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/6";
+pub const STATE_VERSION: &str = "app-state/7";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -22,6 +24,7 @@ struct Saved<'a> {
     deliberation: &'a DeliberationState,
     memory: &'a MemoryState,
     lux: &'a LuxState,
+    agent: &'a AgentState,
     telemetry: &'a Telemetry,
     idempotency: &'a IdempotencyIndex,
 }
@@ -32,6 +35,7 @@ struct Loaded {
     deliberation: DeliberationState,
     memory: MemoryState,
     lux: LuxState,
+    agent: AgentState,
     telemetry: Telemetry,
     idempotency: IdempotencyIndex,
 }
@@ -43,6 +47,7 @@ impl App {
             deliberation: &self.deliberation,
             memory: &self.memory,
             lux: &self.lux,
+            agent: &self.agent,
             telemetry: &self.telemetry,
             idempotency: &self.idempotency,
         })
@@ -58,6 +63,7 @@ impl App {
         memory.adopt_index(&self.memory);
         self.memory = memory;
         self.lux = loaded.lux;
+        self.agent = loaded.agent;
         self.telemetry = std::sync::Arc::new(loaded.telemetry);
         self.idempotency = loaded.idempotency;
         Ok(())
@@ -73,8 +79,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/6",
-        "6edd53a5921debc5d41e16ce58546289403de0e32a0db8f0e0650a24d2a7dd08",
+        "app-state/7",
+        "168351940bae61abf10471ecc5819312f5e58aa2d977fb468cbe5e8e53c44e6c",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

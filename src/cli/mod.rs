@@ -2,4 +2,5 @@
 //! concern. Part of the binary, not the library: they may print, read files and exit with codes.
 //! They must not hold rules: what they build, check or report comes from the library.
 
+pub mod agent;
 pub mod audit;

@@ -9,6 +9,7 @@
 //! The facts one family makes live in its own submodule (`thinking`, `deliberation`); the
 //! envelope, the session lifecycle and erasure, which every family shares, stay here.
 
+pub mod agent;
 pub mod deliberation;
 pub mod lux;
 pub mod memory;
@@ -337,6 +338,16 @@ pub enum Fact {
     TracedThoughtRecorded(lux::TracedThoughtRecorded),
     PlanStepRecorded(lux::PlanStepRecorded),
     BiasedStepRecorded(lux::BiasedStepRecorded),
+    AgentRunStarted(agent::AgentRunStarted),
+    AgentModelRequested(agent::AgentModelRequested),
+    AgentModelResponded(agent::AgentModelResponded),
+    AgentModelFailed(agent::AgentModelFailed),
+    AgentToolRequested(agent::AgentToolRequested),
+    AgentToolReturned(agent::AgentToolReturned),
+    AgentBreakerTripped(agent::AgentBreakerTripped),
+    AgentIntentDetected(agent::AgentIntentDetected),
+    AgentNudged(agent::AgentNudged),
+    AgentRunEnded(agent::AgentRunEnded),
 }
 
 #[cfg(test)]

@@ -201,9 +201,41 @@ impl ModelClient {
     /// the whole stream as received. A stream that ends before `[DONE]` or a finish reason is
     /// retried like a server error (nothing was handed out yet).
     pub async fn chat_streamed(&self, request: &ChatRequest) -> Result<ChatOutcome, ModelError> {
+        self.chat_streamed_live(request, &|_| {}).await
+    }
+
+    /// [`ModelClient::chat_streamed`], handing each piece of generated text to `on_text` as
+    /// its event arrives (before the answer is complete). A stream that breaks and is retried
+    /// hands its text out again from the start; the returned outcome is the whole answer.
+    pub async fn chat_streamed_live(
+        &self,
+        request: &ChatRequest,
+        on_text: &(dyn Fn(&str) + Sync),
+    ) -> Result<ChatOutcome, ModelError> {
         let model = self.model_for(request.model.as_deref())?;
         let body = encode_chat(request, &model, self.config.max_tokens_cap(), true)?;
-        let received = self.send("chat/completions", &body, true, &|_| {}).await?;
+        let live = std::sync::Mutex::new(super::sse::LiveText::default());
+        let on_piece = |piece: &[u8]| {
+            let texts = live.lock().map(|mut l| l.push(piece)).unwrap_or_default();
+            for text in texts {
+                on_text(&text);
+            }
+        };
+        let on_attempt = || {
+            if let Ok(mut l) = live.lock() {
+                *l = super::sse::LiveText::default();
+            }
+        };
+        let received = self
+            .send_observed(
+                "chat/completions",
+                &body,
+                true,
+                &|_| {},
+                &on_piece,
+                &on_attempt,
+            )
+            .await?;
         let stream =
             reassemble(&received.bytes).map_err(|reason| ModelError::Malformed { reason })?;
         let exchange = self.exchange(
@@ -295,13 +327,32 @@ impl ModelClient {
         stream: bool,
         on_retry: &(dyn Fn(&Retrying) + Sync),
     ) -> Result<Received, ModelError> {
+        self.send_observed(path, body, stream, on_retry, &|_| {}, &|| {})
+            .await
+    }
+
+    /// [`Self::send`], handing each piece of a successful answer's body to `on_piece` as it is
+    /// read, after `on_attempt` at the start of each attempt.
+    async fn send_observed(
+        &self,
+        path: &str,
+        body: &[u8],
+        stream: bool,
+        on_retry: &(dyn Fn(&Retrying) + Sync),
+        on_piece: &(dyn Fn(&[u8]) + Sync),
+        on_attempt: &(dyn Fn() + Sync),
+    ) -> Result<Received, ModelError> {
         let url = self.config.endpoint_url(path)?;
         let policy = self.config.retry().clone();
         let max_attempts = policy.max_attempts.max(1);
         let started = Instant::now();
         let mut attempt = 1;
         loop {
-            let failure = match self.attempt(url.clone(), body, stream, attempt).await {
+            on_attempt();
+            let failure = match self
+                .attempt(url.clone(), body, stream, attempt, on_piece)
+                .await
+            {
                 Ok((status, bytes)) => {
                     return Ok(Received {
                         status,
@@ -347,6 +398,7 @@ impl ModelClient {
         body: &[u8],
         stream: bool,
         attempt: u32,
+        on_piece: &(dyn Fn(&[u8]) + Sync),
     ) -> Result<(u16, Vec<u8>), Failure> {
         let base_url = self.config.base_url().to_owned();
         let mut request = self
@@ -389,9 +441,15 @@ impl ModelClient {
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
         let mut bytes = Vec::new();
+        let answered = (200..300).contains(&status);
         let read = loop {
             match response.chunk().await {
-                Ok(Some(piece)) => bytes.extend_from_slice(&piece),
+                Ok(Some(piece)) => {
+                    if answered {
+                        on_piece(&piece);
+                    }
+                    bytes.extend_from_slice(&piece);
+                }
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(e),
             }

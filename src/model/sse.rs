@@ -94,6 +94,33 @@ fn data_payloads(stream: &str) -> Vec<String> {
     payloads
 }
 
+/// The text of a stream as it arrives: each piece of bytes read is pushed, and the content
+/// deltas of the events it completed come back, in order. Only complete events count (the
+/// blank line after each), so a piece that ends mid-event or mid-character hands out nothing
+/// of it until the rest arrives.
+#[derive(Debug, Default)]
+pub(super) struct LiveText {
+    received: Vec<u8>,
+    handed: usize,
+}
+
+impl LiveText {
+    /// Adds `piece`; the content deltas of the events completed since the last push.
+    pub(super) fn push(&mut self, piece: &[u8]) -> Vec<String> {
+        self.received.extend_from_slice(piece);
+        let text = String::from_utf8_lossy(&self.received);
+        let payloads = data_payloads(&text);
+        let fresh = payloads.get(self.handed..).unwrap_or_default();
+        self.handed = payloads.len();
+        fresh
+            .iter()
+            .filter_map(|payload| serde_json::from_str::<Chunk>(payload).ok())
+            .filter_map(|chunk| chunk.choices.into_iter().next()?.delta?.content)
+            .filter(|text| !text.is_empty())
+            .collect()
+    }
+}
+
 /// Reassembles a whole stream. Errors name the first payload that is not a chunk; a stream
 /// that stops early is not an error here (`done` and `finish_reason` say how it ended).
 pub(super) fn reassemble(stream: &[u8]) -> Result<Reassembled, String> {
@@ -160,6 +187,21 @@ fn merge_tool_call(calls: &mut Vec<ToolCall>, part: ToolCallDelta) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_text_hands_out_each_complete_event_once_whatever_the_pieces() {
+        let stream = "data: {\"choices\":[{\"delta\":{\"content\":\"Par\"}}]}\n\n\
+                      data: {\"choices\":[{\"delta\":{\"content\":\"is \\u00e9\"}}]}\n\n\
+                      data: [DONE]\n\n";
+        for size in [1, 3, 7, stream.len()] {
+            let mut live = LiveText::default();
+            let mut out = String::new();
+            for piece in stream.as_bytes().chunks(size) {
+                out.extend(live.push(piece));
+            }
+            assert_eq!(out, "Paris \u{e9}", "pieces of {size} bytes");
+        }
+    }
 
     #[test]
     fn content_and_tool_call_deltas_are_joined() {

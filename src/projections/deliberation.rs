@@ -370,7 +370,17 @@ impl DeliberationState {
                 | Fact::ModelConferred(_)
                 | Fact::TracedThoughtRecorded(_)
                 | Fact::PlanStepRecorded(_)
-                | Fact::BiasedStepRecorded(_) => {}
+                | Fact::BiasedStepRecorded(_)
+                | Fact::AgentRunStarted(_)
+                | Fact::AgentModelRequested(_)
+                | Fact::AgentModelResponded(_)
+                | Fact::AgentModelFailed(_)
+                | Fact::AgentToolRequested(_)
+                | Fact::AgentToolReturned(_)
+                | Fact::AgentBreakerTripped(_)
+                | Fact::AgentIntentDetected(_)
+                | Fact::AgentNudged(_)
+                | Fact::AgentRunEnded(_) => {}
             }
         }
     }

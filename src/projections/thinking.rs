@@ -218,7 +218,17 @@ impl ThinkingState {
                 | Fact::ModelConferred(_)
                 | Fact::TracedThoughtRecorded(_)
                 | Fact::PlanStepRecorded(_)
-                | Fact::BiasedStepRecorded(_) => {}
+                | Fact::BiasedStepRecorded(_)
+                | Fact::AgentRunStarted(_)
+                | Fact::AgentModelRequested(_)
+                | Fact::AgentModelResponded(_)
+                | Fact::AgentModelFailed(_)
+                | Fact::AgentToolRequested(_)
+                | Fact::AgentToolReturned(_)
+                | Fact::AgentBreakerTripped(_)
+                | Fact::AgentIntentDetected(_)
+                | Fact::AgentNudged(_)
+                | Fact::AgentRunEnded(_) => {}
                 Fact::TextsErased { commitments, .. } => {
                     // A commitment is random per text, so it names at most one thought. Only
                     // the sessions holding one are changed (and so copied).

@@ -3,6 +3,7 @@
 //! over stdio and Streamable HTTP on 127.0.0.1), real sled on disk in temp dirs.
 //! One test binary; one module per concern.
 
+mod agent;
 mod audit;
 mod common;
 mod deliberation;

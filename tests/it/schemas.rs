@@ -128,7 +128,7 @@ pub(crate) fn event_schema() -> Value {
                 "required": ["principal", "transport", "clientName", "clientVersion"],
                 "properties": {
                     "principal": { "description": "`local` for the process owner.", "type": "string" },
-                    "transport": { "description": "`cli` for operator commands such as erase.", "type": "string", "enum": ["stdio", "http", "cli"] },
+                    "transport": { "description": "`cli` for operator commands such as erase and the agent's steps; `agent` for the tool calls an agent run makes.", "type": "string", "enum": ["stdio", "http", "cli", "agent"] },
                     "clientName": { "type": ["string", "null"] },
                     "clientVersion": { "type": ["string", "null"] }
                 }
@@ -272,7 +272,17 @@ pub(crate) fn event_schema() -> Value {
                     { "if": { "required": ["type"], "properties": { "type": { "const": "ModelConferred" } } }, "then": { "$ref": "#/$defs/ModelConferred" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "TracedThoughtRecorded" } } }, "then": { "$ref": "#/$defs/TracedThoughtRecorded" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "PlanStepRecorded" } } }, "then": { "$ref": "#/$defs/PlanStepRecorded" } },
-                    { "if": { "required": ["type"], "properties": { "type": { "const": "BiasedStepRecorded" } } }, "then": { "$ref": "#/$defs/BiasedStepRecorded" } }
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "BiasedStepRecorded" } } }, "then": { "$ref": "#/$defs/BiasedStepRecorded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentRunStarted" } } }, "then": { "$ref": "#/$defs/AgentRunStarted" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentModelRequested" } } }, "then": { "$ref": "#/$defs/AgentModelRequested" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentModelResponded" } } }, "then": { "$ref": "#/$defs/AgentModelResponded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentModelFailed" } } }, "then": { "$ref": "#/$defs/AgentModelFailed" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentToolRequested" } } }, "then": { "$ref": "#/$defs/AgentToolRequested" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentToolReturned" } } }, "then": { "$ref": "#/$defs/AgentToolReturned" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentBreakerTripped" } } }, "then": { "$ref": "#/$defs/AgentBreakerTripped" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentIntentDetected" } } }, "then": { "$ref": "#/$defs/AgentIntentDetected" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentNudged" } } }, "then": { "$ref": "#/$defs/AgentNudged" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentRunEnded" } } }, "then": { "$ref": "#/$defs/AgentRunEnded" } }
                 ]
             },
             "modelCall": {
@@ -386,6 +396,137 @@ pub(crate) fn event_schema() -> Value {
                             "severity": { "type": "string", "enum": ["low", "medium", "high"] },
                             "description": { "$ref": "#/$defs/textRef" },
                             "suggestedCorrection": { "$ref": "#/$defs/textRef" }
+                        }
+                    }
+                }
+            },
+            "AgentRunStarted": {
+                "type": "object",
+                "required": ["type", "history", "tools", "maxIterations", "breakerThreshold"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentRunStarted" },
+                    "history": { "$ref": "#/$defs/textRef" },
+                    "tools": { "type": "array", "items": { "type": "string" } },
+                    "maxIterations": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "breakerThreshold": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 }
+                }
+            },
+            "AgentModelRequested": {
+                "type": "object",
+                "required": ["type", "iteration", "messages"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentModelRequested" },
+                    "iteration": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "messages": { "type": "integer", "minimum": 0, "maximum": 4_294_967_295u64 }
+                }
+            },
+            "AgentModelResponded": {
+                "type": "object",
+                "required": ["type", "iteration", "response", "model", "toolCalls"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentModelResponded" },
+                    "iteration": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "response": { "$ref": "#/$defs/textRef" },
+                    "model": { "type": "string", "minLength": 1 },
+                    "toolCalls": { "type": "array", "items": { "type": "string" } },
+                    "finishReason": { "type": "string" },
+                    "usage": {
+                        "type": "object",
+                        "required": ["promptTokens", "completionTokens", "totalTokens"],
+                        "properties": {
+                            "promptTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                            "completionTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                            "totalTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 }
+                        }
+                    }
+                }
+            },
+            "AgentModelFailed": {
+                "type": "object",
+                "required": ["type", "iteration", "error"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentModelFailed" },
+                    "iteration": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "error": { "$ref": "#/$defs/textRef" }
+                }
+            },
+            "AgentToolRequested": {
+                "type": "object",
+                "required": ["type", "iteration", "callId", "tool", "arguments"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentToolRequested" },
+                    "iteration": { "type": "integer", "minimum": 0, "maximum": 4_294_967_295u64 },
+                    "callId": { "type": "string" },
+                    "tool": { "type": "string" },
+                    "arguments": { "$ref": "#/$defs/textRef" },
+                    "initial": { "type": "boolean" }
+                }
+            },
+            "AgentToolReturned": {
+                "type": "object",
+                "required": ["type", "iteration", "callId", "tool", "status", "result", "attempts", "elapsedMs"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentToolReturned" },
+                    "iteration": { "type": "integer", "minimum": 0, "maximum": 4_294_967_295u64 },
+                    "callId": { "type": "string" },
+                    "tool": { "type": "string" },
+                    "status": { "type": "string", "enum": ["succeeded", "failed"] },
+                    "errorCode": { "type": "string" },
+                    "result": { "$ref": "#/$defs/textRef" },
+                    "attempts": { "type": "integer", "minimum": 0, "maximum": 4_294_967_295u64 },
+                    "elapsedMs": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                    "toolSeq": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 }
+                }
+            },
+            "AgentBreakerTripped": {
+                "type": "object",
+                "required": ["type", "iteration", "tool", "errorCode", "failures"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentBreakerTripped" },
+                    "iteration": { "type": "integer", "minimum": 0, "maximum": 4_294_967_295u64 },
+                    "tool": { "type": "string" },
+                    "errorCode": { "type": "string" },
+                    "failures": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 }
+                }
+            },
+            "AgentIntentDetected": {
+                "type": "object",
+                "required": ["type", "iteration", "intent", "score", "method"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentIntentDetected" },
+                    "iteration": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "intent": { "type": "string", "enum": ["provides_final_answer", "provides_plan_without_explicit_action", "asks_clarifying_question", "general_conversation", "ambiguous"] },
+                    "score": { "type": "number" },
+                    "matched": { "type": "string" },
+                    "method": { "type": "string", "minLength": 1 }
+                }
+            },
+            "AgentNudged": {
+                "type": "object",
+                "required": ["type", "iteration", "message"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentNudged" },
+                    "iteration": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
+                    "message": { "$ref": "#/$defs/textRef" }
+                }
+            },
+            "AgentRunEnded": {
+                "type": "object",
+                "required": ["type", "status", "iterations", "reason", "tokens"],
+                "properties": {
+                    "type": { "type": "string", "const": "AgentRunEnded" },
+                    "status": { "type": "string", "enum": ["completed", "max_iterations", "budget_exhausted", "failed", "stopped_by_breaker", "needs_input"] },
+                    "iterations": { "type": "integer", "minimum": 0, "maximum": 4_294_967_295u64 },
+                    "answer": { "$ref": "#/$defs/textRef" },
+                    "reason": { "$ref": "#/$defs/textRef" },
+                    "tokens": {
+                        "type": "object",
+                        "required": ["promptTokens", "completionTokens", "totalTokens", "unreportedCalls"],
+                        "properties": {
+                            "promptTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                            "completionTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                            "totalTokens": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                            "unreportedCalls": { "type": "integer", "minimum": 0, "maximum": 4_294_967_295u64 }
                         }
                     }
                 }

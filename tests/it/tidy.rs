@@ -1,6 +1,6 @@
 //! House rules checked over the source tree: every module opens with a `//!` header saying what
 //! it owns, the layer boundaries of docs/ARCHITECTURE.md hold (sled only in `ledger/`, blake3
-//! only in `ledger/` and `model/`, rmcp only in `tools/` and `server/`, axum only in `server/`),
+//! only in `ledger/` and `model/`, rmcp only in `tools/`, `server/` and `agent/`, axum only in `server/`),
 //! and each tool family
 //! keeps to its own rooms (no family imports another; the shared call machinery imports none).
 
@@ -54,7 +54,7 @@ fn each_dependency_stays_in_its_layer() {
     let rules: &[(&str, &[&str])] = &[
         ("sled::", &["ledger"]),
         ("blake3::", &["ledger", "model"]),
-        ("rmcp::", &["tools", "server"]),
+        ("rmcp::", &["tools", "server", "agent"]),
         ("axum::", &["server"]),
         ("tantivy::", &["index"]),
         ("candle_core::", &["embed"]),
@@ -193,13 +193,18 @@ const LAYER_EDGES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "app",
-        &["tools", "server", "cli"],
+        &["tools", "server", "cli", "agent"],
         "the rules know no MCP and no transport",
     ),
     (
         "tools",
-        &["server", "cli"],
+        &["server", "cli", "agent"],
         "the MCP face knows no transport",
+    ),
+    (
+        "agent",
+        &["server", "cli"],
+        "the reasoning engine drives the ledger and its tools in process; the CLI wires it",
     ),
 ];
 

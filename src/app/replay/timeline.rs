@@ -405,6 +405,78 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 f.step_type, f.step_number, f.model, f.next_action
             ),
         ),
+        Fact::AgentRunStarted(f) => (
+            "AgentRunStarted",
+            None,
+            format!(
+                "run started with {} tool(s), at most {} model call(s)",
+                f.tools.len(),
+                f.max_iterations
+            ),
+        ),
+        Fact::AgentModelRequested(f) => (
+            "AgentModelRequested",
+            Some(f.iteration.to_string()),
+            format!("model asked with {} message(s)", f.messages),
+        ),
+        Fact::AgentModelResponded(f) => (
+            "AgentModelResponded",
+            Some(f.iteration.to_string()),
+            if f.tool_calls.is_empty() {
+                format!("{} answered", f.model)
+            } else {
+                format!("{} called {}", f.model, f.tool_calls.join(", "))
+            },
+        ),
+        Fact::AgentModelFailed(f) => (
+            "AgentModelFailed",
+            Some(f.iteration.to_string()),
+            "the model call failed".to_owned(),
+        ),
+        Fact::AgentToolRequested(f) => (
+            "AgentToolRequested",
+            Some(f.call_id.clone()),
+            format!("{} requested", f.tool),
+        ),
+        Fact::AgentToolReturned(f) => (
+            "AgentToolReturned",
+            Some(f.call_id.clone()),
+            format!(
+                "{} {}{} after {} attempt(s)",
+                f.tool,
+                f.status,
+                f.error_code
+                    .as_ref()
+                    .map_or_else(String::new, |c| format!(" ({c})")),
+                f.attempts
+            ),
+        ),
+        Fact::AgentBreakerTripped(f) => (
+            "AgentBreakerTripped",
+            None,
+            format!(
+                "{} failed {} times in a row with {}",
+                f.tool, f.failures, f.error_code
+            ),
+        ),
+        Fact::AgentIntentDetected(f) => (
+            "AgentIntentDetected",
+            Some(f.iteration.to_string()),
+            format!("intent {} ({:.2})", f.intent, f.score),
+        ),
+        Fact::AgentNudged(f) => (
+            "AgentNudged",
+            Some(f.iteration.to_string()),
+            "nudged to act on its plan".to_owned(),
+        ),
+        Fact::AgentRunEnded(f) => (
+            "AgentRunEnded",
+            None,
+            format!(
+                "run ended {} after {} model call(s)",
+                f.status, f.iterations
+            ),
+        ),
         // The thinking facts are summarized by `change`.
         Fact::SessionStarted { .. }
         | Fact::ThoughtRecorded(_)
