@@ -18,6 +18,7 @@ mod erase;
 pub mod errors;
 mod idempotency;
 mod lenient;
+pub mod cognition;
 pub mod lux;
 mod maxential;
 pub mod memory;
@@ -45,7 +46,7 @@ use crate::events::{
 };
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
-use crate::projections::{DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
+use crate::projections::{CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
 
 pub use audit_export::AuditExportArgs;
 pub use audit_export::EXPORT_REASONING_AUDIT_TOOL;
@@ -61,6 +62,10 @@ pub use deliberation::{
 };
 pub use erase::ERASE_TOOL;
 pub use errors::ErrorCode;
+pub use cognition::{
+    ANALYZE_REASONING_TOOL, ANALYZE_SYSTEMATICALLY_TOOL, ASSESS_CONFIDENCE_TOOL,
+    DECOMPOSE_PROBLEM_TOOL, DETECT_BIAS_TOOL, DETECT_EMOTION_TOOL, THINK_PARALLEL_TOOL, THINK_TOOL,
+};
 pub use lux::{BIASED_REASONING_TOOL, CONFER_TOOL, PLANNER_TOOL, TRACED_REASONING_TOOL};
 pub use maxential::{EXPORT_TOOL, SEARCH_TOOL, TAG_TOOL, VISUALIZE_TOOL};
 pub use maxential::{
@@ -176,6 +181,7 @@ pub struct App {
     deliberation: DeliberationState,
     memory: MemoryState,
     lux: LuxState,
+    cognition: CognitionState,
     telemetry: std::sync::Arc<Telemetry>,
     idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
@@ -188,6 +194,7 @@ impl App {
             deliberation: DeliberationState::default(),
             memory: MemoryState::default(),
             lux: LuxState::default(),
+            cognition: CognitionState::default(),
             telemetry: std::sync::Arc::default(),
             idempotency: idempotency::IdempotencyIndex::default(),
             config,
@@ -200,6 +207,10 @@ impl App {
     pub fn with_memory_index_dir(mut self, dir: std::path::PathBuf) -> Self {
         self.memory = MemoryState::with_index_dir(dir);
         self
+    }
+
+    pub fn cognition(&self) -> &CognitionState {
+        &self.cognition
     }
 
     pub fn lux(&self) -> &LuxState {
@@ -375,6 +386,7 @@ impl Decider for App {
         self.deliberation.apply(event, texts);
         self.memory.apply(event, texts);
         self.lux.apply(event, texts);
+        self.cognition.apply(event, texts);
         std::sync::Arc::make_mut(&mut self.telemetry).apply(event);
         self.idempotency.apply(event);
     }

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use super::call::ToolSpec;
 use super::{
-    audit_export, deliberation, erase, lux, maxential, memory, replay, thinking, toolsets,
+    audit_export, cognition, deliberation, erase, lux, maxential, memory, replay, thinking, toolsets,
 };
 
 /// One family's tools as the decider dispatches them (a family whose tools sit in two toolsets
@@ -55,6 +55,10 @@ const FAMILIES: &[Family] = &[
     Family {
         toolset: "lux",
         specs: lux::SPECS,
+    },
+    Family {
+        toolset: "cognition",
+        specs: cognition::SPECS,
     },
     Family {
         toolset: toolsets::FAMILY,
@@ -140,6 +144,7 @@ mod tests {
                 "deliberation",
                 "memory",
                 "lux",
+                "cognition",
                 toolsets::FAMILY
             ]
         );

@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use super::App;
 use super::idempotency::IdempotencyIndex;
-use crate::projections::{DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
+use crate::projections::{CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/6";
+pub const STATE_VERSION: &str = "app-state/7";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -22,6 +22,7 @@ struct Saved<'a> {
     deliberation: &'a DeliberationState,
     memory: &'a MemoryState,
     lux: &'a LuxState,
+    cognition: &'a CognitionState,
     telemetry: &'a Telemetry,
     idempotency: &'a IdempotencyIndex,
 }
@@ -32,6 +33,7 @@ struct Loaded {
     deliberation: DeliberationState,
     memory: MemoryState,
     lux: LuxState,
+    cognition: CognitionState,
     telemetry: Telemetry,
     idempotency: IdempotencyIndex,
 }
@@ -43,6 +45,7 @@ impl App {
             deliberation: &self.deliberation,
             memory: &self.memory,
             lux: &self.lux,
+            cognition: &self.cognition,
             telemetry: &self.telemetry,
             idempotency: &self.idempotency,
         })
@@ -58,6 +61,7 @@ impl App {
         memory.adopt_index(&self.memory);
         self.memory = memory;
         self.lux = loaded.lux;
+        self.cognition = loaded.cognition;
         self.telemetry = std::sync::Arc::new(loaded.telemetry);
         self.idempotency = loaded.idempotency;
         Ok(())

@@ -10,6 +10,7 @@
 //! envelope, the session lifecycle and erasure, which every family shares, stay here.
 
 pub mod deliberation;
+pub mod cognition;
 pub mod lux;
 pub mod memory;
 pub mod thinking;
@@ -337,6 +338,7 @@ pub enum Fact {
     TracedThoughtRecorded(lux::TracedThoughtRecorded),
     PlanStepRecorded(lux::PlanStepRecorded),
     BiasedStepRecorded(lux::BiasedStepRecorded),
+    CognitionRecorded(cognition::CognitionRecorded),
 }
 
 #[cfg(test)]

@@ -370,7 +370,8 @@ impl DeliberationState {
                 | Fact::ModelConferred(_)
                 | Fact::TracedThoughtRecorded(_)
                 | Fact::PlanStepRecorded(_)
-                | Fact::BiasedStepRecorded(_) => {}
+                | Fact::BiasedStepRecorded(_)
+                | Fact::CognitionRecorded(_) => {}
             }
         }
     }

@@ -5,12 +5,14 @@
 //! storage, hashing or MCP; the writer feeds them events, at start-up from the whole log and then
 //! one committed event at a time.
 
+pub mod cognition;
 pub mod deliberation;
 pub mod lux;
 pub mod memory;
 pub mod telemetry;
 pub mod thinking;
 
+pub use cognition::CognitionState;
 pub use deliberation::{Deliberation, DeliberationState};
 pub use lux::LuxState;
 pub use memory::MemoryState;

@@ -216,7 +216,8 @@ impl ThinkingState {
                 | Fact::ModelConferred(_)
                 | Fact::TracedThoughtRecorded(_)
                 | Fact::PlanStepRecorded(_)
-                | Fact::BiasedStepRecorded(_) => {}
+                | Fact::BiasedStepRecorded(_)
+                | Fact::CognitionRecorded(_) => {}
                 Fact::TextsErased { commitments, .. } => {
                     // A commitment is random per text, so it names at most one thought. Only
                     // the sessions holding one are changed (and so copied).

@@ -9,6 +9,7 @@
 mod arrival;
 mod audit;
 mod catalog;
+mod cognition;
 mod current;
 mod deliberation;
 mod lux;
@@ -287,6 +288,16 @@ impl ThinkServer {
                         }
                     }
                 }
+                Ok(Some(ModelStep::Concurrent {
+                    requests,
+                    timeout_ms,
+                })) => {
+                    if let Err(failure) = self.ask_at_once(command, &requests, timeout_ms).await {
+                        tracing::warn!(tool = %command.tool, error = failure.message(), "model calls failed");
+                        command.prepared.model.failure = Some(failure);
+                        return;
+                    }
+                }
                 Ok(Some(ModelStep::Embed(text))) => {
                     let embedding = self.effects.embed(&text);
                     let failed = embedding.is_err();
@@ -298,6 +309,45 @@ impl ThinkServer {
                 Ok(None) | Err(_) => return,
             }
         }
+    }
+
+    /// Sends `requests` at once and adds their answers to the command in order, each with when
+    /// it was sent after the batch started; fails unless all answer within `timeout_ms`.
+    async fn ask_at_once(
+        &self,
+        command: &mut Command,
+        requests: &[crate::model::ChatRequest],
+        timeout_ms: u64,
+    ) -> Result<(), ModelFailure> {
+        let client = self.effects.model()?;
+        let batch = Instant::now();
+        let mut tasks = tokio::task::JoinSet::new();
+        for (k, request) in requests.iter().cloned().enumerate() {
+            let client = Arc::clone(&client);
+            tasks.spawn(async move {
+                let sent = batch.elapsed();
+                (k, sent, client.chat(&request).await)
+            });
+        }
+        let mut answers = vec![None; requests.len()];
+        let limit = std::time::Duration::from_millis(timeout_ms);
+        while let Some(joined) = tokio::time::timeout_at((batch + limit).into(), tasks.join_next())
+            .await
+            .map_err(|_| {
+                ModelFailure::Failed(format!(
+                    "Timeout exceeded: the {} model calls had not all answered within {timeout_ms} ms",
+                    requests.len()
+                ))
+            })?
+        {
+            let (k, sent, answer) =
+                joined.map_err(|e| ModelFailure::Failed(format!("a model call stopped: {e}")))?;
+            let mut answer = answer.map_err(|e| ModelFailure::of(&e))?;
+            answer.exchange.started_after_ms = u64::try_from(sent.as_millis()).ok();
+            answers[k] = Some(answer);
+        }
+        command.prepared.model.answers.extend(answers.into_iter().flatten());
+        Ok(())
     }
 
     fn result(&self, tool: &str, committed: Committed, started: Instant) -> CallToolResult {

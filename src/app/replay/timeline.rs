@@ -405,6 +405,11 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 f.step_type, f.step_number, f.model, f.next_action
             ),
         ),
+        Fact::CognitionRecorded(f) => (
+            "CognitionRecorded",
+            None,
+            format!("{} decided by {}", f.tool, f.rules),
+        ),
         // The thinking facts are summarized by `change`.
         Fact::SessionStarted { .. }
         | Fact::ThoughtRecorded(_)

@@ -1,0 +1,336 @@
+//! `detect_emotion`'s rules: the circumplex (valence, arousal, dominance) and the seed's eleven
+//! discrete emotions, from two published lexicons (docs/cognition.md):
+//!
+//! - valence is VADER's compound score (Hutto & Gilbert 2014, MIT, crate `vader_sentiment`),
+//!   with VADER's own negation, booster, capitals and punctuation rules;
+//! - the discrete emotions come from `wn-affect-emotions.tsv`: the words of WordNet-Affect 1.1
+//!   (Strapparava & Valitutti 2004; CC BY 3.0, as part of WordNet Domains) whose affective
+//!   category falls under one of the eleven, by the category table in docs/cognition.md. A word
+//!   counts 1, 1.5 after an intensifier, 0.5 after a downtoner, and nothing when one of the
+//!   three words before it negates it (VADER's window);
+//! - arousal and dominance are the emotions' PAD anchors (`ANCHORS`) weighted by their scores.
+//!
+//! Pure: text in, numbers out. Must not know MCP or the ledger.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// The rule set and version every answer names.
+pub const RULES: &str = "thinkledger.cognition.emotion/1 (VADER lexicon 3.3 + WordNet-Affect 1.1)";
+
+/// The seed's eleven discrete emotions, in its order.
+pub const EMOTIONS: [&str; 11] = [
+    "joy",
+    "sadness",
+    "anger",
+    "fear",
+    "disgust",
+    "surprise",
+    "pride",
+    "shame",
+    "guilt",
+    "gratitude",
+    "awe",
+];
+
+/// Pleasure, arousal, dominance anchors of each emotion, each in [-1, 1]: joy, sadness (OCC
+/// "distress"), anger, fear, pride, shame, guilt (OCC "remorse"), gratitude and awe (OCC
+/// "admiration") as the ALMA model tabulates them from Mehrabian's PAD space (Gebhard 2005);
+/// surprise and disgust are not in that table and are placed by thinkledger (ambiguous valence
+/// and high arousal; negative valence, moderate arousal), as docs/cognition.md says.
+const ANCHORS: [(f64, f64, f64); 11] = [
+    (0.40, 0.20, 0.10),
+    (-0.40, -0.20, -0.50),
+    (-0.51, 0.59, 0.25),
+    (-0.64, 0.60, -0.43),
+    (-0.60, 0.35, 0.11),
+    (0.00, 0.70, -0.10),
+    (0.40, 0.30, 0.30),
+    (-0.30, 0.10, -0.60),
+    (-0.30, 0.10, -0.60),
+    (0.40, 0.20, -0.30),
+    (0.50, 0.30, -0.20),
+];
+
+/// The vendored lexicon: `word<TAB>emotion`, one pair a line.
+const LEXICON_TSV: &str = include_str!("wn-affect-emotions.tsv");
+
+static LEXICON: LazyLock<HashMap<&'static str, Vec<usize>>> = LazyLock::new(|| {
+    let mut map: HashMap<&'static str, Vec<usize>> = HashMap::new();
+    for line in LEXICON_TSV.lines() {
+        let mut cols = line.split('\t');
+        let (Some(word), Some(emotion)) = (cols.next(), cols.next()) else {
+            continue;
+        };
+        if let Some(k) = EMOTIONS.iter().position(|e| *e == emotion) {
+            let entry = map.entry(word).or_default();
+            if !entry.contains(&k) {
+                entry.push(k);
+            }
+        }
+    }
+    map
+});
+
+static VADER: LazyLock<vader_sentiment::SentimentIntensityAnalyzer<'static>> =
+    LazyLock::new(vader_sentiment::SentimentIntensityAnalyzer::new);
+
+/// Words that negate an emotion word up to three words after them (VADER's negation window).
+const NEGATORS: &[&str] = &[
+    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "hardly",
+    "barely", "cannot", "cant", "dont", "doesnt", "didnt", "isnt", "wasnt", "arent", "werent",
+    "wont", "wouldnt", "shouldnt", "couldnt", "havent", "hasnt", "hadnt", "aint",
+];
+
+/// Words that strengthen the next emotion word (from VADER's booster list).
+const INTENSIFIERS: &[&str] = &[
+    "very", "really", "so", "extremely", "incredibly", "absolutely", "totally", "completely",
+    "deeply", "utterly", "truly", "highly", "hugely", "immensely", "terribly", "awfully",
+    "enormously", "especially", "exceptionally", "extraordinarily", "fully", "most", "such",
+    "thoroughly", "tremendously", "unbelievably", "remarkably", "super", "quite", "too",
+];
+
+/// Words that weaken the next emotion word (VADER's negative boosters).
+const DOWNTONERS: &[&str] = &[
+    "slightly", "somewhat", "barely", "little", "marginally", "partly", "kinda", "mildly",
+    "occasionally", "sort", "kind", "bit", "less",
+];
+
+/// One emotion's score.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct EmotionScore {
+    pub emotion: String,
+    /// 0–1: 1 − e^(−weight), the weight being the sum of its matched words' weights.
+    pub score: f64,
+    /// `high` (≥ 0.7), `moderate` (≥ 0.4) or `low`.
+    pub intensity: String,
+}
+
+/// The seed's `circumplex`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Circumplex {
+    /// −1…1: VADER's compound score.
+    pub valence: f64,
+    /// 0…1.
+    pub arousal: f64,
+    /// −1…1.
+    pub dominance: f64,
+    /// matched words / (matched words + 2): how much of the text the lexicons covered.
+    pub confidence: f64,
+}
+
+/// The seed's `discrete`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Discrete {
+    /// The highest-scoring emotion; without any emotion word, `joy` or `sadness` by the sign of
+    /// a clear valence (|valence| ≥ 0.3), else null.
+    pub primary: Option<String>,
+    /// Emotions with a score above zero, highest first.
+    pub emotions: Vec<EmotionScore>,
+    pub confidence: f64,
+    /// `lexicon` or `valence` (the fallback above), null without a primary.
+    pub basis: Option<String>,
+}
+
+/// What the rules found in one text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub circumplex: Circumplex,
+    pub discrete: Discrete,
+    /// Emotion words matched (negated ones excluded).
+    pub matched: usize,
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The words of a text, lower case, apostrophes dropped (`don't` → `dont`).
+pub(crate) fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’' || c == '-'))
+        .map(|w| {
+            w.trim_matches('-')
+                .chars()
+                .filter(|c| *c != '\'' && *c != '’')
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// The lexicon's emotions of a word or of its base form (plural, past, gerund, adverb).
+fn lookup(word: &str) -> Option<&'static Vec<usize>> {
+    if let Some(hit) = LEXICON.get(word) {
+        return Some(hit);
+    }
+    let mut forms: Vec<String> = Vec::new();
+    for (suffix, replacements) in [
+        ("ies", &["y"][..]),
+        ("ied", &["y"][..]),
+        ("ily", &["y"][..]),
+        ("ness", &[""][..]),
+        ("fully", &["ful"][..]),
+        ("ly", &["", "le"][..]),
+        ("ing", &["", "e"][..]),
+        ("ed", &["", "e"][..]),
+        ("es", &["", "e"][..]),
+        ("s", &[""][..]),
+    ] {
+        if let Some(stem) = word.strip_suffix(suffix)
+            && stem.len() >= 3
+        {
+            for r in replacements {
+                forms.push(format!("{stem}{r}"));
+            }
+            // doubled consonant: "stunned" → "stun"
+            let b = stem.as_bytes();
+            if b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] {
+                forms.push(stem[..stem.len() - 1].to_owned());
+            }
+        }
+    }
+    forms.iter().find_map(|f| LEXICON.get(f.as_str()))
+}
+
+fn intensity(score: f64) -> &'static str {
+    if score >= 0.7 {
+        "high"
+    } else if score >= 0.4 {
+        "moderate"
+    } else {
+        "low"
+    }
+}
+
+/// Reads the emotions of `text`.
+pub fn read(text: &str) -> Reading {
+    let tokens = words(text);
+    let mut weight = [0.0f64; 11];
+    let mut matched = 0usize;
+    for (i, token) in tokens.iter().enumerate() {
+        let Some(emotions) = lookup(token) else {
+            continue;
+        };
+        let before = &tokens[i.saturating_sub(3)..i];
+        if before.iter().any(|w| NEGATORS.contains(&w.as_str())) {
+            continue;
+        }
+        let factor = match i.checked_sub(1).map(|j| tokens[j].as_str()) {
+            Some(w) if INTENSIFIERS.contains(&w) => 1.5,
+            Some(w) if DOWNTONERS.contains(&w) => 0.5,
+            _ => 1.0,
+        };
+        matched += 1;
+        for &k in emotions {
+            weight[k] += factor;
+        }
+    }
+    let exclamations = text.matches('!').count().min(3);
+    #[allow(clippy::cast_precision_loss)] // at most 3
+    let emphasis = 1.0 + 0.1 * exclamations as f64;
+    let scores: Vec<f64> = weight
+        .iter()
+        .map(|w| 1.0 - (-(w * emphasis)).exp())
+        .collect();
+    let valence = VADER
+        .polarity_scores(text)
+        .get("compound")
+        .copied()
+        .unwrap_or(0.0);
+    let total: f64 = scores.iter().sum();
+    let (arousal, dominance) = if total > 0.0 {
+        let a: f64 = scores.iter().zip(ANCHORS).map(|(s, (_, a, _))| s * a).sum();
+        let d: f64 = scores.iter().zip(ANCHORS).map(|(s, (_, _, d))| s * d).sum();
+        ((a / total + 1.0) / 2.0, d / total)
+    } else {
+        // No emotion word: the only signal is how strong the valence is.
+        (0.5 * valence.abs() + 0.1 * f64::from(u8::try_from(exclamations).unwrap_or(3)), 0.0)
+    };
+    let vader_words = tokens
+        .iter()
+        .filter(|w| VADER.polarity_scores(w).get("compound").copied().unwrap_or(0.0) != 0.0)
+        .count();
+    let coverage = matched.max(vader_words);
+    #[allow(clippy::cast_precision_loss)] // word counts
+    let confidence = coverage as f64 / (coverage as f64 + 2.0);
+    let mut emotions: Vec<EmotionScore> = scores
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(k, s)| EmotionScore {
+            emotion: EMOTIONS[k].to_owned(),
+            score: round3(*s),
+            intensity: intensity(*s).to_owned(),
+        })
+        .collect();
+    emotions.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let (primary, basis) = match emotions.first() {
+        Some(top) => (Some(top.emotion.clone()), Some("lexicon".to_owned())),
+        None if valence >= 0.3 => (Some("joy".to_owned()), Some("valence".to_owned())),
+        None if valence <= -0.3 => (Some("sadness".to_owned()), Some("valence".to_owned())),
+        None => (None, None),
+    };
+    let discrete_confidence = match (&emotions[..], basis.as_deref()) {
+        ([top, second, ..], _) => round3(top.score * (1.0 - second.score / (top.score + 1.0))),
+        ([top], _) => round3(top.score),
+        ([], Some(_)) => round3(valence.abs() * 0.5),
+        ([], None) => 0.0,
+    };
+    Reading {
+        circumplex: Circumplex {
+            valence: round3(valence),
+            arousal: round3(arousal.clamp(0.0, 1.0)),
+            dominance: round3(dominance.clamp(-1.0, 1.0)),
+            confidence: round3(confidence),
+        },
+        discrete: Discrete {
+            primary,
+            emotions,
+            confidence: discrete_confidence,
+            basis,
+        },
+        matched,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lexicon_covers_every_emotion() {
+        for (k, e) in EMOTIONS.iter().enumerate() {
+            assert!(LEXICON.values().any(|v| v.contains(&k)), "{e} has no word");
+        }
+    }
+
+    #[test]
+    fn negation_removes_and_intensifiers_raise() {
+        let plain = read("I am happy.");
+        let very = read("I am very happy.");
+        let not = read("I am not happy.");
+        let top = |r: &Reading| r.discrete.emotions.first().map_or(0.0, |e| e.score);
+        assert!(top(&very) > top(&plain));
+        assert!(not.discrete.emotions.iter().all(|e| e.emotion != "joy"));
+        assert!(plain.circumplex.valence > 0.0);
+        assert!(not.circumplex.valence < 0.0);
+    }
+
+    #[test]
+    fn inflected_forms_are_found() {
+        assert_eq!(read("She was terrified.").discrete.primary.as_deref(), Some("fear"));
+        assert_eq!(read("He felt ashamed").discrete.primary.as_deref(), Some("shame"));
+        assert_eq!(read("We are grateful").discrete.primary.as_deref(), Some("gratitude"));
+    }
+
+    #[test]
+    fn odd_input_reads_without_panicking() {
+        for text in ["", "!!!", "😀😀", "'''", "a-b-c", "ÆØÅ ü", &"x".repeat(10_000)] {
+            let _ = read(text);
+        }
+    }
+}
