@@ -21,6 +21,9 @@ mod metacognition;
 mod reasoning;
 mod think;
 
+#[cfg(test)]
+mod evaluation;
+
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
