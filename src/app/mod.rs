@@ -12,13 +12,13 @@
 
 mod audit_export;
 pub(crate) mod call;
+pub mod cognition;
 pub mod deliberation;
 mod draws;
 mod erase;
 pub mod errors;
 mod idempotency;
 mod lenient;
-pub mod cognition;
 pub mod lux;
 mod maxential;
 pub mod memory;
@@ -46,10 +46,16 @@ use crate::events::{
 };
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
-use crate::projections::{CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
+use crate::projections::{
+    CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
+};
 
 pub use audit_export::AuditExportArgs;
 pub use audit_export::EXPORT_REASONING_AUDIT_TOOL;
+pub use cognition::{
+    ANALYZE_REASONING_TOOL, ANALYZE_SYSTEMATICALLY_TOOL, ASSESS_CONFIDENCE_TOOL,
+    DECOMPOSE_PROBLEM_TOOL, DETECT_BIAS_TOOL, DETECT_EMOTION_TOOL, THINK_PARALLEL_TOOL, THINK_TOOL,
+};
 pub use deliberation::{
     ADD_THOUGHT_NODE_TOOL, APPLY_ALGORITHM_TEMPLATE_TOOL, APPLY_REASONING_PATTERN_TOOL,
     CONSENSUS_ANSWER_TOOL, CONVERGE_REASONING_TOOL, EVALUATE_REASONING_QUALITY_TOOL,
@@ -62,10 +68,6 @@ pub use deliberation::{
 };
 pub use erase::ERASE_TOOL;
 pub use errors::ErrorCode;
-pub use cognition::{
-    ANALYZE_REASONING_TOOL, ANALYZE_SYSTEMATICALLY_TOOL, ASSESS_CONFIDENCE_TOOL,
-    DECOMPOSE_PROBLEM_TOOL, DETECT_BIAS_TOOL, DETECT_EMOTION_TOOL, THINK_PARALLEL_TOOL, THINK_TOOL,
-};
 pub use lux::{BIASED_REASONING_TOOL, CONFER_TOOL, PLANNER_TOOL, TRACED_REASONING_TOOL};
 pub use maxential::{EXPORT_TOOL, SEARCH_TOOL, TAG_TOOL, VISUALIZE_TOOL};
 pub use maxential::{

@@ -9,7 +9,8 @@ use std::sync::LazyLock;
 
 use super::call::ToolSpec;
 use super::{
-    audit_export, cognition, deliberation, erase, lux, maxential, memory, replay, thinking, toolsets,
+    audit_export, cognition, deliberation, erase, lux, maxential, memory, replay, thinking,
+    toolsets,
 };
 
 /// One family's tools as the decider dispatches them (a family whose tools sit in two toolsets

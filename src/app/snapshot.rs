@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::App;
 use super::idempotency::IdempotencyIndex;
-use crate::projections::{CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState};
+use crate::projections::{
+    CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
+};
 
 /// The version of the snapshot state (see the module's documentation).
 pub const STATE_VERSION: &str = "app-state/7";

@@ -9,8 +9,8 @@
 //! The facts one family makes live in its own submodule (`thinking`, `deliberation`); the
 //! envelope, the session lifecycle and erasure, which every family shares, stay here.
 
-pub mod deliberation;
 pub mod cognition;
+pub mod deliberation;
 pub mod lux;
 pub mod memory;
 pub mod thinking;

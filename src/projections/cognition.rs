@@ -40,7 +40,9 @@ impl CognitionState {
         for fact in &event.facts {
             match fact {
                 Fact::CognitionRecorded(f) => {
-                    let Some(id) = &event.session_id else { continue };
+                    let Some(id) = &event.session_id else {
+                        continue;
+                    };
                     let analysis = Analysis {
                         seq: event.seq,
                         tool: f.tool.clone(),

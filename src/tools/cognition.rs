@@ -5,9 +5,10 @@
 use super::catalog::{Effect, ToolEntry, entry, render_json};
 use crate::app::cognition::{
     AnalyzeReasoningArgs, AnalyzeReasoningOutput, AnalyzeSystematicallyArgs,
-    AnalyzeSystematicallyOutput, AssessConfidenceArgs, AssessConfidenceOutput, DecomposeProblemArgs,
-    DecomposeProblemOutput, DetectBiasArgs, DetectBiasOutput, DetectEmotionArgs,
-    DetectEmotionOutput, ThinkArgs, ThinkOutput, ThinkParallelArgs, ThinkParallelOutput,
+    AnalyzeSystematicallyOutput, AssessConfidenceArgs, AssessConfidenceOutput,
+    DecomposeProblemArgs, DecomposeProblemOutput, DetectBiasArgs, DetectBiasOutput,
+    DetectEmotionArgs, DetectEmotionOutput, ThinkArgs, ThinkOutput, ThinkParallelArgs,
+    ThinkParallelOutput,
 };
 use crate::app::{
     ANALYZE_REASONING_TOOL, ANALYZE_SYSTEMATICALLY_TOOL, ASSESS_CONFIDENCE_TOOL,

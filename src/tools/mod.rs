@@ -346,7 +346,11 @@ impl ThinkServer {
             answer.exchange.started_after_ms = u64::try_from(sent.as_millis()).ok();
             answers[k] = Some(answer);
         }
-        command.prepared.model.answers.extend(answers.into_iter().flatten());
+        command
+            .prepared
+            .model
+            .answers
+            .extend(answers.into_iter().flatten());
         Ok(())
     }
 

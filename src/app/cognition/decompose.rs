@@ -96,7 +96,11 @@ fn parts(problem: &str) -> Vec<String> {
         .map(|p| p.trim().to_owned())
         .filter(|p| p.split_whitespace().count() >= 2)
         .collect();
-    if pieces.len() >= 2 { pieces } else { Vec::new() }
+    if pieces.len() >= 2 {
+        pieces
+    } else {
+        Vec::new()
+    }
 }
 
 /// Decomposes `problem` to `max_depth` levels (1–5).
@@ -118,12 +122,17 @@ pub fn decompose(problem: &str, max_depth: u32) -> Tree {
         let mut next = Vec::new();
         for (parent, parent_text, tasks) in &frontier {
             let children: Vec<(String, Option<[&str; 3]>)> = match (depth, tasks) {
-                (2, _) if split_into_parts => own.iter().map(|p| (p.clone(), Some(PHASES[2].1))).collect(),
+                (2, _) if split_into_parts => {
+                    own.iter().map(|p| (p.clone(), Some(PHASES[2].1))).collect()
+                }
                 (2, _) => PHASES
                     .iter()
                     .map(|(name, tasks)| (format!("{name}: {}", problem.trim()), Some(*tasks)))
                     .collect(),
-                (3, Some(tasks)) => tasks.iter().map(|t| (format!("{t} ({parent_text})"), None)).collect(),
+                (3, Some(tasks)) => tasks
+                    .iter()
+                    .map(|t| (format!("{t} ({parent_text})"), None))
+                    .collect(),
                 _ => vec![
                     (format!("Prepare: {parent_text}"), None),
                     (format!("Complete and check: {parent_text}"), None),
@@ -167,7 +176,13 @@ pub fn decompose(problem: &str, max_depth: u32) -> Tree {
 
 /// A description cut to its first 60 characters, for the children that name it.
 fn short(text: &str) -> String {
-    let head: String = text.split(" (").next().unwrap_or(text).chars().take(60).collect();
+    let head: String = text
+        .split(" (")
+        .next()
+        .unwrap_or(text)
+        .chars()
+        .take(60)
+        .collect();
     head
 }
 
@@ -211,9 +226,13 @@ mod tests {
 
     fn is_topological(tree: &Tree) -> bool {
         let order = tree.order.as_ref().expect("acyclic");
-        let at = |id: &str| order.iter().position(|o| o == id).expect("every node ordered");
-        order.len() == tree.nodes.len()
-            && tree.dependencies.iter().all(|d| at(&d.from) < at(&d.to))
+        let at = |id: &str| {
+            order
+                .iter()
+                .position(|o| o == id)
+                .expect("every node ordered")
+        };
+        order.len() == tree.nodes.len() && tree.dependencies.iter().all(|d| at(&d.from) < at(&d.to))
     }
 
     #[test]
@@ -223,12 +242,18 @@ mod tests {
             assert!(is_topological(&tree), "depth {depth}");
             assert_eq!(tree.nodes.iter().map(|n| n.depth).max(), Some(depth));
         }
-        assert_eq!(decompose("Build a scalable web application", 3).nodes.len(), 1 + 4 + 12);
+        assert_eq!(
+            decompose("Build a scalable web application", 3).nodes.len(),
+            1 + 4 + 12
+        );
     }
 
     #[test]
     fn listed_parts_become_the_sub_problems() {
-        let tree = decompose("Migrate the database, rewrite the API and then retrain the support team", 2);
+        let tree = decompose(
+            "Migrate the database, rewrite the API and then retrain the support team",
+            2,
+        );
         assert!(tree.split_into_parts);
         assert_eq!(tree.nodes.len(), 4);
         assert_eq!(tree.nodes[1].description, "Migrate the database");
@@ -237,8 +262,20 @@ mod tests {
 
     #[test]
     fn a_cycle_has_no_order() {
-        let n = |id: &str| SubProblem { id: id.into(), description: String::new(), depth: 1, parent: None };
-        let e = |a: &str, b: &str| Dependency { from: a.into(), to: b.into(), kind: "sequential".into() };
-        assert_eq!(topological(&[n("a"), n("b")], &[e("a", "b"), e("b", "a")]), None);
+        let n = |id: &str| SubProblem {
+            id: id.into(),
+            description: String::new(),
+            depth: 1,
+            parent: None,
+        };
+        let e = |a: &str, b: &str| Dependency {
+            from: a.into(),
+            to: b.into(),
+            kind: "sequential".into(),
+        };
+        assert_eq!(
+            topological(&[n("a"), n("b")], &[e("a", "b"), e("b", "a")]),
+            None
+        );
     }
 }

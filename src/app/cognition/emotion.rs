@@ -87,16 +87,53 @@ const NEGATORS: &[&str] = &[
 
 /// Words that strengthen the next emotion word (from VADER's booster list).
 const INTENSIFIERS: &[&str] = &[
-    "very", "really", "so", "extremely", "incredibly", "absolutely", "totally", "completely",
-    "deeply", "utterly", "truly", "highly", "hugely", "immensely", "terribly", "awfully",
-    "enormously", "especially", "exceptionally", "extraordinarily", "fully", "most", "such",
-    "thoroughly", "tremendously", "unbelievably", "remarkably", "super", "quite", "too",
+    "very",
+    "really",
+    "so",
+    "extremely",
+    "incredibly",
+    "absolutely",
+    "totally",
+    "completely",
+    "deeply",
+    "utterly",
+    "truly",
+    "highly",
+    "hugely",
+    "immensely",
+    "terribly",
+    "awfully",
+    "enormously",
+    "especially",
+    "exceptionally",
+    "extraordinarily",
+    "fully",
+    "most",
+    "such",
+    "thoroughly",
+    "tremendously",
+    "unbelievably",
+    "remarkably",
+    "super",
+    "quite",
+    "too",
 ];
 
 /// Words that weaken the next emotion word (VADER's negative boosters).
 const DOWNTONERS: &[&str] = &[
-    "slightly", "somewhat", "barely", "little", "marginally", "partly", "kinda", "mildly",
-    "occasionally", "sort", "kind", "bit", "less",
+    "slightly",
+    "somewhat",
+    "barely",
+    "little",
+    "marginally",
+    "partly",
+    "kinda",
+    "mildly",
+    "occasionally",
+    "sort",
+    "kind",
+    "bit",
+    "less",
 ];
 
 /// One emotion's score.
@@ -248,11 +285,21 @@ pub fn read(text: &str) -> Reading {
         ((a / total + 1.0) / 2.0, d / total)
     } else {
         // No emotion word: the only signal is how strong the valence is.
-        (0.5 * valence.abs() + 0.1 * f64::from(u8::try_from(exclamations).unwrap_or(3)), 0.0)
+        (
+            0.5 * valence.abs() + 0.1 * f64::from(u8::try_from(exclamations).unwrap_or(3)),
+            0.0,
+        )
     };
     let vader_words = tokens
         .iter()
-        .filter(|w| VADER.polarity_scores(w).get("compound").copied().unwrap_or(0.0) != 0.0)
+        .filter(|w| {
+            VADER
+                .polarity_scores(w)
+                .get("compound")
+                .copied()
+                .unwrap_or(0.0)
+                != 0.0
+        })
         .count();
     let coverage = matched.max(vader_words);
     #[allow(clippy::cast_precision_loss)] // word counts
@@ -322,14 +369,31 @@ mod tests {
 
     #[test]
     fn inflected_forms_are_found() {
-        assert_eq!(read("She was terrified.").discrete.primary.as_deref(), Some("fear"));
-        assert_eq!(read("He felt ashamed").discrete.primary.as_deref(), Some("shame"));
-        assert_eq!(read("We are grateful").discrete.primary.as_deref(), Some("gratitude"));
+        assert_eq!(
+            read("She was terrified.").discrete.primary.as_deref(),
+            Some("fear")
+        );
+        assert_eq!(
+            read("He felt ashamed").discrete.primary.as_deref(),
+            Some("shame")
+        );
+        assert_eq!(
+            read("We are grateful").discrete.primary.as_deref(),
+            Some("gratitude")
+        );
     }
 
     #[test]
     fn odd_input_reads_without_panicking() {
-        for text in ["", "!!!", "😀😀", "'''", "a-b-c", "ÆØÅ ü", &"x".repeat(10_000)] {
+        for text in [
+            "",
+            "!!!",
+            "😀😀",
+            "'''",
+            "a-b-c",
+            "ÆØÅ ü",
+            &"x".repeat(10_000),
+        ] {
             let _ = read(text);
         }
     }

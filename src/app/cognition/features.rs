@@ -16,35 +16,117 @@ use super::emotion::words;
 pub const RULES: &str = "thinkledger.cognition.features/1";
 
 const HEDGES: &[&str] = &[
-    "might", "may", "maybe", "perhaps", "possibly", "probably", "likely", "unlikely", "could",
-    "seems", "seem", "appears", "appear", "suggests", "suggest", "assume", "assuming", "unclear",
-    "uncertain", "guess", "roughly", "approximately", "estimate", "believe", "think",
+    "might",
+    "may",
+    "maybe",
+    "perhaps",
+    "possibly",
+    "probably",
+    "likely",
+    "unlikely",
+    "could",
+    "seems",
+    "seem",
+    "appears",
+    "appear",
+    "suggests",
+    "suggest",
+    "assume",
+    "assuming",
+    "unclear",
+    "uncertain",
+    "guess",
+    "roughly",
+    "approximately",
+    "estimate",
+    "believe",
+    "think",
 ];
 
 const ABSOLUTES: &[&str] = &[
-    "always", "never", "all", "none", "every", "everyone", "nobody", "certainly", "definitely",
-    "undoubtedly", "guaranteed", "proves", "proven", "obviously", "clearly", "impossible",
-    "optimal", "perfect",
+    "always",
+    "never",
+    "all",
+    "none",
+    "every",
+    "everyone",
+    "nobody",
+    "certainly",
+    "definitely",
+    "undoubtedly",
+    "guaranteed",
+    "proves",
+    "proven",
+    "obviously",
+    "clearly",
+    "impossible",
+    "optimal",
+    "perfect",
 ];
 
 const CONNECTIVES: &[&str] = &[
-    "because", "therefore", "thus", "hence", "since", "consequently", "so", "implies", "given",
-    "accordingly", "due",
+    "because",
+    "therefore",
+    "thus",
+    "hence",
+    "since",
+    "consequently",
+    "so",
+    "implies",
+    "given",
+    "accordingly",
+    "due",
 ];
 
 const SOURCES: &[&str] = &[
-    "study", "studies", "benchmark", "benchmarks", "data", "test", "tests", "measured", "measurement",
-    "report", "survey", "metrics", "metric", "logs", "experiment", "results", "analysis",
-    "according", "source", "paper", "production", "trial", "audit", "sample",
+    "study",
+    "studies",
+    "benchmark",
+    "benchmarks",
+    "data",
+    "test",
+    "tests",
+    "measured",
+    "measurement",
+    "report",
+    "survey",
+    "metrics",
+    "metric",
+    "logs",
+    "experiment",
+    "results",
+    "analysis",
+    "according",
+    "source",
+    "paper",
+    "production",
+    "trial",
+    "audit",
+    "sample",
 ];
 
 const ALTERNATIVES: &[&str] = &[
-    "however", "although", "alternatively", "alternative", "alternatives", "risk", "risks",
-    "limitation", "limitations", "counterargument", "unless", "tradeoff", "trade-off", "downside",
-    "caveat", "edge",
+    "however",
+    "although",
+    "alternatively",
+    "alternative",
+    "alternatives",
+    "risk",
+    "risks",
+    "limitation",
+    "limitations",
+    "counterargument",
+    "unless",
+    "tradeoff",
+    "trade-off",
+    "downside",
+    "caveat",
+    "edge",
 ];
 
-const NEGATIONS: &[&str] = &["not", "no", "never", "cannot", "cant", "wont", "isnt", "doesnt", "dont"];
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "cannot", "cant", "wont", "isnt", "doesnt", "dont",
+];
 
 const STOP: &[&str] = &[
     "the", "and", "for", "that", "this", "with", "from", "are", "was", "were", "will", "have",
@@ -189,13 +271,12 @@ pub fn dimensions(x: &Features) -> Dimensions {
     };
     let evidence_quality = per_item * (1.0 - (-n / 2.0).exp());
     let sentences = f(x.sentences.max(1));
-    let coherence = 0.5 + 0.3 * (f(x.connectives) / sentences).min(1.0)
-        - 0.2 * f(x.contradictions)
+    let coherence = 0.5 + 0.3 * (f(x.connectives) / sentences).min(1.0) - 0.2 * f(x.contradictions)
         + if x.sentences > 1 { 0.2 } else { 0.0 };
     let coverage = x.context_coverage.unwrap_or(0.5);
     let completeness = 0.5 * coverage
-        + 0.25 * (f(x.connectives) > 0.0).then_some(1.0).unwrap_or(0.0)
-        + 0.25 * (f(x.alternatives) > 0.0).then_some(1.0).unwrap_or(0.0);
+        + 0.25 * if x.connectives > 0 { 1.0 } else { 0.0 }
+        + 0.25 * if x.alternatives > 0 { 1.0 } else { 0.0 };
     let uncertainty = ((f(x.hedges) + f(x.contradictions)) / sentences).min(1.0);
     Dimensions {
         evidence_quality: round2(evidence_quality.clamp(0.0, 1.0)),
@@ -289,7 +370,10 @@ pub struct Quality {
 /// counts the text's own numbers and source words.
 pub fn quality(reasoning: &str, x: &Features, d: &Dimensions) -> Quality {
     let tokens = words(reasoning);
-    let numbers = tokens.iter().filter(|w| w.chars().any(|c| c.is_ascii_digit())).count();
+    let numbers = tokens
+        .iter()
+        .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+        .count();
     let sources = count_in(&tokens, SOURCES);
     let support = 1.0 - (-(f(numbers) + f(sources) + 0.5 * f(x.connectives)) / 2.0).exp();
     let validity = 1.0
@@ -346,10 +430,14 @@ mod tests {
 
     #[test]
     fn evidence_raises_and_absolutes_lower_confidence() {
-        let reasoning = "Based on benchmark results, the optimization will improve throughput by 40%";
+        let reasoning =
+            "Based on benchmark results, the optimization will improve throughput by 40%";
         let good = count(
             reasoning,
-            &["Benchmark results showing 40% improvement".into(), "Load test data".into()],
+            &[
+                "Benchmark results showing 40% improvement".into(),
+                "Load test data".into(),
+            ],
             Some("Production deployment decision"),
         );
         let bare = count("This is always the optimal choice, obviously.", &[], None);
@@ -361,7 +449,11 @@ mod tests {
 
     #[test]
     fn a_negated_repeat_is_a_contradiction() {
-        let x = count("The cache improves latency. The cache does not improve latency.", &[], None);
+        let x = count(
+            "The cache improves latency. The cache does not improve latency.",
+            &[],
+            None,
+        );
         assert_eq!(x.contradictions, 1);
     }
 }

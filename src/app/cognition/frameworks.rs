@@ -31,10 +31,33 @@ pub const TABLE: &[Framework] = &[
         description: "Systematic approach to identify underlying causes",
         best_for: "Debugging, failure analysis",
         cues: &[
-            "why", "failure", "failures", "fail", "fails", "failing", "failed", "error", "errors",
-            "bug", "bugs", "crash", "crashes", "outage", "incident", "broken", "intermittent",
-            "regression", "root cause", "debug", "leak", "defect", "timeout", "timeouts", "slow",
-            "degraded", "malfunction",
+            "why",
+            "failure",
+            "failures",
+            "fail",
+            "fails",
+            "failing",
+            "failed",
+            "error",
+            "errors",
+            "bug",
+            "bugs",
+            "crash",
+            "crashes",
+            "outage",
+            "incident",
+            "broken",
+            "intermittent",
+            "regression",
+            "root cause",
+            "debug",
+            "leak",
+            "defect",
+            "timeout",
+            "timeouts",
+            "slow",
+            "degraded",
+            "malfunction",
         ],
         steps: &[
             "Define problem",
@@ -50,8 +73,18 @@ pub const TABLE: &[Framework] = &[
         description: "Form a hypothesis and test it against evidence",
         best_for: "Hypothesis testing, empirical problems",
         cues: &[
-            "hypothesis", "experiment", "test whether", "measure", "empirical", "evidence",
-            "effect of", "correlation", "causes", "validate", "significant", "data shows",
+            "hypothesis",
+            "experiment",
+            "test whether",
+            "measure",
+            "empirical",
+            "evidence",
+            "effect of",
+            "correlation",
+            "causes",
+            "validate",
+            "significant",
+            "data shows",
         ],
         steps: &[
             "Observe and ask a question",
@@ -67,8 +100,20 @@ pub const TABLE: &[Framework] = &[
         description: "Understand users, then ideate, prototype and test",
         best_for: "User-centered problems, innovation",
         cues: &[
-            "user", "users", "customer", "customers", "experience", "ux", "usability", "persona",
-            "onboarding", "interface", "design", "needs", "journey", "adoption",
+            "user",
+            "users",
+            "customer",
+            "customers",
+            "experience",
+            "ux",
+            "usability",
+            "persona",
+            "onboarding",
+            "interface",
+            "design",
+            "needs",
+            "journey",
+            "adoption",
         ],
         steps: &["Empathize", "Define", "Ideate", "Prototype", "Test"],
     },
@@ -78,8 +123,19 @@ pub const TABLE: &[Framework] = &[
         description: "Map the parts, their links and feedback loops",
         best_for: "Complex interconnected systems",
         cues: &[
-            "ecosystem", "interconnected", "feedback", "dependencies", "system-wide", "organization",
-            "supply chain", "interactions", "stakeholders", "complex", "loop", "loops", "network",
+            "ecosystem",
+            "interconnected",
+            "feedback",
+            "dependencies",
+            "system-wide",
+            "organization",
+            "supply chain",
+            "interactions",
+            "stakeholders",
+            "complex",
+            "loop",
+            "loops",
+            "network",
         ],
         steps: &[
             "Define the system boundary",
@@ -95,8 +151,20 @@ pub const TABLE: &[Framework] = &[
         description: "Examine claims, evidence and arguments",
         best_for: "Evaluation, argument analysis",
         cues: &[
-            "evaluate", "argument", "claim", "claims", "assess", "validity", "compare",
-            "pros and cons", "should we", "trade-off", "tradeoff", "decide", "justify", "credible",
+            "evaluate",
+            "argument",
+            "claim",
+            "claims",
+            "assess",
+            "validity",
+            "compare",
+            "pros and cons",
+            "should we",
+            "trade-off",
+            "tradeoff",
+            "decide",
+            "justify",
+            "credible",
         ],
         steps: &[
             "Clarify the claim",
@@ -112,8 +180,18 @@ pub const TABLE: &[Framework] = &[
         description: "Diverge to generate options, then converge",
         best_for: "Novel solutions, brainstorming",
         cues: &[
-            "new ideas", "innovate", "innovative", "brainstorm", "creative", "novel", "invent",
-            "reimagine", "differentiate", "ideas", "original", "unconventional",
+            "new ideas",
+            "innovate",
+            "innovative",
+            "brainstorm",
+            "creative",
+            "novel",
+            "invent",
+            "reimagine",
+            "differentiate",
+            "ideas",
+            "original",
+            "unconventional",
         ],
         steps: &[
             "Clarify the challenge",
@@ -128,8 +206,18 @@ pub const TABLE: &[Framework] = &[
         description: "Reduce the problem to fundamental truths and rebuild",
         best_for: "Fundamental understanding",
         cues: &[
-            "fundamental", "fundamentally", "from scratch", "basic", "underlying", "physics",
-            "rethink", "assumptions", "cost of", "first principles", "essence", "minimum",
+            "fundamental",
+            "fundamentally",
+            "from scratch",
+            "basic",
+            "underlying",
+            "physics",
+            "rethink",
+            "assumptions",
+            "cost of",
+            "first principles",
+            "essence",
+            "minimum",
         ],
         steps: &[
             "Identify current assumptions",
@@ -143,8 +231,20 @@ pub const TABLE: &[Framework] = &[
         description: "Explore plausible futures and prepare for each",
         best_for: "Future planning, uncertainty",
         cues: &[
-            "future", "forecast", "next year", "years", "uncertain", "uncertainty", "scenario",
-            "scenarios", "what if", "long-term", "roadmap", "trends", "plan for", "2030",
+            "future",
+            "forecast",
+            "next year",
+            "years",
+            "uncertain",
+            "uncertainty",
+            "scenario",
+            "scenarios",
+            "what if",
+            "long-term",
+            "roadmap",
+            "trends",
+            "plan for",
+            "2030",
         ],
         steps: &[
             "Identify driving forces",
@@ -241,8 +341,18 @@ mod tests {
 
     #[test]
     fn other_problems_get_their_frameworks() {
-        assert_eq!(select("How do we improve onboarding for new users?").framework.id, "design-thinking");
-        assert_eq!(select("Plan for the next 5 years under uncertainty").framework.id, "scenario-planning");
+        assert_eq!(
+            select("How do we improve onboarding for new users?")
+                .framework
+                .id,
+            "design-thinking"
+        );
+        assert_eq!(
+            select("Plan for the next 5 years under uncertainty")
+                .framework
+                .id,
+            "scenario-planning"
+        );
         assert_eq!(select("Hello there").framework.id, "critical-thinking");
     }
 }

@@ -91,7 +91,13 @@ pub(super) fn decide_confidence(call: &mut Call<'_>) -> Outcome {
     });
     answer(
         call,
-        (super::ASSESS_CONFIDENCE_TOOL, features::RULES, None, result, Vec::new()),
+        (
+            super::ASSESS_CONFIDENCE_TOOL,
+            features::RULES,
+            None,
+            result,
+            Vec::new(),
+        ),
         data,
         &["confidenceAssessor"],
     )
@@ -241,7 +247,13 @@ pub(super) fn decide_emotion(call: &mut Call<'_>) -> Outcome {
     };
     answer(
         call,
-        (super::DETECT_EMOTION_TOOL, emotion::RULES, None, result, Vec::new()),
+        (
+            super::DETECT_EMOTION_TOOL,
+            emotion::RULES,
+            None,
+            result,
+            Vec::new(),
+        ),
         data,
         components,
     )

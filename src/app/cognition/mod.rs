@@ -33,8 +33,8 @@ use super::call::model::ModelTool;
 use super::call::{Call, Decide, Refusal, ToolSpec, target};
 use super::{ErrorCode, Outcome, Rejection};
 use crate::events::Fact;
-use crate::events::cognition::CognitionRecorded;
 use crate::events::TextRef;
+use crate::events::cognition::CognitionRecorded;
 
 pub use metacognition::{
     AnalyzeReasoningArgs, AnalyzeReasoningOutput, AssessConfidenceArgs, AssessConfidenceOutput,
@@ -189,7 +189,11 @@ pub(crate) fn fail(code: ErrorCode, error: impl Into<String>, suggestion: &str) 
 
 /// Parses a tool's arguments: a missing field is the seed's "Missing required parameter".
 pub(crate) fn parse<T: DeserializeOwned>(args: &Value, suggestion: &str) -> Result<T, Refusal> {
-    let args = if args.is_null() { json!({}) } else { args.clone() };
+    let args = if args.is_null() {
+        json!({})
+    } else {
+        args.clone()
+    };
     serde_json::from_value(args).map_err(|e| {
         let message = e.to_string();
         match message

@@ -109,7 +109,12 @@ pub(super) fn decide_systematic(call: &mut Call<'_>) -> Outcome {
                     SYSTEMATIC_USAGE,
                 ));
             };
-            (f, 1.0, "Preferred framework requested by the caller".to_owned(), false)
+            (
+                f,
+                1.0,
+                "Preferred framework requested by the caller".to_owned(),
+                false,
+            )
         }
         None if auto.top == 0 => (
             auto.framework,
@@ -184,7 +189,13 @@ pub(super) fn decide_systematic(call: &mut Call<'_>) -> Outcome {
     });
     answer(
         call,
-        (super::ANALYZE_SYSTEMATICALLY_TOOL, frameworks::RULES, None, result, Vec::new()),
+        (
+            super::ANALYZE_SYSTEMATICALLY_TOOL,
+            frameworks::RULES,
+            None,
+            result,
+            Vec::new(),
+        ),
         data,
         &["frameworkSelector"],
     )
@@ -277,7 +288,13 @@ pub(super) fn decide_decompose(call: &mut Call<'_>) -> Outcome {
     };
     answer(
         call,
-        (super::DECOMPOSE_PROBLEM_TOOL, decompose::RULES, None, result, texts),
+        (
+            super::DECOMPOSE_PROBLEM_TOOL,
+            decompose::RULES,
+            None,
+            result,
+            texts,
+        ),
         data,
         &["problemDecomposer"],
     )

@@ -279,7 +279,10 @@ fn stream_request(stream: &str, problem: &str, context: Option<&ProblemContext>)
 }
 
 fn no_model(command: &Command) -> bool {
-    matches!(command.prepared.model.failure, Some(ModelFailure::NotConfigured(_)))
+    matches!(
+        command.prepared.model.failure,
+        Some(ModelFailure::NotConfigured(_))
+    )
 }
 
 fn think_args(command: &Command) -> Result<ThinkArgs, Refusal> {
@@ -329,7 +332,11 @@ pub(super) fn plan_think(_app: &App, command: &Command) -> Result<Option<ModelSt
     Ok(Some(if args.mode == "parallel" {
         concurrent(&args.problem, args.context.as_ref(), 30_000)
     } else {
-        ModelStep::Chat(think_request(&args.mode, &args.problem, args.context.as_ref()))
+        ModelStep::Chat(think_request(
+            &args.mode,
+            &args.problem,
+            args.context.as_ref(),
+        ))
     }))
 }
 
@@ -338,7 +345,11 @@ pub(super) fn plan_parallel(_app: &App, command: &Command) -> Result<Option<Mode
     if !command.prepared.model.answers.is_empty() || no_model(command) {
         return Ok(None);
     }
-    Ok(Some(concurrent(&args.problem, args.context.as_ref(), timeout)))
+    Ok(Some(concurrent(
+        &args.problem,
+        args.context.as_ref(),
+        timeout,
+    )))
 }
 
 fn model_of(answer: &ChatOutcome) -> String {
@@ -401,11 +412,16 @@ pub(super) fn decide_think(call: &mut Call<'_>) -> Outcome {
     )];
     let (conclusion, reasoning, insights, confidence) =
         match serde_json::from_str::<ThinkJson>(answer_.text().trim()) {
-            Ok(j) => (j.conclusion, j.reasoning, j.insights, j.confidence.map(|c| round2(c.clamp(0.0, 1.0)))),
+            Ok(j) => (
+                j.conclusion,
+                j.reasoning,
+                j.insights,
+                j.confidence.map(|c| round2(c.clamp(0.0, 1.0))),
+            ),
             Err(e) => {
                 limitations.push(format!(
-                    "the model's answer was not the JSON asked for ({e}); its text is the conclusion"
-                ));
+                "the model's answer was not the JSON asked for ({e}); its text is the conclusion"
+            ));
                 (answer_.text().trim().to_owned(), steps, Vec::new(), None)
             }
         };
@@ -493,7 +509,12 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
             },
         };
         let result = json!({"mode": "parallel", "status": "scaffold", "timeoutMs": timeout});
-        return answer(call, (tool, RULES, None, result, Vec::new()), data, &["parallelScaffold"]);
+        return answer(
+            call,
+            (tool, RULES, None, result, Vec::new()),
+            data,
+            &["parallelScaffold"],
+        );
     }
     let model = model_of(&answers[0]);
     let parsed: Vec<Option<StreamJson>> = answers
@@ -551,7 +572,11 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
                 continue;
             };
             if sa != sb {
-                let severity = if sa == "mixed" || sb == "mixed" { 0.5 } else { 1.0 };
+                let severity = if sa == "mixed" || sb == "mixed" {
+                    0.5
+                } else {
+                    1.0
+                };
                 conflicts.push(Conflict {
                     id: format!("conflict-{}", conflicts.len() + 1),
                     kind: "stance".to_owned(),
