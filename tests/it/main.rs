@@ -4,6 +4,7 @@
 //! One test binary; one module per concern.
 
 mod audit;
+mod cognition;
 mod common;
 mod deliberation;
 mod durability;

@@ -272,7 +272,8 @@ pub(crate) fn event_schema() -> Value {
                     { "if": { "required": ["type"], "properties": { "type": { "const": "ModelConferred" } } }, "then": { "$ref": "#/$defs/ModelConferred" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "TracedThoughtRecorded" } } }, "then": { "$ref": "#/$defs/TracedThoughtRecorded" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "PlanStepRecorded" } } }, "then": { "$ref": "#/$defs/PlanStepRecorded" } },
-                    { "if": { "required": ["type"], "properties": { "type": { "const": "BiasedStepRecorded" } } }, "then": { "$ref": "#/$defs/BiasedStepRecorded" } }
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "BiasedStepRecorded" } } }, "then": { "$ref": "#/$defs/BiasedStepRecorded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "CognitionRecorded" } } }, "then": { "$ref": "#/$defs/CognitionRecorded" } }
                 ]
             },
             "modelCall": {
@@ -297,6 +298,7 @@ pub(crate) fn event_schema() -> Value {
                     "status": { "type": "integer", "minimum": 100, "maximum": 599 },
                     "attempts": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
                     "latencyMs": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                    "startedAfterMs": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
                     "exchange": { "$ref": "#/$defs/textRef" }
                 }
             },
@@ -388,6 +390,18 @@ pub(crate) fn event_schema() -> Value {
                             "suggestedCorrection": { "$ref": "#/$defs/textRef" }
                         }
                     }
+                }
+            },
+            "CognitionRecorded": {
+                "type": "object",
+                "required": ["type", "tool", "rules", "result"],
+                "properties": {
+                    "type": { "type": "string", "const": "CognitionRecorded" },
+                    "tool": { "type": "string", "enum": ["think", "analyze_systematically", "think_parallel", "decompose_problem", "assess_confidence", "detect_bias", "detect_emotion", "analyze_reasoning"] },
+                    "rules": { "type": "string", "minLength": 1 },
+                    "model": { "type": "string", "minLength": 1 },
+                    "result": { "type": "object" },
+                    "texts": { "type": "array", "minItems": 1, "items": { "$ref": "#/$defs/textRef" } }
                 }
             },
             "memorySector": { "type": "string", "enum": ["episodic", "semantic", "procedural", "emotional", "reflective"] },

@@ -182,6 +182,7 @@ pub(crate) fn record(
         status: exchange.status,
         attempts: exchange.attempts,
         latency_ms: exchange.latency_ms,
+        started_after_ms: exchange.started_after_ms,
         exchange: text_ref,
     }
 }

@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 /// The rule set and version every answer names.
-pub const RULES: &str = "thinkledger.cognition.bias/1";
+pub const RULES: &str = "thinkledger.cognition.bias/2";
 
 /// One bias type: its name, what to do about it, and the phrases that mark it.
 struct BiasRule {
@@ -31,7 +31,9 @@ const RULE_TABLE: &[BiasRule] = &[
         kind: "confirmation",
         correction: "Actively seek disconfirming evidence and state what would change your mind",
         patterns: &[
-            r"\b(supports?|confirms?|proves?|validates?) (my|our) (hypothesis|belief|view|theory|assumption|idea|point|suspicion|position)",
+            r"\b(support|confirm|prove|validate|back|vindicate)(s|es|ed|d|ing)? (up )?(my|our) (hypothesis|belief|view|theory|assumption|idea|point|suspicion|position|opinion|hunch|case)",
+            r"\b(search(ed|ing)?|look(ed|ing)?|went looking|googl(e|ed|ing)|ask(ed|ing)?|read|cherry-pick(ed|ing)?) (only )?(for )?(the )?(articles|studies|sources|evidence|data|opinions|people|reviews|papers|experts|blogs|posts|examples) (that|which|who) (agree|support|confirm|back|side)",
+            r"\b(agree|agrees|agreed|side|sided) with (me|us|my view|our view)\b.{0,80}\b(confirm|prove|support|show)",
             r"\b(as|just as) (i|we) (expected|predicted|suspected|thought)",
             r"\bknew it all along\b",
             r"\b(ignor(e|ed|ing)|dismiss(ed|ing)?|disregard(ed|ing)?) (the |any |all )?(contradict\w*|conflicting|opposing|negative|contrary) (data|evidence|results?|reviews?|findings|feedback)",
@@ -55,6 +57,7 @@ const RULE_TABLE: &[BiasRule] = &[
         correction: "Look up base rates instead of relying on examples that come easily to mind",
         patterns: &[
             r"\b(i|we) (just |recently )?(heard|read|saw) (about|of) (a|an|one|some|that)\b",
+            r"\b(i|we) (just |recently )?(saw|read|watched|heard) (a|an|one|that) (\w+ ){0,2}(story|report|article|video|documentary|headline|post|clip|segment)s? (about|on|of)\b",
             r"\b(in|on) the news\b",
             r"\b(comes?|came|springs?) (easily )?to mind\b",
             r"\b(i|we) (can )?remember (a|an|one|that) (case|time|story|incident|example)",
@@ -67,9 +70,10 @@ const RULE_TABLE: &[BiasRule] = &[
         kind: "recency",
         correction: "Weigh the whole history, not only the latest events; compare with a longer window",
         patterns: &[
-            r"\b(last|past|this) (week|month|quarter|sprint|few days|couple of days|release)('s)? .{0,60}\b(so|therefore|always|will|trend|from now on|proves?|means)\b",
-            r"\b(recent|latest|most recent) (results?|numbers|events?|data|incident|quarter|release)s? .{0,60}\b(so|therefore|always|will|show|prove|mean)",
-            r"\b(yesterday|today)('s)? .{0,60}\b(so|therefore|always|will|proves?|means)\b",
+            r"\b(last|past|this) (week|month|quarter|sprint|few days|couple of days|release|year|season|game|match|round)('s)?\b.{0,60}\b(so|therefore|always|will|trend|from now on|proves?|means)\b",
+            r"\b(recent|latest|most recent) \w+( \w+)?\b.{0,60}\b(so|therefore|always|will|shows?|proves?|means)\b",
+            r"\b(yesterday|today|tonight|this morning)('s)?\b.{0,60}\b(so|therefore|always|will|proves?|means)\b",
+            r"\bwill (keep|continue|go on) (\w+ing|to \w+)\b.{0,40}\b(from now on|forever|indefinitely)\b",
             r"\bbased (only |solely |just )?on (the )?(last|latest|most recent|recent)\b",
         ],
     },
@@ -90,7 +94,7 @@ const RULE_TABLE: &[BiasRule] = &[
         correction: "Restate the figures both ways (gains and losses, successes and failures) before deciding",
         patterns: &[
             r"\b\d+ ?(%|percent) (success|survival|fat[- ]free|satisfaction|chance of success)",
-            r"\bonly \d+ ?(%|percent) (fail|die|risk|chance of failure|lose|loss)",
+            r"\bonly \d+ ?(%|percent)( of (the )?\w+)? (fail|die|risk|chance of failure|lose|loss|go wrong|suffer|get sick|complain|have (side effects|problems))",
             r"\b(sounds?|feels?|looks?) (much )?(better|worse|safer|riskier) (when|if|because) (it'?s|you|we) (put|phrased|framed|presented|described|said)",
             r"\b(framed|phrased|presented|described) as (a )?(gain|loss|win|saving|success|failure|opportunity|threat)",
             r"\b(lose|losing|miss out on) \$?\d+.{0,40}\b(instead of|rather than|versus|vs\.?) (saving|gaining|winning)",
@@ -101,7 +105,8 @@ const RULE_TABLE: &[BiasRule] = &[
         correction: "Decide on future costs and benefits only; past spending is gone either way",
         patterns: &[
             r"\b(already|have) (spent|invested|put|sunk|poured|wasted) .{0,40}(so|can'?t|cannot|must|have to|should|too)\b",
-            r"\btoo much (time|money|effort|work) (in|into|on) (it|this|that|the \w+) to (stop|quit|give up|abandon|walk away|cancel)",
+            r"\btoo much (time|money|effort|work)? ?(in|into|on) (it|this|that|the \w+|this \w+|that \w+|our \w+) to (stop|quit|give up|abandon|walk away|cancel|drop|scrap)",
+            r"\b(spent|invested|put|sunk|poured) too much\b.{0,40}\bto (stop|quit|give up|abandon|walk away|cancel|drop|scrap)",
             r"\b(can'?t|cannot|won'?t) (stop|quit|give up|abandon|walk away|cancel)( it| this| that)? now\b",
             r"\b(come|gone) (this|so) far\b",
             r"\b(waste|wasting|throw away|throwing away) (all )?(the |what |everything )?(we|i)('ve| have)? (spent|invested|put in|built)",

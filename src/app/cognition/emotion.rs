@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 /// The rule set and version every answer names.
-pub const RULES: &str = "thinkledger.cognition.emotion/1 (VADER lexicon 3.3 + WordNet-Affect 1.1)";
+pub const RULES: &str = "thinkledger.cognition.emotion/2 (VADER lexicon 3.3 + WordNet-Affect 1.1)";
 
 /// The seed's eleven discrete emotions, in its order.
 pub const EMOTIONS: [&str; 11] = [
@@ -54,6 +54,37 @@ const ANCHORS: [(f64, f64, f64); 11] = [
     (0.40, 0.20, -0.30),
     (0.50, 0.30, -0.20),
 ];
+
+/// Words formed from an emotion's own name (the name, its adjective and adverb forms): such a
+/// word means that emotion only, though WordNet-Affect may list it under a second category too
+/// (`guilty` is also under shame, `awe` and `awestruck` under surprise).
+const NAME_WORDS: [&[&str]; 11] = [
+    &["joy", "joyful", "joyfully", "joyous", "joyously"],
+    &["sad", "sadly", "sadness"],
+    &["anger", "angry", "angrily", "angered"],
+    &["fear", "feared", "fearful", "fearfully", "afraid"],
+    &["disgust", "disgusted", "disgusting", "disgustingly"],
+    &["surprise", "surprised", "surprising", "surprisingly"],
+    &["pride", "proud", "proudly"],
+    &["shame", "ashamed", "shameful", "shamefully", "shamed"],
+    &["guilt", "guilty", "guiltily"],
+    &["gratitude", "grateful", "gratefully"],
+    &[
+        "awe",
+        "awed",
+        "awestruck",
+        "awestricken",
+        "awe-struck",
+        "awe-inspiring",
+    ],
+];
+
+/// VADER's normalisation constant: compound = x / √(x² + α).
+const VADER_ALPHA: f64 = 15.0;
+
+/// The valence, on VADER's word scale (−4…4), a lexicon word VADER has no entry for adds: 4 ×
+/// the mean pleasure anchor of its emotions (awe 0.5 → 2.0, fear −0.64 → −2.56).
+const LEXICON_VALENCE_SCALE: f64 = 4.0;
 
 /// The vendored lexicon: `word<TAB>emotion`, one pair a line.
 const LEXICON_TSV: &str = include_str!("wn-affect-emotions.tsv");
@@ -199,7 +230,21 @@ pub(crate) fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The lexicon's emotions of a word or of its base form (plural, past, gerund, adverb).
+/// The emotion a word names, when it is one of [`NAME_WORDS`].
+fn named(word: &str) -> Option<usize> {
+    NAME_WORDS.iter().position(|names| names.contains(&word))
+}
+
+/// The emotions of a word: the one it names, else the lexicon's for it or its base form.
+fn emotions_of(word: &str) -> Option<Vec<usize>> {
+    match named(word) {
+        Some(k) => Some(vec![k]),
+        None => lookup(word).cloned(),
+    }
+}
+
+/// The lexicon's emotions of a word or of its base form (plural, past, gerund, adverb; a past
+/// participle also as its gerund: `excited` → `exciting`).
 fn lookup(word: &str) -> Option<&'static Vec<usize>> {
     if let Some(hit) = LEXICON.get(word) {
         return Some(hit);
@@ -213,7 +258,7 @@ fn lookup(word: &str) -> Option<&'static Vec<usize>> {
         ("fully", &["ful"][..]),
         ("ly", &["", "le"][..]),
         ("ing", &["", "e"][..]),
-        ("ed", &["", "e"][..]),
+        ("ed", &["", "e", "ing"][..]),
         ("es", &["", "e"][..]),
         ("s", &[""][..]),
     ] {
@@ -243,13 +288,38 @@ fn intensity(score: f64) -> &'static str {
     }
 }
 
+/// VADER's compound score of one word alone (0 when VADER has no entry for it).
+fn vader_word(word: &str) -> f64 {
+    VADER
+        .polarity_scores(word)
+        .get("compound")
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// VADER's compound score with `extra` (on VADER's word scale) added to the sum it normalised:
+/// the sum is recovered from the compound (x = c·√(α / (1 − c²))), `extra` added, and the sum
+/// normalised again. Without `extra` the compound is VADER's unchanged.
+fn with_lexicon_valence(compound: f64, extra: f64) -> f64 {
+    if extra == 0.0 || !compound.is_finite() {
+        return compound;
+    }
+    let c = compound.clamp(-0.9999, 0.9999);
+    let sum = c * (VADER_ALPHA / (1.0 - c * c)).sqrt() + extra;
+    sum / (sum * sum + VADER_ALPHA).sqrt()
+}
+
 /// Reads the emotions of `text`.
 pub fn read(text: &str) -> Reading {
     let tokens = words(text);
     let mut weight = [0.0f64; 11];
+    // Emotions named outright (a word of `NAME_WORDS`): they win a tie.
+    let mut named_outright = [false; 11];
     let mut matched = 0usize;
+    // VADER's word scale sum of the emotion words VADER itself does not know.
+    let mut unknown_to_vader = 0.0f64;
     for (i, token) in tokens.iter().enumerate() {
-        let Some(emotions) = lookup(token) else {
+        let Some(emotions) = emotions_of(token) else {
             continue;
         };
         let before = &tokens[i.saturating_sub(3)..i];
@@ -262,8 +332,17 @@ pub fn read(text: &str) -> Reading {
             _ => 1.0,
         };
         matched += 1;
-        for &k in emotions {
+        for &k in &emotions {
             weight[k] += factor;
+        }
+        if let Some(k) = named(token) {
+            named_outright[k] = true;
+        }
+        if vader_word(token) == 0.0 {
+            #[allow(clippy::cast_precision_loss)] // at most 11
+            let pleasure =
+                emotions.iter().map(|&k| ANCHORS[k].0).sum::<f64>() / emotions.len() as f64;
+            unknown_to_vader += factor * LEXICON_VALENCE_SCALE * pleasure;
         }
     }
     let exclamations = text.matches('!').count().min(3);
@@ -273,11 +352,14 @@ pub fn read(text: &str) -> Reading {
         .iter()
         .map(|w| 1.0 - (-(w * emphasis)).exp())
         .collect();
-    let valence = VADER
-        .polarity_scores(text)
-        .get("compound")
-        .copied()
-        .unwrap_or(0.0);
+    let valence = with_lexicon_valence(
+        VADER
+            .polarity_scores(text)
+            .get("compound")
+            .copied()
+            .unwrap_or(0.0),
+        unknown_to_vader,
+    );
     let total: f64 = scores.iter().sum();
     let (arousal, dominance) = if total > 0.0 {
         let a: f64 = scores.iter().zip(ANCHORS).map(|(s, (_, a, _))| s * a).sum();
@@ -290,17 +372,7 @@ pub fn read(text: &str) -> Reading {
             0.0,
         )
     };
-    let vader_words = tokens
-        .iter()
-        .filter(|w| {
-            VADER
-                .polarity_scores(w)
-                .get("compound")
-                .copied()
-                .unwrap_or(0.0)
-                != 0.0
-        })
-        .count();
+    let vader_words = tokens.iter().filter(|w| vader_word(w) != 0.0).count();
     let coverage = matched.max(vader_words);
     #[allow(clippy::cast_precision_loss)] // word counts
     let confidence = coverage as f64 / (coverage as f64 + 2.0);
@@ -314,7 +386,18 @@ pub fn read(text: &str) -> Reading {
             intensity: intensity(*s).to_owned(),
         })
         .collect();
-    emotions.sort_by(|a, b| b.score.total_cmp(&a.score));
+    // Highest score first; on a tie an emotion named outright first, then the seed's order.
+    let named_first = |e: &EmotionScore| {
+        EMOTIONS
+            .iter()
+            .position(|x| *x == e.emotion)
+            .is_some_and(|k| named_outright[k])
+    };
+    emotions.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| named_first(b).cmp(&named_first(a)))
+    });
     let (primary, basis) = match emotions.first() {
         Some(top) => (Some(top.emotion.clone()), Some("lexicon".to_owned())),
         None if valence >= 0.3 => (Some("joy".to_owned()), Some("valence".to_owned())),

@@ -48,6 +48,9 @@ fn emotion_per_class_accuracy() {
         .iter()
         .map(|r| {
             let got = emotion::read(r[1]).discrete.primary;
+            if got.as_deref() != Some(r[0]) {
+                println!("emotion\tmissed\t{}\t{got:?}\t{}", r[0], r[1]);
+            }
             (r[0].to_owned(), got.as_deref() == Some(r[0]))
         })
         .collect();
@@ -57,9 +60,40 @@ fn emotion_per_class_accuracy() {
     assert!(right * 4 >= total * 3, "{right}/{total}");
 }
 
+/// The valence sign an emotion implies: joy, pride, gratitude and awe positive; sadness,
+/// anger, fear, disgust, shame and guilt negative; surprise either.
+fn implied_sign(emotion: &str) -> Option<f64> {
+    match emotion {
+        "joy" | "pride" | "gratitude" | "awe" => Some(1.0),
+        "surprise" => None,
+        _ => Some(-1.0),
+    }
+}
+
 #[test]
-fn emotion_held_out() {
-    let data = rows(include_str!("../../../tests/cognition/emotion_heldout.tsv"));
+fn emotion_valence_sign_on_the_development_set() {
+    let data = rows(include_str!("../../../tests/cognition/emotion.tsv"));
+    let (mut right, mut signed) = (0, 0);
+    for r in &data {
+        let Some(sign) = implied_sign(r[0]) else {
+            continue;
+        };
+        signed += 1;
+        let v = emotion::read(r[1]).circumplex.valence;
+        if v * sign > 0.0 {
+            right += 1;
+        } else {
+            println!("valence\tmissed\t{}\t{v}\t{}", r[0], r[1]);
+        }
+    }
+    println!("valence\tdevelopment\t{right}/{signed}");
+    assert!(right * 10 >= signed * 9, "{right}/{signed}");
+}
+
+/// One held-out emotion set's figures: primary right, sentences, and the clearly signed
+/// sentences whose valence has the wrong sign.
+fn emotion_figures(name: &str, tsv: &str) -> (usize, usize, Vec<String>) {
+    let data = rows(tsv);
     let mut right = 0;
     let mut wrong_sign = Vec::new();
     for r in &data {
@@ -68,20 +102,48 @@ fn emotion_held_out() {
         right += usize::from(ok);
         let v = reading.circumplex.valence;
         println!(
-            "heldout\t{}\t{:?}\t{ok}\tvalence {v}",
-            r[0], reading.discrete.primary
+            "{name}\t{}\t{:?}\t{ok}\tvalence {v}\t{}",
+            r[0], reading.discrete.primary, r[2]
         );
         if (r[1] == "+" && v <= 0.0) || (r[1] == "-" && v >= 0.0) {
-            wrong_sign.push(r[2]);
+            wrong_sign.push(r[2].to_owned());
         }
     }
-    println!("heldout\tprimary\t{right}/{}", data.len());
-    println!("heldout\twrong valence sign\t{wrong_sign:?}");
+    let signed = data.iter().filter(|r| r[1] != "0").count();
+    println!("{name}\tprimary\t{right}/{}", data.len());
+    println!(
+        "{name}\tvalence sign right\t{}/{signed}\twrong: {wrong_sign:?}",
+        signed - wrong_sign.len()
+    );
+    (right, data.len(), wrong_sign)
+}
+
+/// The thresholds on the second held-out set (written after the rule changes,
+/// committed before its first run): primary emotion right for ≥ 3/4, valence sign right on
+/// every clearly signed sentence.
+#[test]
+fn emotion_held_out() {
+    let (right, total, wrong_sign) = emotion_figures(
+        "heldout2",
+        include_str!("../../../tests/cognition/emotion_heldout2.tsv"),
+    );
     assert!(
         wrong_sign.is_empty(),
         "valence sign wrong for {wrong_sign:?}"
     );
-    assert!(right * 4 >= data.len() * 3, "{right}/{}", data.len());
+    assert!(right * 4 >= total * 3, "{right}/{total}");
+}
+
+/// The first held-out set, reported only: its misses informed the rule changes (made on the
+/// development set), so it no longer tests held-out accuracy.
+#[test]
+fn emotion_first_held_out_set_reported() {
+    let (right, total, _) = emotion_figures(
+        "heldout1",
+        include_str!("../../../tests/cognition/emotion_heldout.tsv"),
+    );
+    assert_eq!(total, 12);
+    assert!(right <= total);
 }
 
 #[test]
@@ -96,6 +158,10 @@ fn bias_per_class_accuracy() {
             } else {
                 found.iter().any(|f| f.kind == r[0])
             };
+            if !ok {
+                let kinds: Vec<&str> = found.iter().map(|f| f.kind.as_str()).collect();
+                println!("bias\tmissed\t{}\t{kinds:?}\t{}", r[0], r[1]);
+            }
             (r[0].to_owned(), ok)
         })
         .collect();
@@ -110,20 +176,44 @@ fn bias_per_class_accuracy() {
     assert!(right * 4 >= total * 3, "{right}/{total}");
 }
 
-#[test]
-fn bias_held_out() {
-    let data = rows(include_str!("../../../tests/cognition/bias_heldout.tsv"));
+/// Bias types recognised in one held-out set (one plain example per type).
+fn bias_figures(name: &str, tsv: &str) -> (usize, usize) {
+    let data = rows(tsv);
     let mut right = 0;
     for r in &data {
         let found = bias::detect(r[1]);
         let ok = found.iter().any(|f| f.kind == r[0]);
         println!(
-            "heldout\t{}\t{ok}\t{:?}",
+            "{name}\t{}\t{ok}\t{:?}\t{}",
             r[0],
-            found.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>()
+            found.iter().map(|f| f.kind.as_str()).collect::<Vec<_>>(),
+            r[1]
         );
         right += usize::from(ok);
     }
-    println!("heldout\tbias\t{right}/{}", data.len());
+    println!("{name}\tbias\t{right}/{}", data.len());
+    (right, data.len())
+}
+
+/// The threshold on the second held-out set: at least six of the eight types
+/// recognised from one plain example each.
+#[test]
+fn bias_held_out() {
+    let (right, total) = bias_figures(
+        "heldout2",
+        include_str!("../../../tests/cognition/bias_heldout2.tsv"),
+    );
+    assert_eq!(total, 8, "one example per type");
     assert!(right >= 6, "{right}/8");
+}
+
+/// The first held-out set, reported only (see `emotion_first_held_out_set_reported`).
+#[test]
+fn bias_first_held_out_set_reported() {
+    let (right, total) = bias_figures(
+        "heldout1",
+        include_str!("../../../tests/cognition/bias_heldout.tsv"),
+    );
+    assert_eq!(total, 8);
+    assert!(right <= total);
 }

@@ -240,7 +240,7 @@ pub(crate) fn answer<T: Serialize>(
         tool: tool.to_owned(),
         rules: rules.to_owned(),
         model,
-        result,
+        result: as_stored(result),
         texts,
     }));
     let body = json!({
@@ -255,6 +255,43 @@ pub(crate) fn answer<T: Serialize>(
     call.done(Some(target.id()), facts, body)
 }
 
+/// `value` as it reads back from the ledger: RFC 8785 writes a whole float (`1.0`) as `1`,
+/// which reads back as an integer, so whole floats are made integers before they are recorded
+/// (otherwise a re-execution would see `1.0` where the log holds `1`).
+fn as_stored(value: Value) -> Value {
+    /// 2^53: integers beyond it are not exact in a float (and JCS refuses them anyway).
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            #[allow(clippy::cast_possible_truncation)] // whole and within ±2^53: exact
+            Some(x) if x.fract() == 0.0 && x.abs() < EXACT => Value::from(x as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(as_stored).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k, as_stored(v))).collect())
+        }
+        other => other,
+    }
+}
+
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::as_stored;
+
+    #[test]
+    fn whole_floats_are_recorded_as_the_integers_they_read_back_as() {
+        let v = as_stored(json!({"a": 1.0, "b": [0.5, -0.0, 2.0], "c": "1.0", "d": 3}));
+        assert_eq!(v, json!({"a": 1, "b": [0.5, 0, 2], "c": "1.0", "d": 3}));
+        assert!(v["a"].is_i64() && v["b"][2].is_i64());
+        let text = serde_json::to_string(&v).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, v);
+    }
 }

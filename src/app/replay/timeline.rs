@@ -408,7 +408,16 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
         Fact::CognitionRecorded(f) => (
             "CognitionRecorded",
             None,
-            format!("{} decided by {}", f.tool, f.rules),
+            // The result holds numbers, labels and ids only (never caller or model text).
+            format!(
+                "{} decided by {}{}: {}",
+                f.tool,
+                f.rules,
+                f.model
+                    .as_ref()
+                    .map_or_else(String::new, |m| format!(" with {m}")),
+                f.result
+            ),
         ),
         // The thinking facts are summarized by `change`.
         Fact::SessionStarted { .. }
