@@ -79,8 +79,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/6",
-        "468caeffa454736d5a10614148155a8fe98236037b707e607dab797854a89a84",
+        "app-state/7",
+        "14443ba9695b3e8b1c925ded962cb7adc3dc27a30721ad3d1cb274ca07810d10",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 /// The rule set and version every answer names.
-pub const RULES: &str = "thinkledger.cognition.bias/2";
+pub const RULES: &str = "thinkledger.cognition.bias/3";
 
 /// One bias type: its name, what to do about it, and the phrases that mark it.
 struct BiasRule {
@@ -40,6 +40,10 @@ const RULE_TABLE: &[BiasRule] = &[
             r"\bonly (look(ed)?|search(ed)?|consider(ed)?|read|cite[sd]?) (at )?(the )?(data|evidence|studies|sources|articles|reviews|results) (that|which) (support|agree|confirm)",
             r"\ball the (data|evidence|results) (i|we)('ve| have)? (seen|found|read) (supports?|confirms?|shows?)",
             r"\b(proves?|proved) (that )?(i|we) (was|were|am|are) right\b",
+            r"\b(only|just|exclusively) (read|reads|follow|follows|watch|watches|listens? to|trust|trusts|look at|check|ask|asked|cite|consider|talk to|visit)\b.{0,50}\b(that|which|who) (agree|agrees|share|shares|support|supports|confirm|confirms|back|backs|side|sides|echo|echoes|think like)",
+            r"\b(share|shares|shared|match|matches|echo|echoes|fit|fits) (my|our|his|her|their) (opinion|opinions|view|views|belief|beliefs|politics|position|thinking|worldview)",
+            r"\bconfirm(s|ed)? (what|everything|all) (i|we|he|she|they) (already |always )?(believed|thought|knew|suspected|said|expected)",
+            r"\b(ignore|ignored|ignoring|dismiss|dismissed|skip|skipped|brush off|brushed off) (anything|everything|whatever|the ones?|those|any \w+|all \w+) (that|which|who) (disagree|disagrees|contradict|contradicts|challenge|challenges|question|questions)",
         ],
     },
     BiasRule {
@@ -50,6 +54,7 @@ const RULE_TABLE: &[BiasRule] = &[
             r"\b(stick|sticking|stuck|anchor(ed)?) (to|with|on) (the|our|my|that) (first|initial|original) ",
             r"\bstart(ed|ing)? (from|at|with) (the |a )?(asking|list|initial|first) (price|figure|number)",
             r"\b(close|near) to (the|our|their) (original|initial|first) (estimate|number|figure|offer|quote)",
+            r"\b(first|initially|originally|at first|to begin with|opened|started|listed|asking|asked for|wanted)\b.{0,50}\d.{0,80}\b(deal|bargain|steal|discount|fair|reasonable|cheap|good price|a saving|sounds? (low|high|fair|right)|seems? (low|high|fair|right|reasonable)|feels? (low|high|fair|right|reasonable|cheap))\b",
         ],
     },
     BiasRule {
@@ -64,6 +69,8 @@ const RULE_TABLE: &[BiasRule] = &[
             r"\beveryone('s| is) talking about\b",
             r"\bmy (friend|neighbou?r|cousin|colleague|brother|sister|uncle|aunt) (had|got|was|said|told)",
             r"\b(a|one) (story|anecdote|headline) (i|we) ",
+            r"\b(after|since|ever since) (watching|seeing|reading|hearing)\b.{0,70}\b(convinced|sure|certain|must|so|probably|bound to|about to|going to|too (risky|dangerous)|unsafe|dangerous)\b",
+            r"\b(saw|watched|read|heard|seen)\b.{0,30}\b(story|stories|video|report|article|news|documentary|post|clip|headline|movie|film)\b.{0,70}\b(so|convinced|must|probably|bound to|about to|too (risky|dangerous)|unsafe|dangerous)\b",
         ],
     },
     BiasRule {
@@ -75,6 +82,7 @@ const RULE_TABLE: &[BiasRule] = &[
             r"\b(yesterday|today|tonight|this morning)('s)?\b.{0,60}\b(so|therefore|always|will|proves?|means)\b",
             r"\bwill (keep|continue|go on) (\w+ing|to \w+)\b.{0,40}\b(from now on|forever|indefinitely)\b",
             r"\bbased (only |solely |just )?on (the )?(last|latest|most recent|recent)\b",
+            r"\b(last|past|latest|recent|previous|most recent) (\w+ ){0,2}(\w+s)\b.{0,60}\b(so|therefore|which means)\b.{0,40}\b(will|next|always|never|from now on|keep|bound to|certain|definitely|surely)\b",
         ],
     },
     BiasRule {
@@ -87,6 +95,7 @@ const RULE_TABLE: &[BiasRule] = &[
             r"\b(he|she|they|it) (looks?|seems?|sounds?) like (a|an|the) (typical |kind of )?\w+,? so\b",
             r"\b(typical|classic) \w+ (behaviou?r|type|profile)\b",
             r"\b(all|most) \w+ (people|startups|engineers|managers|companies) (are|do|fail)\b",
+            r"\b(has|have|wears|wear|rides|drives|dresses|talks|speaks|reads|lives|looks|acts)\b.{0,60}\bso (he|she|they|it)('s| is| are| must be|'d be)? ?(probably|must be|surely|definitely|obviously|clearly|bound to be|likely) ?(a|an) \w+",
         ],
     },
     BiasRule {
@@ -95,6 +104,8 @@ const RULE_TABLE: &[BiasRule] = &[
         patterns: &[
             r"\b\d+ ?(%|percent) (success|survival|fat[- ]free|satisfaction|chance of success)",
             r"\bonly \d+ ?(%|percent)( of (the )?\w+)? (fail|die|risk|chance of failure|lose|loss|go wrong|suffer|get sick|complain|have (side effects|problems))",
+            r"\b(labell?ed|advertised|marketed|sold|promoted|described|billed) as\b.{0,40}\d+ ?(%|percent)",
+            r"\b\d+ ?(%|percent) (fat[- ]free|sugar[- ]free|natural|effective|safe|pure|lean|satisfied|recommend|approval|on[- ]time|accurate|positive)\b.{0,60}\b(so|must|therefore|clearly|obviously|definitely)\b",
             r"\b(sounds?|feels?|looks?) (much )?(better|worse|safer|riskier) (when|if|because) (it'?s|you|we) (put|phrased|framed|presented|described|said)",
             r"\b(framed|phrased|presented|described) as (a )?(gain|loss|win|saving|success|failure|opportunity|threat)",
             r"\b(lose|losing|miss out on) \$?\d+.{0,40}\b(instead of|rather than|versus|vs\.?) (saving|gaining|winning)",
@@ -111,6 +122,8 @@ const RULE_TABLE: &[BiasRule] = &[
             r"\b(come|gone) (this|so) far\b",
             r"\b(waste|wasting|throw away|throwing away) (all )?(the |what |everything )?(we|i)('ve| have)? (spent|invested|put in|built)",
             r"\bafter (all|everything) (we|i)('ve| have) (spent|invested|put in)",
+            r"\balready (\w+ ){0,3}(paid|spent|invested|sat through|put in|bought|waited|committed|sunk|driven|travell?ed|built|sacrificed|given)\b.{0,70}\b(so|might as well|may as well|can'?t|cannot|have to|must|no point)\b",
+            r"\b(might|may) as well (finish|continue|keep|stay|watch|see it through|go on|stick with|carry on)",
         ],
     },
     BiasRule {
@@ -122,6 +135,8 @@ const RULE_TABLE: &[BiasRule] = &[
             r"\bthat'?s just (how|who|what) (he|she|they) (is|are)\b",
             r"\b(his|her|their) (fault|incompetence|laziness|carelessness)\b",
             r"\b(i|we) (failed|missed|lost) because of (bad luck|the (weather|market|tools|timing|circumstances))",
+            r"\bbecause (he|she|they|the \w+)('s| is| are| was| were) (just |simply |such |so |a |an )*(lazy|stupid|careless|incompetent|sloppy|dumb|selfish|rude|irresponsible|unreliable|useless|arrogant|greedy|dishonest|clumsy|forgetful|disorganized|disorganised|weak|bad)( person| people| guy| man| woman| type| worker| driver)?\b",
+            r"\b(is|are|was|were) (a|an) (lazy|stupid|careless|incompetent|sloppy|selfish|rude|irresponsible|unreliable|arrogant|dishonest|clumsy|forgetful) (person|people|guy|man|woman|type|worker|driver)\b.{0,40}\bnot because\b",
         ],
     },
 ];

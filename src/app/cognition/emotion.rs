@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 /// The rule set and version every answer names.
-pub const RULES: &str = "thinkledger.cognition.emotion/2 (VADER lexicon 3.3 + WordNet-Affect 1.1)";
+pub const RULES: &str = "thinkledger.cognition.emotion/3 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions)";
 
 /// The seed's eleven discrete emotions, in its order.
 pub const EMOTIONS: [&str; 11] = [
@@ -104,6 +104,36 @@ static LEXICON: LazyLock<HashMap<&'static str, Vec<usize>>> = LazyLock::new(|| {
         }
     }
     map
+});
+
+/// thinkledger's own additions (`emotion-additions.tsv`): words and phrases of up to
+/// [`LONGEST_PHRASE`] words that WordNet-Affect 1.1 lacks, each with its emotion.
+const ADDITIONS_TSV: &str = include_str!("emotion-additions.tsv");
+
+/// The most words an addition spans.
+const LONGEST_PHRASE: usize = 4;
+
+static ADDITIONS: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
+    ADDITIONS_TSV
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let (phrase, emotion) = line.split_once('\t')?;
+            Some((phrase, EMOTIONS.iter().position(|e| *e == emotion)?))
+        })
+        .collect()
+});
+
+/// How many words each emotion has in the lexicon: a word listed under several emotions is
+/// shared among them in proportion to 1 / vocabulary ([`shares`]).
+static VOCABULARY: LazyLock<[usize; 11]> = LazyLock::new(|| {
+    let mut sizes = [0usize; 11];
+    for emotions in LEXICON.values() {
+        for &k in emotions {
+            sizes[k] += 1;
+        }
+    }
+    sizes
 });
 
 static VADER: LazyLock<vader_sentiment::SentimentIntensityAnalyzer<'static>> =
@@ -235,12 +265,36 @@ fn named(word: &str) -> Option<usize> {
     NAME_WORDS.iter().position(|names| names.contains(&word))
 }
 
-/// The emotions of a word: the one it names, else the lexicon's for it or its base form.
+/// The emotions of a word: the one it names, else thinkledger's addition, else the lexicon's
+/// for it or its base form.
 fn emotions_of(word: &str) -> Option<Vec<usize>> {
-    match named(word) {
+    match named(word).or_else(|| ADDITIONS.get(word).copied()) {
         Some(k) => Some(vec![k]),
         None => lookup(word).cloned(),
     }
+}
+
+/// How one word's weight is shared among its emotions: all of it for one emotion; for a word
+/// listed under several, in proportion to 1 / each emotion's vocabulary (the word is more
+/// telling of a small category: `guilty` is 2/3 guilt, 1/3 shame; `embarrassed` 3/4 shame,
+/// 1/4 fear), as a naive Bayes reading with uniform priors would.
+fn shares(emotions: &[usize]) -> Vec<f64> {
+    #[allow(clippy::cast_precision_loss)] // word counts
+    let inverse: Vec<f64> = emotions
+        .iter()
+        .map(|&k| 1.0 / VOCABULARY[k].max(1) as f64)
+        .collect();
+    let total: f64 = inverse.iter().sum();
+    inverse.iter().map(|x| x / total).collect()
+}
+
+/// The addition phrase of two or more words starting at `tokens[i]`, longest first: its
+/// emotion and how many words it spans.
+fn phrase_at(tokens: &[String], i: usize) -> Option<(usize, usize)> {
+    (2..=LONGEST_PHRASE).rev().find_map(|n| {
+        let words = tokens.get(i..i + n)?;
+        ADDITIONS.get(words.join(" ").as_str()).map(|&k| (k, n))
+    })
 }
 
 /// The lexicon's emotions of a word or of its base form (plural, past, gerund, adverb; a past
@@ -318,30 +372,45 @@ pub fn read(text: &str) -> Reading {
     let mut matched = 0usize;
     // VADER's word scale sum of the emotion words VADER itself does not know.
     let mut unknown_to_vader = 0.0f64;
-    for (i, token) in tokens.iter().enumerate() {
-        let Some(emotions) = emotions_of(token) else {
-            continue;
+    let mut i = 0;
+    while i < tokens.len() {
+        let token = &tokens[i];
+        let (emotions, span) = match phrase_at(&tokens, i) {
+            Some((k, n)) => (vec![k], n),
+            None => match emotions_of(token) {
+                Some(emotions) => (emotions, 1),
+                None => {
+                    i += 1;
+                    continue;
+                }
+            },
         };
-        let before = &tokens[i.saturating_sub(3)..i];
+        let start = i;
+        i += span;
+        let before = &tokens[start.saturating_sub(3)..start];
         if before.iter().any(|w| NEGATORS.contains(&w.as_str())) {
             continue;
         }
+        let i = start;
         let factor = match i.checked_sub(1).map(|j| tokens[j].as_str()) {
             Some(w) if INTENSIFIERS.contains(&w) => 1.5,
             Some(w) if DOWNTONERS.contains(&w) => 0.5,
             _ => 1.0,
         };
         matched += 1;
-        for &k in &emotions {
-            weight[k] += factor;
+        let shares = shares(&emotions);
+        for (&k, share) in emotions.iter().zip(&shares) {
+            weight[k] += factor * share;
         }
         if let Some(k) = named(token) {
             named_outright[k] = true;
         }
-        if vader_word(token) == 0.0 {
-            #[allow(clippy::cast_precision_loss)] // at most 11
-            let pleasure =
-                emotions.iter().map(|&k| ANCHORS[k].0).sum::<f64>() / emotions.len() as f64;
+        if tokens[i..i + span].iter().all(|w| vader_word(w) == 0.0) {
+            let pleasure: f64 = emotions
+                .iter()
+                .zip(&shares)
+                .map(|(&k, share)| ANCHORS[k].0 * share)
+                .sum();
             unknown_to_vader += factor * LEXICON_VALENCE_SCALE * pleasure;
         }
     }

@@ -118,14 +118,14 @@ fn emotion_figures(name: &str, tsv: &str) -> (usize, usize, Vec<String>) {
     (right, data.len(), wrong_sign)
 }
 
-/// The thresholds on the second held-out set (written after the rule changes,
+/// The thresholds on the third held-out set (written after the last rule changes,
 /// committed before its first run): primary emotion right for ≥ 3/4, valence sign right on
 /// every clearly signed sentence.
 #[test]
 fn emotion_held_out() {
     let (right, total, wrong_sign) = emotion_figures(
-        "heldout2",
-        include_str!("../../../tests/cognition/emotion_heldout2.tsv"),
+        "heldout3",
+        include_str!("../../../tests/cognition/emotion_heldout3.tsv"),
     );
     assert!(
         wrong_sign.is_empty(),
@@ -134,16 +134,21 @@ fn emotion_held_out() {
     assert!(right * 4 >= total * 3, "{right}/{total}");
 }
 
-/// The first held-out set, reported only: its misses informed the rule changes (made on the
-/// development set), so it no longer tests held-out accuracy.
+/// The earlier held-out sets, reported only: their misses informed later rule changes (made on
+/// the development set), so they no longer test held-out accuracy. The figures are the current
+/// rules' (docs/cognition.md gives each set's figures at its first run too).
 #[test]
-fn emotion_first_held_out_set_reported() {
-    let (right, total, _) = emotion_figures(
+fn emotion_earlier_held_out_sets_reported() {
+    let first = emotion_figures(
         "heldout1",
         include_str!("../../../tests/cognition/emotion_heldout.tsv"),
     );
-    assert_eq!(total, 12);
-    assert!(right <= total);
+    let second = emotion_figures(
+        "heldout2",
+        include_str!("../../../tests/cognition/emotion_heldout2.tsv"),
+    );
+    assert_eq!((first.0, first.1, first.2.len()), (12, 12, 0));
+    assert_eq!((second.0, second.1, second.2.len()), (21, 22, 0));
 }
 
 #[test]
@@ -195,25 +200,28 @@ fn bias_figures(name: &str, tsv: &str) -> (usize, usize) {
     (right, data.len())
 }
 
-/// The threshold on the second held-out set: at least six of the eight types
+/// The threshold on the third held-out set: at least six of the eight types
 /// recognised from one plain example each.
 #[test]
 fn bias_held_out() {
     let (right, total) = bias_figures(
-        "heldout2",
-        include_str!("../../../tests/cognition/bias_heldout2.tsv"),
+        "heldout3",
+        include_str!("../../../tests/cognition/bias_heldout3.tsv"),
     );
     assert_eq!(total, 8, "one example per type");
     assert!(right >= 6, "{right}/8");
 }
 
-/// The first held-out set, reported only (see `emotion_first_held_out_set_reported`).
+/// The earlier held-out sets, reported only (see `emotion_earlier_held_out_sets_reported`).
 #[test]
-fn bias_first_held_out_set_reported() {
-    let (right, total) = bias_figures(
+fn bias_earlier_held_out_sets_reported() {
+    let first = bias_figures(
         "heldout1",
         include_str!("../../../tests/cognition/bias_heldout.tsv"),
     );
-    assert_eq!(total, 8);
-    assert!(right <= total);
+    let second = bias_figures(
+        "heldout2",
+        include_str!("../../../tests/cognition/bias_heldout2.tsv"),
+    );
+    assert_eq!((first, second), ((8, 8), (8, 8)));
 }

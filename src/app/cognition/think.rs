@@ -34,6 +34,9 @@ const PARALLEL_USAGE: &str = "pass {\"problem\": \"...\"} and optionally timeout
 
 const STREAMS: [&str; 4] = ["analytical", "creative", "critical", "synthetic"];
 
+/// The stances a stream may take on the problem.
+const STANCES: [&str; 3] = ["support", "oppose", "mixed"];
+
 /// Each mode's instructions and the scaffold of its steps.
 fn mode(name: &str) -> Option<(&'static str, [&'static str; 4])> {
     Some(match name {
@@ -126,6 +129,9 @@ pub struct Insight {
     pub sources: Vec<String>,
     /// 0.5 + 0.5 × (share of the other streams that share two content words with it).
     pub importance: f64,
+    /// Its stream's confidence as the model reported it (not a measurement); null when the
+    /// model gave none.
+    pub confidence: Option<f64>,
 }
 
 /// A recommendation and the stream it came from.
@@ -134,6 +140,11 @@ pub struct Recommendation {
     pub description: String,
     pub sources: Vec<String>,
     pub priority: u32,
+    /// Its stream's confidence as the model reported it (not a measurement); null when the
+    /// model gave none.
+    pub confidence: Option<f64>,
+    /// Why, in the stream's words; null when the model gave none.
+    pub rationale: Option<String>,
 }
 
 /// Two streams that disagree.
@@ -255,13 +266,14 @@ fn stream_request(stream: &str, problem: &str, context: Option<&ProblemContext>)
     let (instructions, _) = mode(stream).unwrap_or(("", [""; 4]));
     let mut request = ChatRequest::new(vec![
         Message::system(&format!(
-            "{instructions} Answer in JSON: up to 2 insights, one recommendation, and your stance \
-             on the proposal (support, oppose or mixed)."
+            "{instructions} Answer in JSON: up to 2 insights, one recommendation with its \
+             rationale, your stance on the proposal (support, oppose or mixed) and your \
+             confidence from 0 to 1."
         )),
         Message::user(&prompt(problem, context)),
     ]);
     request.temperature = Some(0.0);
-    request.max_tokens = Some(96);
+    request.max_tokens = Some(160);
     request.response_format = Some(ResponseFormat::json_schema(
         "stream",
         json!({
@@ -269,9 +281,11 @@ fn stream_request(stream: &str, problem: &str, context: Option<&ProblemContext>)
             "properties": {
                 "insights": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 2},
                 "recommendation": {"type": "string", "maxLength": 120},
+                "rationale": {"type": "string", "maxLength": 100},
                 "stance": {"type": "string", "enum": ["support", "oppose", "mixed"]},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
             },
-            "required": ["insights", "recommendation", "stance"],
+            "required": ["insights", "recommendation", "rationale", "stance", "confidence"],
             "additionalProperties": false,
         }),
     ));
@@ -467,7 +481,16 @@ struct StreamJson {
     #[serde(default)]
     insights: Vec<String>,
     recommendation: String,
+    #[serde(default)]
+    rationale: Option<String>,
     stance: String,
+    #[serde(default)]
+    confidence: Option<f64>,
+}
+
+/// A stream's self-reported confidence, kept only when it is a number in [0, 1].
+fn stream_confidence(j: &StreamJson) -> Option<f64> {
+    j.confidence.filter(|c| (0.0..=1.0).contains(c)).map(round2)
 }
 
 fn content(text: &str) -> BTreeSet<String> {
@@ -521,9 +544,15 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
         .iter()
         .map(|a| serde_json::from_str::<StreamJson>(a.text().trim()).ok())
         .collect();
+    // Only the three stances asked for are kept: a stance is recorded in clear (a label), so
+    // any other model text is never taken as one.
     let stances: Vec<Option<String>> = parsed
         .iter()
-        .map(|p| p.as_ref().map(|j| j.stance.clone()))
+        .map(|p| {
+            p.as_ref()
+                .map(|j| j.stance.trim().to_lowercase())
+                .filter(|s| STANCES.contains(&s.as_str()))
+        })
         .collect();
     // Insights with their corroboration by the other streams.
     let bags: Vec<BTreeSet<String>> = parsed
@@ -555,12 +584,19 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
                 content: text.clone(),
                 sources: vec![STREAMS[k].to_owned()],
                 importance,
+                confidence: stream_confidence(j),
             });
         }
         recommendations.push(Recommendation {
             description: j.recommendation.clone(),
             sources: vec![STREAMS[k].to_owned()],
             priority: if STREAMS[k] == "synthetic" { 1 } else { 2 },
+            confidence: stream_confidence(j),
+            rationale: j
+                .rationale
+                .as_ref()
+                .map(|r| r.trim().to_owned())
+                .filter(|r| !r.is_empty()),
         });
     }
     insights.sort_by(|a, b| b.importance.total_cmp(&a.importance));
@@ -588,7 +624,7 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
         }
     }
     let readable = parsed.iter().filter(|p| p.is_some()).count();
-    let most_common = ["support", "oppose", "mixed"]
+    let most_common = STANCES
         .iter()
         .map(|s| stances.iter().filter(|x| x.as_deref() == Some(*s)).count())
         .max()
@@ -636,6 +672,9 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
     }
     for r in &recommendations {
         texts.push(call.derive_text(&r.description));
+        if let Some(rationale) = &r.rationale {
+            texts.push(call.derive_text(rationale));
+        }
     }
     let result = json!({
         "mode": "parallel",
@@ -665,9 +704,11 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
             rules: RULES.to_owned(),
             model: Some(model.clone()),
             limitations: vec![format!(
-                "insights, recommendations and stances were written by {model}, one call per \
-                 stream; conflicts, importance, confidence and quality are computed from them \
-                 by the rules in docs/cognition.md"
+                "insights, recommendations, rationales, stances and each stream's confidence \
+                 were written by {model}, one call per stream (a stream's confidence is the \
+                 model's own report, not a measurement); conflicts, importance, the overall \
+                 confidence and quality are computed from them by the rules in \
+                 docs/cognition.md"
             )],
         },
     };
