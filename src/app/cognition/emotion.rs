@@ -536,6 +536,80 @@ mod tests {
     }
 
     #[test]
+    fn a_word_naming_an_emotion_counts_for_that_emotion_only() {
+        // WN-Affect lists "guilty" under guilt and shame, "awe" under awe and surprise.
+        assert_eq!(LEXICON.get("guilty").map(Vec::len), Some(2));
+        assert_eq!(
+            read("I feel guilty.").discrete.primary.as_deref(),
+            Some("guilt")
+        );
+        assert_eq!(
+            read("We were in awe.").discrete.primary.as_deref(),
+            Some("awe")
+        );
+        let awe = read("We were in awe.");
+        assert_eq!(awe.discrete.emotions.len(), 1, "{awe:?}");
+    }
+
+    #[test]
+    fn a_word_under_several_emotions_is_shared_by_their_vocabularies() {
+        let (fear, shame) = (3, 7);
+        let split = shares(&[fear, shame]);
+        assert!((split.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!(
+            split[1] > split[0],
+            "shame has the smaller vocabulary: {split:?}"
+        );
+        assert_eq!(shares(&[fear]), vec![1.0]);
+        assert_eq!(
+            read("He was embarrassed.").discrete.primary.as_deref(),
+            Some("shame")
+        );
+    }
+
+    #[test]
+    fn additions_match_whole_phrases_and_are_negated_like_words() {
+        assert_eq!(
+            read("It came out of the blue.").discrete.primary.as_deref(),
+            Some("surprise")
+        );
+        assert_eq!(
+            read("Thanks for the help.").discrete.primary.as_deref(),
+            Some("gratitude")
+        );
+        // A phrase's words alone are not the phrase.
+        assert_eq!(
+            read("They caught me off guard.")
+                .discrete
+                .primary
+                .as_deref(),
+            Some("surprise")
+        );
+        assert!(read("The guard was off duty.").discrete.emotions.is_empty());
+        assert!(
+            read("I was not thrilled.")
+                .discrete
+                .emotions
+                .iter()
+                .all(|e| e.emotion != "joy")
+        );
+    }
+
+    #[test]
+    fn emotion_words_vader_lacks_move_the_valence_by_their_emotion() {
+        // VADER has no entry for "awe": its valence alone is 0.
+        assert_eq!(vader_word("awe"), 0.0);
+        assert!(read("It left me in awe.").circumplex.valence > 0.3);
+        // Unchanged when there is nothing to add, and still within (-1, 1) at the extremes.
+        assert_eq!(with_lexicon_valence(0.42, 0.0), 0.42);
+        for (c, extra) in [(0.9999, 8.0), (-0.9999, -8.0), (1.0, 2.0), (-0.5, 2.0)] {
+            let v = with_lexicon_valence(c, extra);
+            assert!(v.abs() < 1.0 && v.is_finite(), "{c} {extra} -> {v}");
+        }
+        assert!(with_lexicon_valence(-0.5, 4.0) > 0.0);
+    }
+
+    #[test]
     fn odd_input_reads_without_panicking() {
         for text in [
             "",

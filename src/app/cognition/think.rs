@@ -246,7 +246,7 @@ fn think_request(mode_name: &str, problem: &str, context: Option<&ProblemContext
     request.temperature = Some(0.0);
     request.max_tokens = Some(160);
     request.response_format = Some(ResponseFormat::json_schema(
-        "think",
+        "reasoning",
         json!({
             "type": "object",
             "properties": {
