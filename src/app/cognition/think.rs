@@ -273,15 +273,16 @@ fn stream_request(stream: &str, problem: &str, context: Option<&ProblemContext>)
         Message::user(&prompt(problem, context)),
     ]);
     request.temperature = Some(0.0);
-    request.max_tokens = Some(160);
+    // Short answers: four of them share the provider within the seed's 60-second limit.
+    request.max_tokens = Some(128);
     request.response_format = Some(ResponseFormat::json_schema(
         "stream",
         json!({
             "type": "object",
             "properties": {
-                "insights": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 2},
-                "recommendation": {"type": "string", "maxLength": 120},
-                "rationale": {"type": "string", "maxLength": 100},
+                "insights": {"type": "array", "items": {"type": "string", "maxLength": 60}, "maxItems": 2},
+                "recommendation": {"type": "string", "maxLength": 80},
+                "rationale": {"type": "string", "maxLength": 60},
                 "stance": {"type": "string", "enum": ["support", "oppose", "mixed"]},
                 "confidence": {"type": "number", "minimum": 0, "maximum": 1},
             },
@@ -666,6 +667,25 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
         })
         .collect::<Vec<_>>();
     let conclusion = parsed[3].as_ref().map(|j| j.recommendation.clone());
+    let mut limitations = vec![format!(
+        "insights, recommendations, rationales, stances and each stream's confidence were \
+         written by {model}, one call per stream (a stream's confidence is the model's own \
+         report, not a measurement); conflicts, importance, the overall confidence and quality \
+         are computed from them by the rules in docs/cognition.md"
+    )];
+    for ((stream, p), a) in STREAMS.iter().zip(&parsed).zip(&answers) {
+        if p.is_none() {
+            let why = if a.exchange.finish_reason.as_deref() == Some("length") {
+                "was cut at the token limit"
+            } else {
+                "was not the JSON asked for"
+            };
+            limitations.push(format!(
+                "the {stream} stream's answer {why}: its insights, recommendation and stance \
+                 are missing"
+            ));
+        }
+    }
     let mut texts = Vec::new();
     for i in &insights {
         texts.push(call.derive_text(&i.content));
@@ -703,13 +723,7 @@ fn parallel(call: &mut Call<'_>, _problem: &str, timeout: u64, tool: &str) -> Ou
         provenance: Provenance {
             rules: RULES.to_owned(),
             model: Some(model.clone()),
-            limitations: vec![format!(
-                "insights, recommendations, rationales, stances and each stream's confidence \
-                 were written by {model}, one call per stream (a stream's confidence is the \
-                 model's own report, not a measurement); conflicts, importance, the overall \
-                 confidence and quality are computed from them by the rules in \
-                 docs/cognition.md"
-            )],
+            limitations,
         },
     };
     answer(
