@@ -1,6 +1,6 @@
 //! `detect_bias`'s rules: the seed's eight bias types, each a list of patterns (regular
 //! expressions over the lower-cased text, docs/cognition.md lists them) that mark a phrase
-//! typical of the bias. A type is reported when one of its patterns matches; the finding names
+//! typical of the bias, or a cue of it followed by a conclusion ("already paid … so"). A type is reported when one of its patterns matches; the finding names
 //! the phrase it matched (its evidence span, with offsets), a severity and a correction.
 //!
 //! Severity: 0.5 for one matched phrase, +0.15 for each further one, +0.15 when the text also

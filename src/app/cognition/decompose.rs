@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 /// The rule set and version every answer names.
-pub const RULES: &str = "thinkledger.cognition.decompose/1";
+pub const RULES: &str = "thinkledger.cognition.decompose/2";
 
 const PHASES: [(&str, [&str; 3]); 4] = [
     (
@@ -85,7 +85,12 @@ pub struct Tree {
     pub split_into_parts: bool,
 }
 
-/// The problem's own parts, when it lists at least two.
+/// The most parts depth 2 takes from a problem: a longer list's remaining items are kept
+/// together in the last part, so a problem of a thousand commas stays a tree one can read (and
+/// a bounded amount of work: at depth 5, 12 × 3 × 2 × 2 leaves).
+pub const MAX_PARTS: usize = 12;
+
+/// The problem's own parts, when it lists at least two (at most [`MAX_PARTS`]).
 fn parts(problem: &str) -> Vec<String> {
     let mut text = problem.trim().trim_end_matches(['.', '?', '!']).to_owned();
     for sep in [" and then ", ", then ", " then ", ", and ", "; "] {
@@ -96,11 +101,15 @@ fn parts(problem: &str) -> Vec<String> {
         .map(|p| p.trim().to_owned())
         .filter(|p| p.split_whitespace().count() >= 2)
         .collect();
-    if pieces.len() >= 2 {
-        pieces
-    } else {
-        Vec::new()
+    if pieces.len() < 2 {
+        return Vec::new();
     }
+    let mut pieces = pieces;
+    if pieces.len() > MAX_PARTS {
+        let rest = pieces.split_off(MAX_PARTS - 1).join(", ");
+        pieces.push(rest);
+    }
+    pieces
 }
 
 /// Decomposes `problem` to `max_depth` levels (1–5).
@@ -223,6 +232,21 @@ pub fn topological(nodes: &[SubProblem], edges: &[Dependency]) -> Option<Vec<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_list_keeps_its_remaining_items_in_the_last_part() {
+        let problem = (1..=40)
+            .map(|k| format!("step number {k}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let found = parts(&problem);
+        assert_eq!(found.len(), MAX_PARTS);
+        assert!(found[MAX_PARTS - 1].starts_with("step number 12, step number 13"));
+        assert!(found[MAX_PARTS - 1].ends_with("step number 40"));
+        let tree = decompose(&problem, 5);
+        assert!(tree.order.is_some());
+        assert!(tree.nodes.len() < 300, "{}", tree.nodes.len());
+    }
 
     fn is_topological(tree: &Tree) -> bool {
         let order = tree.order.as_ref().expect("acyclic");
