@@ -619,7 +619,7 @@ async fn the_eight_tools_answer_in_the_seeds_shapes_without_a_model_refuse_bad_i
         "\"framework\":\"root-cause-analysis\"",
         "\"primary\":\"joy\"",
         "\"type\":\"confirmation\"",
-        "\"executionOrder\":[\"problem-1-0\"",
+        "\"executionOrder\":\"17 items\"",
         "\"status\":\"scaffold\"",
     ] {
         assert!(
