@@ -434,9 +434,19 @@ pub(super) fn decide_think(call: &mut Call<'_>) -> Outcome {
                 j.confidence.map(|c| round2(c.clamp(0.0, 1.0))),
             ),
             Err(e) => {
-                limitations.push(format!(
-                "the model's answer was not the JSON asked for ({e}); its text is the conclusion"
-            ));
+                limitations.push(
+                    if answer_.exchange.finish_reason.as_deref() == Some("length") {
+                        "the model's answer was cut at the token limit before its JSON was \
+                         complete; its text, incomplete, is the conclusion and the steps are \
+                         the mode's scaffold"
+                            .to_owned()
+                    } else {
+                        format!(
+                            "the model's answer was not the JSON asked for ({e}); its text is \
+                             the conclusion and the steps are the mode's scaffold"
+                        )
+                    },
+                );
                 (answer_.text().trim().to_owned(), steps, Vec::new(), None)
             }
         };
