@@ -893,3 +893,52 @@ async fn erasing_a_session_removes_the_texts_the_cognition_tools_derived() {
     envelope(&body, &["emotionAnalyzer"]);
     server.stop().await;
 }
+
+/// A model server that accepts connections and never answers.
+async fn silent_model_server() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (base, task)
+}
+
+#[tokio::test]
+async fn think_parallel_past_its_timeout_is_refused_as_the_seed_says_and_recorded() {
+    let (base, silent) = silent_model_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = provider_env(&base, "64");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = StdioServer::start_with_env(dir.path(), &[], &env).await;
+    let started = std::time::Instant::now();
+    let result = call(
+        &server,
+        "think_parallel",
+        json!({"problem": "Should we rewrite the billing service?", "timeout": 1000}),
+    )
+    .await;
+    let waited = started.elapsed();
+    let body = refused(&result, "model_call_failed", "Timeout exceeded");
+    assert!(
+        body["error"].as_str().unwrap().contains("1000 ms"),
+        "the error names the caller's timeout: {body}"
+    );
+    assert!(
+        waited < Duration::from_secs(20),
+        "the batch gives up at its timeout, not the client's: {waited:?}"
+    );
+    assert_eq!(
+        body["suggestion"], "Reduce complexity or increase timeout (at most 60000 ms)",
+        "{body}"
+    );
+    // A configured model that does not answer is never replaced by the scaffold.
+    assert!(body.get("data").is_none(), "{body}");
+    server.stop().await;
+    silent.abort();
+    assert_intact(dir.path(), 1).await;
+    assert_events_match_the_schema(dir.path());
+}

@@ -89,9 +89,11 @@ pub(crate) fn check(app: &App, command: &Command, plan: Plan) -> Result<(), Refu
         let mut partial = command.clone();
         partial.prepared.model.failure = None;
         plan(app, &partial)?;
-        // A tool whose plan asks for nothing more once told no provider is configured decides
-        // without a model (it says so in its answer).
-        if matches!(failure, ModelFailure::NotConfigured(_)) && plan(app, command)?.is_none() {
+        // Told of the failure, a plan may refuse in its tool's own words (`?`); a tool whose
+        // plan asks for nothing more once told no provider is configured decides without a
+        // model (it says so in its answer).
+        let told = plan(app, command)?;
+        if matches!(failure, ModelFailure::NotConfigured(_)) && told.is_none() {
             return Ok(());
         }
         return Err((refusal(command, failure), None));

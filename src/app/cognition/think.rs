@@ -300,6 +300,25 @@ fn no_model(command: &Command) -> bool {
     )
 }
 
+/// A configured model that failed: refused in the seed's shape (`success: false`, its
+/// `Timeout exceeded` error and suggestion), never answered with the scaffold.
+fn model_failed(command: &Command) -> Result<(), Refusal> {
+    let Some(ModelFailure::Failed(message)) = &command.prepared.model.failure else {
+        return Ok(());
+    };
+    let suggestion = if message.starts_with("Timeout exceeded") {
+        "Reduce complexity or increase timeout (at most 60000 ms)"
+    } else {
+        "retry later; if it keeps failing, check that the model server is running and \
+         reachable from the thinkledger server"
+    };
+    Err(fail(
+        ErrorCode::ModelCallFailed,
+        format!("{}: the model call failed: {message}", command.tool),
+        suggestion,
+    ))
+}
+
 fn think_args(command: &Command) -> Result<ThinkArgs, Refusal> {
     let args: ThinkArgs = parse(&command.arguments, THINK_USAGE)?;
     non_empty("problem", &args.problem, THINK_USAGE)?;
@@ -341,6 +360,7 @@ fn concurrent(problem: &str, context: Option<&ProblemContext>, timeout_ms: u64) 
 
 pub(super) fn plan_think(_app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
     let args = think_args(command)?;
+    model_failed(command)?;
     if !command.prepared.model.answers.is_empty() || no_model(command) {
         return Ok(None);
     }
@@ -357,6 +377,7 @@ pub(super) fn plan_think(_app: &App, command: &Command) -> Result<Option<ModelSt
 
 pub(super) fn plan_parallel(_app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
     let (args, timeout) = parallel_args(command)?;
+    model_failed(command)?;
     if !command.prepared.model.answers.is_empty() || no_model(command) {
         return Ok(None);
     }
