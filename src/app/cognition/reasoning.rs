@@ -105,7 +105,9 @@ pub(super) fn decide_systematic(call: &mut Call<'_>) -> Outcome {
             let Some(f) = frameworks::by_id(id) else {
                 return Err(fail(
                     ErrorCode::InvalidArguments,
-                    format!("Unknown framework: {id}"),
+                    // The caller's value is not echoed: a refusal's message is stored in
+                    // clear.
+                    "Unknown framework",
                     SYSTEMATIC_USAGE,
                 ));
             };

@@ -323,7 +323,8 @@ fn think_args(command: &Command) -> Result<ThinkArgs, Refusal> {
     let args: ThinkArgs = parse(&command.arguments, THINK_USAGE)?;
     non_empty("problem", &args.problem, THINK_USAGE)?;
     if args.mode != "parallel" && mode(&args.mode).is_none() {
-        return Err(invalid(format!("Invalid mode: {}", args.mode), THINK_USAGE));
+        // The caller's value is not echoed: a refusal's message is stored in clear.
+        return Err(invalid("Invalid mode", THINK_USAGE));
     }
     Ok(args)
 }
