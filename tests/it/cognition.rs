@@ -698,13 +698,22 @@ async fn think_and_think_parallel_reason_with_the_real_model_four_calls_in_fligh
     let env = provider_env(&base, "64");
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let server = StdioServer::start_with_env(dir.path(), &[], &env).await;
-    let body = ok(&model_call(
-        &server,
-        "think_parallel",
-        json!({"problem": "Should a small team adopt microservices?", "timeout": 60000,
-               "context": {"constraints": ["Four engineers"]}}),
-    )
-    .await);
+    // The 2 cores are shared with other builds: when they are saturated the four streams may
+    // miss the seed's 60-second ceiling. That refusal is the tool working as specified (it is
+    // recorded, outside the session); the overlap is then measured on one more try.
+    let ask = json!({"problem": "Should a small team adopt microservices?", "timeout": 60000,
+                     "context": {"constraints": ["Four engineers"]}});
+    let mut refused_for_time = 0;
+    let body = loop {
+        let result = model_call(&server, "think_parallel", ask.clone()).await;
+        if result.is_error == Some(true) && refused_for_time == 0 {
+            refused(&result, "model_call_failed", "Timeout exceeded");
+            eprintln!("think_parallel missed its 60 s ceiling under load; trying once more");
+            refused_for_time += 1;
+            continue;
+        }
+        break ok(&result);
+    };
     let data = envelope(&body, &["parallelStreams", "reasoningModel"]);
     assert_eq!(data["status"], "completed", "{data}");
     has(
@@ -797,11 +806,11 @@ async fn think_and_think_parallel_reason_with_the_real_model_four_calls_in_fligh
     }
     let parallel_session = body["metadata"]["sessionId"].as_str().unwrap().to_owned();
     server.stop().await;
-    assert_intact(dir.path(), 2).await;
+    assert_intact(dir.path(), 2 + refused_for_time).await;
 
     // The event itself shows the overlap: four model calls with their send offsets.
     let events = stored_events(dir.path());
-    let parallel = &events[1];
+    let parallel = events.last().expect("the think_parallel event");
     let calls = parallel["call"]["effects"]["modelCalls"]
         .as_array()
         .expect("modelCalls");
