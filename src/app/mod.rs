@@ -13,6 +13,7 @@
 pub mod agent;
 mod audit_export;
 pub(crate) mod call;
+pub mod cognition;
 pub mod deliberation;
 mod draws;
 mod erase;
@@ -47,7 +48,7 @@ use crate::events::{
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::{
-    AgentState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
+    AgentState, CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
 };
 
 pub use agent::{
@@ -56,6 +57,10 @@ pub use agent::{
 };
 pub use audit_export::AuditExportArgs;
 pub use audit_export::EXPORT_REASONING_AUDIT_TOOL;
+pub use cognition::{
+    ANALYZE_REASONING_TOOL, ANALYZE_SYSTEMATICALLY_TOOL, ASSESS_CONFIDENCE_TOOL,
+    DECOMPOSE_PROBLEM_TOOL, DETECT_BIAS_TOOL, DETECT_EMOTION_TOOL, THINK_PARALLEL_TOOL, THINK_TOOL,
+};
 pub use deliberation::{
     ADD_THOUGHT_NODE_TOOL, APPLY_ALGORITHM_TEMPLATE_TOOL, APPLY_REASONING_PATTERN_TOOL,
     CONSENSUS_ANSWER_TOOL, CONVERGE_REASONING_TOOL, EVALUATE_REASONING_QUALITY_TOOL,
@@ -188,6 +193,7 @@ pub struct App {
     memory: MemoryState,
     lux: LuxState,
     agent: AgentState,
+    cognition: CognitionState,
     telemetry: std::sync::Arc<Telemetry>,
     idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
@@ -201,6 +207,7 @@ impl App {
             memory: MemoryState::default(),
             lux: LuxState::default(),
             agent: AgentState::default(),
+            cognition: CognitionState::default(),
             telemetry: std::sync::Arc::default(),
             idempotency: idempotency::IdempotencyIndex::default(),
             config,
@@ -213,6 +220,10 @@ impl App {
     pub fn with_memory_index_dir(mut self, dir: std::path::PathBuf) -> Self {
         self.memory = MemoryState::with_index_dir(dir);
         self
+    }
+
+    pub fn cognition(&self) -> &CognitionState {
+        &self.cognition
     }
 
     pub fn lux(&self) -> &LuxState {
@@ -394,6 +405,7 @@ impl Decider for App {
         self.memory.apply(event, texts);
         self.lux.apply(event, texts);
         self.agent.apply(event, texts);
+        self.cognition.apply(event, texts);
         std::sync::Arc::make_mut(&mut self.telemetry).apply(event);
         self.idempotency.apply(event);
     }

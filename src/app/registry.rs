@@ -9,7 +9,8 @@ use std::sync::LazyLock;
 
 use super::call::ToolSpec;
 use super::{
-    agent, audit_export, deliberation, erase, lux, maxential, memory, replay, thinking, toolsets,
+    agent, audit_export, cognition, deliberation, erase, lux, maxential, memory, replay, thinking,
+    toolsets,
 };
 
 /// One family's tools as the decider dispatches them (a family whose tools sit in two toolsets
@@ -55,6 +56,10 @@ const FAMILIES: &[Family] = &[
     Family {
         toolset: "lux",
         specs: lux::SPECS,
+    },
+    Family {
+        toolset: "cognition",
+        specs: cognition::SPECS,
     },
     Family {
         toolset: toolsets::FAMILY,
@@ -144,6 +149,7 @@ mod tests {
                 "deliberation",
                 "memory",
                 "lux",
+                "cognition",
                 toolsets::FAMILY
             ]
         );

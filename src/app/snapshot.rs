@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use super::App;
 use super::idempotency::IdempotencyIndex;
 use crate::projections::{
-    AgentState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
+    AgentState, CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
 };
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/7";
+pub const STATE_VERSION: &str = "app-state/8";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -25,6 +25,7 @@ struct Saved<'a> {
     memory: &'a MemoryState,
     lux: &'a LuxState,
     agent: &'a AgentState,
+    cognition: &'a CognitionState,
     telemetry: &'a Telemetry,
     idempotency: &'a IdempotencyIndex,
 }
@@ -36,6 +37,7 @@ struct Loaded {
     memory: MemoryState,
     lux: LuxState,
     agent: AgentState,
+    cognition: CognitionState,
     telemetry: Telemetry,
     idempotency: IdempotencyIndex,
 }
@@ -48,6 +50,7 @@ impl App {
             memory: &self.memory,
             lux: &self.lux,
             agent: &self.agent,
+            cognition: &self.cognition,
             telemetry: &self.telemetry,
             idempotency: &self.idempotency,
         })
@@ -64,6 +67,7 @@ impl App {
         self.memory = memory;
         self.lux = loaded.lux;
         self.agent = loaded.agent;
+        self.cognition = loaded.cognition;
         self.telemetry = std::sync::Arc::new(loaded.telemetry);
         self.idempotency = loaded.idempotency;
         Ok(())
@@ -79,8 +83,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/7",
-        "168351940bae61abf10471ecc5819312f5e58aa2d977fb468cbe5e8e53c44e6c",
+        "app-state/8",
+        "648baf3e1b597bb9b8f99ec6645404309ee69c3184abaf183ddd1873350c1cc6",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -10,6 +10,7 @@
 //! envelope, the session lifecycle and erasure, which every family shares, stay here.
 
 pub mod agent;
+pub mod cognition;
 pub mod deliberation;
 pub mod lux;
 pub mod memory;
@@ -185,6 +186,11 @@ pub struct RecordedModelCall {
     pub attempts: u32,
     /// From the first attempt to the last byte of the answer, in milliseconds.
     pub latency_ms: u64,
+    /// For a call sent at once with others (`think_parallel`'s streams): milliseconds from the
+    /// batch's start to this call's send, so the event itself shows whether the calls
+    /// overlapped. Absent for a call made alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_after_ms: Option<u64>,
     /// The exchange as the provider module records it (JSON: the exact request and response
     /// bytes, base64), an erasable text.
     pub exchange: TextRef,
@@ -348,6 +354,7 @@ pub enum Fact {
     AgentIntentDetected(agent::AgentIntentDetected),
     AgentNudged(agent::AgentNudged),
     AgentRunEnded(agent::AgentRunEnded),
+    CognitionRecorded(cognition::CognitionRecorded),
 }
 
 #[cfg(test)]

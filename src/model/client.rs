@@ -314,6 +314,7 @@ impl ModelClient {
             status: received.status,
             attempts: received.attempts,
             latency_ms: u64::try_from(received.latency.as_millis()).unwrap_or(u64::MAX),
+            started_after_ms: None,
             request_bytes: Bytes(request),
             response_bytes: Bytes(received.bytes),
         }

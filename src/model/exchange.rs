@@ -65,6 +65,10 @@ pub struct Exchange {
     pub attempts: u32,
     /// From the first attempt's send to the last byte of the recorded answer, in milliseconds.
     pub latency_ms: u64,
+    /// For a call sent in a batch with others (`ModelStep::Concurrent`): milliseconds from the
+    /// batch's start to this call's send. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_after_ms: Option<u64>,
     /// The exact request body sent.
     pub request_bytes: Bytes,
     /// The exact response body received (for a stream, every SSE byte in order).

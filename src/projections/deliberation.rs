@@ -380,7 +380,8 @@ impl DeliberationState {
                 | Fact::AgentBreakerTripped(_)
                 | Fact::AgentIntentDetected(_)
                 | Fact::AgentNudged(_)
-                | Fact::AgentRunEnded(_) => {}
+                | Fact::AgentRunEnded(_)
+                | Fact::CognitionRecorded(_) => {}
             }
         }
     }

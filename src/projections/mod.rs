@@ -6,6 +6,7 @@
 //! one committed event at a time.
 
 pub mod agent;
+pub mod cognition;
 pub mod deliberation;
 pub mod lux;
 pub mod memory;
@@ -13,6 +14,7 @@ pub mod telemetry;
 pub mod thinking;
 
 pub use agent::AgentState;
+pub use cognition::CognitionState;
 pub use deliberation::{Deliberation, DeliberationState};
 pub use lux::LuxState;
 pub use memory::MemoryState;

@@ -228,7 +228,8 @@ impl ThinkingState {
                 | Fact::AgentBreakerTripped(_)
                 | Fact::AgentIntentDetected(_)
                 | Fact::AgentNudged(_)
-                | Fact::AgentRunEnded(_) => {}
+                | Fact::AgentRunEnded(_)
+                | Fact::CognitionRecorded(_) => {}
                 Fact::TextsErased { commitments, .. } => {
                     // A commitment is random per text, so it names at most one thought. Only
                     // the sessions holding one are changed (and so copied).

@@ -13,7 +13,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use super::{audit, deliberation, lux, maxential, memory, replay, thinking, toolsets};
+use super::{audit, cognition, deliberation, lux, maxential, memory, replay, thinking, toolsets};
 use crate::app::toolsets::ToolsetStatus;
 use portable::{Side, make_portable};
 
@@ -164,6 +164,7 @@ const FAMILY_ENTRIES: &[fn() -> Vec<ToolEntry>] = &[
     deliberation::entries,
     memory::entries,
     lux::entries,
+    cognition::entries,
     toolsets::entries,
 ];
 

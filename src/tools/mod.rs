@@ -9,6 +9,7 @@
 mod arrival;
 mod audit;
 mod catalog;
+mod cognition;
 mod current;
 mod deliberation;
 mod lux;
@@ -397,6 +398,19 @@ impl ThinkServer {
                         }
                     }
                 }
+                Ok(Some(ModelStep::Concurrent {
+                    requests,
+                    timeout_ms,
+                })) => {
+                    if let Err(failure) = self
+                        .ask_at_once(command, &requests, timeout_ms, reporter)
+                        .await
+                    {
+                        tracing::warn!(tool = %command.tool, error = failure.message(), "model calls failed");
+                        command.prepared.model.failure = Some(failure);
+                        return;
+                    }
+                }
                 Ok(Some(ModelStep::Embed(text))) => {
                     let embedding = self.effects.embed(&text);
                     let failed = embedding.is_err();
@@ -408,6 +422,84 @@ impl ThinkServer {
                 Ok(None) | Err(_) => return,
             }
         }
+    }
+
+    /// Sends `requests` at once and adds their answers to the command in order, each with when
+    /// it was sent after the batch started; fails unless all answer within `timeout_ms`.
+    async fn ask_at_once(
+        &self,
+        command: &mut Command,
+        requests: &[crate::model::ChatRequest],
+        timeout_ms: u64,
+        reporter: &Reporter,
+    ) -> Result<(), ModelFailure> {
+        let client = self.effects.model()?;
+        let batch = Instant::now();
+        let mut tasks = tokio::task::JoinSet::new();
+        for (k, request) in requests.iter().cloned().enumerate() {
+            let client = Arc::clone(&client);
+            let (tool, reporter) = (command.tool.clone(), reporter.clone());
+            tasks.spawn(async move {
+                let sent = batch.elapsed();
+                let on_retry = |retry: &crate::model::Retrying| reporter.model_retry(&tool, retry);
+                (k, sent, client.chat_observed(&request, &on_retry).await)
+            });
+        }
+        let n = requests.len();
+        let mut answers = vec![None; n];
+        let mut answered = 0usize;
+        let limit = std::time::Duration::from_millis(timeout_ms);
+        // The seed's synchronisation points, at 25, 50 and 75 % of the timeout: each is
+        // reported as progress (1, 2, 3 of 4), all answers in as 4 of 4.
+        let mut next_point = 1u32;
+        loop {
+            let point_at = batch + limit * next_point / 4;
+            tokio::select! {
+                biased;
+                () = reporter.cancelled() => {
+                    // Dropping the set aborts every pending request.
+                    return Err(ModelFailure::Cancelled(format!(
+                        "{:.1} s, while {} of {n} model calls sent at once were pending",
+                        batch.elapsed().as_secs_f64(),
+                        n - answered
+                    )));
+                }
+                () = tokio::time::sleep_until(point_at.into()), if next_point <= 3 => {
+                    reporter.progress(
+                        f64::from(next_point),
+                        Some(4.0),
+                        format!("{} % of the timeout: {answered} of {n} streams answered", next_point * 25),
+                    );
+                    next_point += 1;
+                }
+                joined = tokio::time::timeout_at((batch + limit).into(), tasks.join_next()) => {
+                    let Some(joined) = joined.map_err(|_| {
+                        ModelFailure::Failed(format!(
+                            "Timeout exceeded: the {n} model calls had not all answered within {timeout_ms} ms"
+                        ))
+                    })?
+                    else {
+                        break;
+                    };
+                    let (k, sent, answer) = joined
+                        .map_err(|e| ModelFailure::Failed(format!("a model call stopped: {e}")))?;
+                    let mut answer = answer.map_err(|e| {
+                        reporter.model_failed(&command.tool, e.kind());
+                        ModelFailure::of(&e)
+                    })?;
+                    answer.exchange.started_after_ms = u64::try_from(sent.as_millis()).ok();
+                    answers[k] = Some(answer);
+                    answered += 1;
+                }
+            }
+        }
+        reporter.progress(4.0, Some(4.0), format!("all {n} streams answered"));
+        command
+            .prepared
+            .model
+            .answers
+            .extend(answers.into_iter().flatten());
+        Ok(())
     }
 
     fn result(&self, tool: &str, committed: Committed, started: Instant) -> CallToolResult {

@@ -5,6 +5,7 @@
 
 mod agent;
 mod audit;
+mod cognition;
 mod common;
 mod deliberation;
 mod durability;

@@ -33,17 +33,24 @@ struct LocalLlm {
 
 fn local_llm() -> Option<&'static LocalLlm> {
     static LLM: OnceLock<Option<LocalLlm>> = OnceLock::new();
-    LLM.get_or_init(start_local_llm).as_ref()
+    LLM.get_or_init(|| start_local_llm(1)).as_ref()
 }
 
-fn start_local_llm() -> Option<LocalLlm> {
+/// A second server of the same model with four slots: it computes four requests at once
+/// (`think_parallel`'s streams) instead of queueing them.
+fn local_llm_with_four_slots() -> Option<&'static LocalLlm> {
+    static LLM: OnceLock<Option<LocalLlm>> = OnceLock::new();
+    LLM.get_or_init(|| start_local_llm(4)).as_ref()
+}
+
+fn start_local_llm(slots: u32) -> Option<LocalLlm> {
     let gguf = std::env::var("THINKLEDGER_TEST_LLM_GGUF")
         .ok()
         .filter(|v| !v.trim().is_empty())?;
     let python = std::env::var("THINKLEDGER_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/llm/serve.py");
     let mut child = Command::new(&python)
-        .args([script, &gguf, "0"])
+        .args([script, &gguf, "0", &slots.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -68,6 +75,19 @@ fn start_local_llm() -> Option<LocalLlm> {
 /// The local LLM's base URL, or `None` after printing why the test is skipped.
 pub(crate) fn llm_or_skip(test: &str) -> Option<String> {
     let llm = local_llm().map(|l| l.base_url.clone());
+    if llm.is_none() {
+        eprintln!(
+            "skip {test}: set THINKLEDGER_TEST_LLM_GGUF (and THINKLEDGER_TEST_PYTHON) to run it \
+             against the real local model (.ci/run does)"
+        );
+    }
+    llm
+}
+
+/// The base URL of the local LLM with four slots, or `None` after printing why the test is
+/// skipped.
+pub(crate) fn llm_with_four_slots_or_skip(test: &str) -> Option<String> {
+    let llm = local_llm_with_four_slots().map(|l| l.base_url.clone());
     if llm.is_none() {
         eprintln!(
             "skip {test}: set THINKLEDGER_TEST_LLM_GGUF (and THINKLEDGER_TEST_PYTHON) to run it \

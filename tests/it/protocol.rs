@@ -57,6 +57,14 @@ const ALL_TOOLS: &[&str] = &[
     "traced_reasoning",
     "planner",
     "biased_reasoning",
+    "think",
+    "analyze_systematically",
+    "think_parallel",
+    "decompose_problem",
+    "assess_confidence",
+    "detect_bias",
+    "detect_emotion",
+    "analyze_reasoning",
     "list_toolsets",
     "enable_toolset",
     "disable_toolset",
@@ -188,6 +196,8 @@ async fn initialize_names_the_server_and_lists_every_tool_with_schemas_and_hones
             "expand_thoughts",
             "score_thoughts",
             "verify_thoughts",
+            "think",
+            "think_parallel",
         ];
         assert_eq!(
             annotations.open_world_hint,

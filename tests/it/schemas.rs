@@ -282,7 +282,8 @@ pub(crate) fn event_schema() -> Value {
                     { "if": { "required": ["type"], "properties": { "type": { "const": "AgentBreakerTripped" } } }, "then": { "$ref": "#/$defs/AgentBreakerTripped" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "AgentIntentDetected" } } }, "then": { "$ref": "#/$defs/AgentIntentDetected" } },
                     { "if": { "required": ["type"], "properties": { "type": { "const": "AgentNudged" } } }, "then": { "$ref": "#/$defs/AgentNudged" } },
-                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentRunEnded" } } }, "then": { "$ref": "#/$defs/AgentRunEnded" } }
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "AgentRunEnded" } } }, "then": { "$ref": "#/$defs/AgentRunEnded" } },
+                    { "if": { "required": ["type"], "properties": { "type": { "const": "CognitionRecorded" } } }, "then": { "$ref": "#/$defs/CognitionRecorded" } }
                 ]
             },
             "modelCall": {
@@ -307,6 +308,7 @@ pub(crate) fn event_schema() -> Value {
                     "status": { "type": "integer", "minimum": 100, "maximum": 599 },
                     "attempts": { "type": "integer", "minimum": 1, "maximum": 4_294_967_295u64 },
                     "latencyMs": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
+                    "startedAfterMs": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991u64 },
                     "exchange": { "$ref": "#/$defs/textRef" }
                 }
             },
@@ -529,6 +531,18 @@ pub(crate) fn event_schema() -> Value {
                             "unreportedCalls": { "type": "integer", "minimum": 0, "maximum": 4_294_967_295u64 }
                         }
                     }
+                }
+            },
+            "CognitionRecorded": {
+                "type": "object",
+                "required": ["type", "tool", "rules", "result"],
+                "properties": {
+                    "type": { "type": "string", "const": "CognitionRecorded" },
+                    "tool": { "type": "string", "enum": ["think", "analyze_systematically", "think_parallel", "decompose_problem", "assess_confidence", "detect_bias", "detect_emotion", "analyze_reasoning"] },
+                    "rules": { "type": "string", "minLength": 1 },
+                    "model": { "type": "string", "minLength": 1 },
+                    "result": { "type": "object" },
+                    "texts": { "type": "array", "minItems": 1, "items": { "$ref": "#/$defs/textRef" } }
                 }
             },
             "memorySector": { "type": "string", "enum": ["episodic", "semantic", "procedural", "emotional", "reflective"] },

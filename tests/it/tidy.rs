@@ -675,6 +675,11 @@ fn declared_tool_names(sources: &[(String, String)]) -> Vec<(String, String)> {
 /// Where a string literal equal to a tool name means something else, and what.
 const NOT_A_TOOL: &[(&str, &str, &str)] = &[
     ("main.rs", "=> \"erase\"", "the CLI's `erase` subcommand"),
+    (
+        "app/cognition/features.rs",
+        "\"think\",",
+        "the hedge word \"think\" (as in \"I think\") of the confidence features",
+    ),
     ("main.rs", "=> \"export\"", "the CLI's `export` subcommand"),
     (
         "app/thinking.rs",

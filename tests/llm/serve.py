@@ -1,8 +1,9 @@
 """Serve a GGUF model with llama.cpp's own HTTP server (PyPI `xllamacpp`) on 127.0.0.1.
 
-Usage: python serve.py MODEL.gguf [PORT]
+Usage: python serve.py MODEL.gguf [PORT] [SLOTS]
 
-Picks a free port when PORT is absent or 0, prints one line `listening <port>` on stdout once
+Picks a free port when PORT is absent or 0; SLOTS (default 1) is how many requests the server
+computes at once (each slot gets 2048 tokens of context); prints one line `listening <port>` on stdout once
 the server answers (chat with tools through `chatml-tools.jinja` beside this file), then serves until its standard input closes (the parent test process ended
 or closed the pipe), and exits. Embeddings are enabled (`/v1/embeddings`) beside chat.
 """
@@ -26,12 +27,13 @@ def free_port():
 def main():
     model = sys.argv[1]
     port = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] != "0" else free_port()
+    slots = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     params = xllamacpp.CommonParams()
     params.model.path = model
     params.hostnames = ["127.0.0.1"]
     params.port = port
-    params.n_ctx = 2048
-    params.n_parallel = 1
+    params.n_ctx = 2048 * slots
+    params.n_parallel = slots
     params.use_jinja = True
     params.ui = False
     params.offline = True

@@ -31,6 +31,12 @@ use crate::model::{ChatOutcome, ChatRequest, Endpoint};
 pub enum ModelStep {
     /// A chat completion of this request.
     Chat(ChatRequest),
+    /// Chat completions of these requests, sent at once (their answers are recorded in this
+    /// order); the batch fails when they have not all answered within `timeout_ms`.
+    Concurrent {
+        requests: Vec<ChatRequest>,
+        timeout_ms: u64,
+    },
     /// The vector of this text from the process's embedder (after every chat answer; at most
     /// one per call).
     Embed(String),
@@ -53,14 +59,27 @@ pub struct ModelTool {
 pub(crate) fn check(app: &App, command: &Command, plan: Plan) -> Result<(), Refusal> {
     let taken = &command.prepared.model;
     let answers = &taken.answers;
-    for (k, answer) in answers.iter().enumerate() {
+    let mut k = 0;
+    while k < answers.len() {
         let mut partial = command.clone();
         partial.prepared.model.answers.truncate(k);
         partial.prepared.model.failure = None;
         partial.prepared.embedding = None;
         match plan(app, &partial)? {
             Some(ModelStep::Chat(request))
-                if request.was_sent_as(&answer.exchange.request_bytes.0) => {}
+                if request.was_sent_as(&answers[k].exchange.request_bytes.0) =>
+            {
+                k += 1;
+            }
+            Some(ModelStep::Concurrent { requests, .. })
+                if requests.iter().enumerate().all(|(i, r)| {
+                    answers
+                        .get(k + i)
+                        .is_some_and(|a| r.was_sent_as(&a.exchange.request_bytes.0))
+                }) =>
+            {
+                k += requests.len();
+            }
             _ => return Err((stale(command, k + 1), None)),
         }
     }
@@ -70,6 +89,13 @@ pub(crate) fn check(app: &App, command: &Command, plan: Plan) -> Result<(), Refu
         let mut partial = command.clone();
         partial.prepared.model.failure = None;
         plan(app, &partial)?;
+        // Told of the failure, a plan may refuse in its tool's own words (`?`); a tool whose
+        // plan asks for nothing more once told no provider is configured decides without a
+        // model (it says so in its answer).
+        let told = plan(app, command)?;
+        if matches!(failure, ModelFailure::NotConfigured(_)) && told.is_none() {
+            return Ok(());
+        }
         return Err((refusal(command, failure), None));
     }
     match plan(app, command)? {
@@ -159,6 +185,7 @@ pub(crate) fn record(
         status: exchange.status,
         attempts: exchange.attempts,
         latency_ms: exchange.latency_ms,
+        started_after_ms: exchange.started_after_ms,
         exchange: text_ref,
     }
 }

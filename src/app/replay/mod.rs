@@ -734,8 +734,12 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
             seed: Ok(Seed::new(stand_in)),
             embedding,
             model: crate::effects::ModelTaken {
+                // A call decided with no model answer was decided without a provider (a tool
+                // that works without one: `app::call::model::check`); it is given that back.
+                failure: (answers.is_empty() && event.outcome.status == OutcomeStatus::Ok).then(
+                    || crate::effects::ModelFailure::NotConfigured("none recorded".to_owned()),
+                ),
                 answers,
-                failure: None,
             },
         },
         watch: Default::default(),

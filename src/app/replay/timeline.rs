@@ -48,6 +48,27 @@ pub struct TimelineEntry {
     pub reexecution: Option<String>,
 }
 
+/// A recorded result in one readable line: arrays longer than [`LISTED`] are shown by their
+/// length (a depth-5 decomposition has hundreds of ids).
+fn one_line(result: &serde_json::Value) -> String {
+    /// The longest array shown item by item.
+    const LISTED: usize = 6;
+    fn shorten(value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::Array(items) if items.len() > LISTED => {
+                Value::String(format!("{} items", items.len()))
+            }
+            Value::Array(items) => Value::Array(items.iter().map(shorten).collect()),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), shorten(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    shorten(result).to_string()
+}
+
 /// The timeline of `events` (one session's, in log order).
 #[must_use]
 pub fn timeline(events: &[Event]) -> Vec<TimelineEntry> {
@@ -477,6 +498,20 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 f.status, f.iterations
             ),
         ),
+        Fact::CognitionRecorded(f) => (
+            "CognitionRecorded",
+            None,
+            // The result holds numbers, labels and ids only (never caller or model text).
+            format!(
+                "{} decided by {}{}: {}",
+                f.tool,
+                f.rules,
+                f.model
+                    .as_ref()
+                    .map_or_else(String::new, |m| format!(" with {m}")),
+                one_line(&f.result)
+            ),
+        ),
         // The thinking facts are summarized by `change`.
         Fact::SessionStarted { .. }
         | Fact::ThoughtRecorded(_)
@@ -505,4 +540,23 @@ pub fn render_text(entries: &[TimelineEntry]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::one_line;
+
+    #[test]
+    fn a_result_reads_in_one_line_with_long_lists_counted() {
+        let result = json!({"framework": "root-cause-analysis", "alternatives": ["a", "b"],
+                            "executionOrder": (0..17).map(|k| format!("p-{k}")).collect::<Vec<_>>(),
+                            "nested": {"ids": [1, 2, 3, 4, 5, 6, 7]}});
+        let line = one_line(&result);
+        assert!(!line.contains('\n'));
+        assert!(line.contains(r#""alternatives":["a","b"]"#), "{line}");
+        assert!(line.contains(r#""executionOrder":"17 items""#), "{line}");
+        assert!(line.contains(r#""ids":"7 items""#), "{line}");
+    }
 }

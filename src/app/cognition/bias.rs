@@ -1,0 +1,282 @@
+//! `detect_bias`'s rules: the seed's eight bias types, each a list of patterns (regular
+//! expressions over the lower-cased text, docs/cognition.md lists them) that mark a phrase
+//! typical of the bias, or a cue of it followed by a conclusion ("already paid … so"). A type is reported when one of its patterns matches; the finding names
+//! the phrase it matched (its evidence span, with offsets), a severity and a correction.
+//!
+//! Severity: 0.5 for one matched phrase, +0.15 for each further one, +0.15 when the text also
+//! makes an unsupported absolute claim (`always`, `never`, `everyone`, `certainly`, …), at most
+//! 0.95. Confidence: 0.6 + 0.1 per further phrase, at most 0.9. These are the rule set's
+//! orderings, not calibrated probabilities.
+//!
+//! Pure. Must not know MCP or the ledger.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// The rule set and version every answer names.
+pub const RULES: &str = "thinkledger.cognition.bias/3";
+
+/// One bias type: its name, what to do about it, and the phrases that mark it.
+struct BiasRule {
+    kind: &'static str,
+    correction: &'static str,
+    patterns: &'static [&'static str],
+}
+
+const RULE_TABLE: &[BiasRule] = &[
+    BiasRule {
+        kind: "confirmation",
+        correction: "Actively seek disconfirming evidence and state what would change your mind",
+        patterns: &[
+            r"\b(support|confirm|prove|validate|back|vindicate)(s|es|ed|d|ing)? (up )?(my|our) (hypothesis|belief|view|theory|assumption|idea|point|suspicion|position|opinion|hunch|case)",
+            r"\b(search(ed|ing)?|look(ed|ing)?|went looking|googl(e|ed|ing)|ask(ed|ing)?|read|cherry-pick(ed|ing)?) (only )?(for )?(the )?(articles|studies|sources|evidence|data|opinions|people|reviews|papers|experts|blogs|posts|examples) (that|which|who) (agree|support|confirm|back|side)",
+            r"\b(agree|agrees|agreed|side|sided) with (me|us|my view|our view)\b.{0,80}\b(confirm|prove|support|show)",
+            r"\b(as|just as) (i|we) (expected|predicted|suspected|thought)",
+            r"\bknew it all along\b",
+            r"\b(ignor(e|ed|ing)|dismiss(ed|ing)?|disregard(ed|ing)?) (the |any |all )?(contradict\w*|conflicting|opposing|negative|contrary) (data|evidence|results?|reviews?|findings|feedback)",
+            r"\bonly (look(ed)?|search(ed)?|consider(ed)?|read|cite[sd]?) (at )?(the )?(data|evidence|studies|sources|articles|reviews|results) (that|which) (support|agree|confirm)",
+            r"\ball the (data|evidence|results) (i|we)('ve| have)? (seen|found|read) (supports?|confirms?|shows?)",
+            r"\b(proves?|proved) (that )?(i|we) (was|were|am|are) right\b",
+            r"\b(only|just|exclusively) (read|reads|follow|follows|watch|watches|listens? to|trust|trusts|look at|check|ask|asked|cite|consider|talk to|visit)\b.{0,50}\b(that|which|who) (agree|agrees|share|shares|support|supports|confirm|confirms|back|backs|side|sides|echo|echoes|think like)",
+            r"\b(share|shares|shared|match|matches|echo|echoes|fit|fits) (my|our|his|her|their) (opinion|opinions|view|views|belief|beliefs|politics|position|thinking|worldview)",
+            r"\bconfirm(s|ed)? (what|everything|all) (i|we|he|she|they) (already |always )?(believed|thought|knew|suspected|said|expected)",
+            r"\b(ignore|ignored|ignoring|dismiss|dismissed|skip|skipped|brush off|brushed off) (anything|everything|whatever|the ones?|those|any \w+|all \w+) (that|which|who) (disagree|disagrees|contradict|contradicts|challenge|challenges|question|questions)",
+        ],
+    },
+    BiasRule {
+        kind: "anchoring",
+        correction: "Set the first figure aside and build the estimate again from independent data",
+        patterns: &[
+            r"\b(first|initial|original|opening|starting) (estimate|number|figure|price|offer|quote|guess|impression|value|bid)\b",
+            r"\b(stick|sticking|stuck|anchor(ed)?) (to|with|on) (the|our|my|that) (first|initial|original) ",
+            r"\bstart(ed|ing)? (from|at|with) (the |a )?(asking|list|initial|first) (price|figure|number)",
+            r"\b(close|near) to (the|our|their) (original|initial|first) (estimate|number|figure|offer|quote)",
+            r"\b(first|initially|originally|at first|to begin with|opened|started|listed|asking|asked for|wanted)\b.{0,50}\d.{0,80}\b(deal|bargain|steal|discount|fair|reasonable|cheap|good price|a saving|sounds? (low|high|fair|right)|seems? (low|high|fair|right|reasonable)|feels? (low|high|fair|right|reasonable|cheap))\b",
+        ],
+    },
+    BiasRule {
+        kind: "availability",
+        correction: "Look up base rates instead of relying on examples that come easily to mind",
+        patterns: &[
+            r"\b(i|we) (just |recently )?(heard|read|saw) (about|of) (a|an|one|some|that)\b",
+            r"\b(i|we) (just |recently )?(saw|read|watched|heard) (a|an|one|that) (\w+ ){0,2}(story|report|article|video|documentary|headline|post|clip|segment)s? (about|on|of)\b",
+            r"\b(in|on) the news\b",
+            r"\b(comes?|came|springs?) (easily )?to mind\b",
+            r"\b(i|we) (can )?remember (a|an|one|that) (case|time|story|incident|example)",
+            r"\beveryone('s| is) talking about\b",
+            r"\bmy (friend|neighbou?r|cousin|colleague|brother|sister|uncle|aunt) (had|got|was|said|told)",
+            r"\b(a|one) (story|anecdote|headline) (i|we) ",
+            r"\b(after|since|ever since) (watching|seeing|reading|hearing)\b.{0,70}\b(convinced|sure|certain|must|so|probably|bound to|about to|going to|too (risky|dangerous)|unsafe|dangerous)\b",
+            r"\b(saw|watched|read|heard|seen)\b.{0,30}\b(story|stories|video|report|article|news|documentary|post|clip|headline|movie|film)\b.{0,70}\b(so|convinced|must|probably|bound to|about to|too (risky|dangerous)|unsafe|dangerous)\b",
+        ],
+    },
+    BiasRule {
+        kind: "recency",
+        correction: "Weigh the whole history, not only the latest events; compare with a longer window",
+        patterns: &[
+            r"\b(last|past|this) (week|month|quarter|sprint|few days|couple of days|release|year|season|game|match|round)('s)?\b.{0,60}\b(so|therefore|always|will|trend|from now on|proves?|means)\b",
+            r"\b(recent|latest|most recent) \w+( \w+)?\b.{0,60}\b(so|therefore|always|will|shows?|proves?|means)\b",
+            r"\b(yesterday|today|tonight|this morning)('s)?\b.{0,60}\b(so|therefore|always|will|proves?|means)\b",
+            r"\bwill (keep|continue|go on) (\w+ing|to \w+)\b.{0,40}\b(from now on|forever|indefinitely)\b",
+            r"\bbased (only |solely |just )?on (the )?(last|latest|most recent|recent)\b",
+            r"\b(last|past|latest|recent|previous|most recent) (\w+ ){0,2}(\w+s)\b.{0,60}\b(so|therefore|which means)\b.{0,40}\b(will|next|always|never|from now on|keep|bound to|certain|definitely|surely)\b",
+        ],
+    },
+    BiasRule {
+        kind: "representativeness",
+        correction: "Check the base rate: resemblance to a type is not probability",
+        patterns: &[
+            r"\b(looks?|seems?|sounds?) like (a |an |the )?(typical|classic|stereotypical|textbook)\b",
+            r"\bfits? the (profile|stereotype|pattern|mold|mould) of\b",
+            r"\b(must|probably) be (a|an) \w+ because (he|she|they|it) (looks?|seems?|dresses|talks|sounds)",
+            r"\b(he|she|they|it) (looks?|seems?|sounds?) like (a|an|the) (typical |kind of )?\w+,? so\b",
+            r"\b(typical|classic) \w+ (behaviou?r|type|profile)\b",
+            r"\b(all|most) \w+ (people|startups|engineers|managers|companies) (are|do|fail)\b",
+            r"\b(has|have|wears|wear|rides|drives|dresses|talks|speaks|reads|lives|looks|acts)\b.{0,60}\bso (he|she|they|it)('s| is| are| must be|'d be)? ?(probably|must be|surely|definitely|obviously|clearly|bound to be|likely) ?(a|an) \w+",
+        ],
+    },
+    BiasRule {
+        kind: "framing",
+        correction: "Restate the figures both ways (gains and losses, successes and failures) before deciding",
+        patterns: &[
+            r"\b\d+ ?(%|percent) (success|survival|fat[- ]free|satisfaction|chance of success)",
+            r"\bonly \d+ ?(%|percent)( of (the )?\w+)? (fail|die|risk|chance of failure|lose|loss|go wrong|suffer|get sick|complain|have (side effects|problems))",
+            r"\b(labell?ed|advertised|marketed|sold|promoted|described|billed) as\b.{0,40}\d+ ?(%|percent)",
+            r"\b\d+ ?(%|percent) (fat[- ]free|sugar[- ]free|natural|effective|safe|pure|lean|satisfied|recommend|approval|on[- ]time|accurate|positive)\b.{0,60}\b(so|must|therefore|clearly|obviously|definitely)\b",
+            r"\b(sounds?|feels?|looks?) (much )?(better|worse|safer|riskier) (when|if|because) (it'?s|you|we) (put|phrased|framed|presented|described|said)",
+            r"\b(framed|phrased|presented|described) as (a )?(gain|loss|win|saving|success|failure|opportunity|threat)",
+            r"\b(lose|losing|miss out on) \$?\d+.{0,40}\b(instead of|rather than|versus|vs\.?) (saving|gaining|winning)",
+        ],
+    },
+    BiasRule {
+        kind: "sunk_cost",
+        correction: "Decide on future costs and benefits only; past spending is gone either way",
+        patterns: &[
+            r"\b(already|have) (spent|invested|put|sunk|poured|wasted) .{0,40}(so|can'?t|cannot|must|have to|should|too)\b",
+            r"\btoo much (time|money|effort|work)? ?(in|into|on) (it|this|that|the \w+|this \w+|that \w+|our \w+) to (stop|quit|give up|abandon|walk away|cancel|drop|scrap)",
+            r"\b(spent|invested|put|sunk|poured) too much\b.{0,40}\bto (stop|quit|give up|abandon|walk away|cancel|drop|scrap)",
+            r"\b(can'?t|cannot|won'?t) (stop|quit|give up|abandon|walk away|cancel)( it| this| that)? now\b",
+            r"\b(come|gone) (this|so) far\b",
+            r"\b(waste|wasting|throw away|throwing away) (all )?(the |what |everything )?(we|i)('ve| have)? (spent|invested|put in|built)",
+            r"\bafter (all|everything) (we|i)('ve| have) (spent|invested|put in)",
+            r"\balready (\w+ ){0,3}(paid|spent|invested|sat through|put in|bought|waited|committed|sunk|driven|travell?ed|built|sacrificed|given)\b.{0,70}\b(so|might as well|may as well|can'?t|cannot|have to|must|no point)\b",
+            r"\b(might|may) as well (finish|continue|keep|stay|watch|see it through|go on|stick with|carry on)",
+        ],
+    },
+    BiasRule {
+        kind: "attribution",
+        correction: "Consider the situation's part (workload, tools, incentives) before blaming character",
+        patterns: &[
+            r"\b(he|she|they|the team|the user|users|customers?) (is|are|was|were) (just |simply )?(lazy|stupid|incompetent|careless|sloppy|dumb|idiots?|hopeless|useless|bad at)",
+            r"\bbecause (he|she|they|the \w+) (is|are|was|were) (just |simply )?(lazy|stupid|incompetent|careless|sloppy|dumb|not smart|bad at)",
+            r"\bthat'?s just (how|who|what) (he|she|they) (is|are)\b",
+            r"\b(his|her|their) (fault|incompetence|laziness|carelessness)\b",
+            r"\b(i|we) (failed|missed|lost) because of (bad luck|the (weather|market|tools|timing|circumstances))",
+            r"\bbecause (he|she|they|the \w+)('s| is| are| was| were) (just |simply |such |so |a |an )*(lazy|stupid|careless|incompetent|sloppy|dumb|selfish|rude|irresponsible|unreliable|useless|arrogant|greedy|dishonest|clumsy|forgetful|disorganized|disorganised|weak|bad)( person| people| guy| man| woman| type| worker| driver)?\b",
+            r"\b(is|are|was|were) (a|an) (lazy|stupid|careless|incompetent|sloppy|selfish|rude|irresponsible|unreliable|arrogant|dishonest|clumsy|forgetful) (person|people|guy|man|woman|type|worker|driver)\b.{0,40}\bnot because\b",
+        ],
+    },
+];
+
+/// Unsupported absolutes that raise a finding's severity.
+static ABSOLUTES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(always|never|everyone|everybody|nobody|no one|certainly|definitely|undoubtedly|obviously|clearly|guaranteed|without (a )?doubt|100 ?%)\b",
+    )
+    .unwrap_or_else(|_| unreachable_regex())
+});
+
+/// A regex that matches nothing (the patterns are constants and compile; this keeps a broken
+/// edit from panicking a server).
+fn unreachable_regex() -> Regex {
+    Regex::new(r"[^\s\S]").unwrap_or_else(|_| unreachable!("a constant regex compiles"))
+}
+
+static COMPILED: LazyLock<Vec<Vec<Regex>>> = LazyLock::new(|| {
+    RULE_TABLE
+        .iter()
+        .map(|rule| {
+            rule.patterns
+                .iter()
+                .filter_map(|p| Regex::new(p).ok())
+                .collect()
+        })
+        .collect()
+});
+
+/// The bias types, in the seed's order.
+pub const BIAS_TYPES: [&str; 8] = [
+    "confirmation",
+    "anchoring",
+    "availability",
+    "recency",
+    "representativeness",
+    "framing",
+    "sunk_cost",
+    "attribution",
+];
+
+/// Where a finding's evidence is in the text.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Span {
+    /// Byte offsets into the text analysed.
+    pub start: usize,
+    pub end: usize,
+}
+
+/// One bias found (the seed's fields, with where its evidence is).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Finding {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// 0–1 (see the module's rule).
+    pub severity: f64,
+    /// The phrases that matched, as they stand in the text.
+    pub evidence: Vec<String>,
+    /// Where each evidence phrase is.
+    pub spans: Vec<Span>,
+    pub correction: String,
+    pub confidence: f64,
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// The biases the rules find in `text`.
+pub fn detect(text: &str) -> Vec<Finding> {
+    let lower = text.to_lowercase();
+    // Offsets are in `lower`; evidence is cut from it when lower-casing changed the length.
+    let same_len = lower.len() == text.len();
+    let absolute = ABSOLUTES.is_match(&lower);
+    let mut out = Vec::new();
+    for (rule, patterns) in RULE_TABLE.iter().zip(COMPILED.iter()) {
+        let mut spans: Vec<Span> = Vec::new();
+        for pattern in patterns {
+            for m in pattern.find_iter(&lower) {
+                if !spans.iter().any(|s| s.start < m.end() && m.start() < s.end) {
+                    spans.push(Span {
+                        start: m.start(),
+                        end: m.end(),
+                    });
+                }
+            }
+        }
+        if spans.is_empty() {
+            continue;
+        }
+        spans.sort_by_key(|s| s.start);
+        #[allow(clippy::cast_precision_loss)] // a handful of spans
+        let extra = (spans.len() - 1) as f64;
+        let severity = (0.5 + 0.15 * extra + if absolute { 0.15 } else { 0.0 }).min(0.95);
+        let confidence = (0.6 + 0.1 * extra).min(0.9);
+        let source = if same_len { text } else { lower.as_str() };
+        let evidence = spans
+            .iter()
+            .map(|s| source.get(s.start..s.end).unwrap_or_default().to_owned())
+            .collect();
+        out.push(Finding {
+            kind: rule.kind.to_owned(),
+            severity: round2(severity),
+            evidence,
+            spans,
+            correction: rule.correction.to_owned(),
+            confidence: round2(confidence),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        for (rule, compiled) in RULE_TABLE.iter().zip(COMPILED.iter()) {
+            assert_eq!(rule.patterns.len(), compiled.len(), "{}", rule.kind);
+        }
+        assert_eq!(
+            RULE_TABLE.iter().map(|r| r.kind).collect::<Vec<_>>(),
+            BIAS_TYPES
+        );
+    }
+
+    #[test]
+    fn the_seeds_example_is_confirmation_with_its_span() {
+        let text = "All the data I've seen supports my hypothesis that users prefer feature A";
+        let found = detect(text);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, "confirmation");
+        let span = &found[0].spans[0];
+        assert_eq!(&text[span.start..span.end], found[0].evidence[0]);
+    }
+
+    #[test]
+    fn neutral_text_has_no_bias() {
+        assert!(detect("We measured latency over 30 days and compared two designs.").is_empty());
+    }
+}

@@ -1,0 +1,629 @@
+//! `detect_emotion`'s rules: the circumplex (valence, arousal, dominance) and the seed's eleven
+//! discrete emotions, from two published lexicons (docs/cognition.md):
+//!
+//! - valence is VADER's compound score (Hutto & Gilbert 2014, MIT, crate `vader_sentiment`),
+//!   with VADER's own negation, booster, capitals and punctuation rules, plus the emotion words
+//!   VADER has no entry for, valued by their emotions' pleasure anchors;
+//! - the discrete emotions come from `wn-affect-emotions.tsv`: the words of WordNet-Affect 1.1
+//!   (Strapparava & Valitutti 2004; CC BY 3.0, as part of WordNet Domains) whose affective
+//!   category falls under one of the eleven, by the category table in docs/cognition.md, and
+//!   thinkledger's own `emotion-additions.tsv` (words and phrases WN-Affect lacks). A word
+//!   naming an emotion counts for it alone; a lexicon word under several emotions is shared by
+//!   1 / vocabulary. A word counts 1, 1.5 after an intensifier, 0.5 after a downtoner, and
+//!   nothing when one of the three words before it negates it (VADER's window);
+//! - arousal and dominance are the emotions' PAD anchors (`ANCHORS`) weighted by their scores.
+//!
+//! Pure: text in, numbers out. Must not know MCP or the ledger.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// The rule set and version every answer names.
+pub const RULES: &str = "thinkledger.cognition.emotion/3 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions)";
+
+/// The seed's eleven discrete emotions, in its order.
+pub const EMOTIONS: [&str; 11] = [
+    "joy",
+    "sadness",
+    "anger",
+    "fear",
+    "disgust",
+    "surprise",
+    "pride",
+    "shame",
+    "guilt",
+    "gratitude",
+    "awe",
+];
+
+/// Pleasure, arousal, dominance anchors of each emotion, each in [-1, 1]: joy, sadness (OCC
+/// "distress"), anger, fear, pride, shame, guilt (OCC "remorse"), gratitude and awe (OCC
+/// "admiration") as the ALMA model tabulates them from Mehrabian's PAD space (Gebhard 2005);
+/// surprise and disgust are not in that table and are placed by thinkledger (ambiguous valence
+/// and high arousal; negative valence, moderate arousal), as docs/cognition.md says.
+const ANCHORS: [(f64, f64, f64); 11] = [
+    (0.40, 0.20, 0.10),
+    (-0.40, -0.20, -0.50),
+    (-0.51, 0.59, 0.25),
+    (-0.64, 0.60, -0.43),
+    (-0.60, 0.35, 0.11),
+    (0.00, 0.70, -0.10),
+    (0.40, 0.30, 0.30),
+    (-0.30, 0.10, -0.60),
+    (-0.30, 0.10, -0.60),
+    (0.40, 0.20, -0.30),
+    (0.50, 0.30, -0.20),
+];
+
+/// Words formed from an emotion's own name (the name, its adjective and adverb forms): such a
+/// word means that emotion only, though WordNet-Affect may list it under a second category too
+/// (`guilty` is also under shame, `awe` and `awestruck` under surprise).
+const NAME_WORDS: [&[&str]; 11] = [
+    &["joy", "joyful", "joyfully", "joyous", "joyously"],
+    &["sad", "sadly", "sadness"],
+    &["anger", "angry", "angrily", "angered"],
+    &["fear", "feared", "fearful", "fearfully", "afraid"],
+    &["disgust", "disgusted", "disgusting", "disgustingly"],
+    &["surprise", "surprised", "surprising", "surprisingly"],
+    &["pride", "proud", "proudly"],
+    &["shame", "ashamed", "shameful", "shamefully", "shamed"],
+    &["guilt", "guilty", "guiltily"],
+    &["gratitude", "grateful", "gratefully"],
+    &[
+        "awe",
+        "awed",
+        "awestruck",
+        "awestricken",
+        "awe-struck",
+        "awe-inspiring",
+    ],
+];
+
+/// VADER's normalisation constant: compound = x / √(x² + α).
+const VADER_ALPHA: f64 = 15.0;
+
+/// The valence, on VADER's word scale (−4…4), a lexicon word VADER has no entry for adds: 4 ×
+/// the mean pleasure anchor of its emotions (awe 0.5 → 2.0, fear −0.64 → −2.56).
+const LEXICON_VALENCE_SCALE: f64 = 4.0;
+
+/// The vendored lexicon: `word<TAB>emotion`, one pair a line.
+const LEXICON_TSV: &str = include_str!("wn-affect-emotions.tsv");
+
+static LEXICON: LazyLock<HashMap<&'static str, Vec<usize>>> = LazyLock::new(|| {
+    let mut map: HashMap<&'static str, Vec<usize>> = HashMap::new();
+    for line in LEXICON_TSV.lines() {
+        let mut cols = line.split('\t');
+        let (Some(word), Some(emotion)) = (cols.next(), cols.next()) else {
+            continue;
+        };
+        if let Some(k) = EMOTIONS.iter().position(|e| *e == emotion) {
+            let entry = map.entry(word).or_default();
+            if !entry.contains(&k) {
+                entry.push(k);
+            }
+        }
+    }
+    map
+});
+
+/// thinkledger's own additions (`emotion-additions.tsv`): words and phrases of up to
+/// [`LONGEST_PHRASE`] words that WordNet-Affect 1.1 lacks, each with its emotion.
+const ADDITIONS_TSV: &str = include_str!("emotion-additions.tsv");
+
+/// The most words an addition spans.
+const LONGEST_PHRASE: usize = 4;
+
+static ADDITIONS: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
+    ADDITIONS_TSV
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let (phrase, emotion) = line.split_once('\t')?;
+            Some((phrase, EMOTIONS.iter().position(|e| *e == emotion)?))
+        })
+        .collect()
+});
+
+/// How many words each emotion has in the lexicon: a word listed under several emotions is
+/// shared among them in proportion to 1 / vocabulary ([`shares`]).
+static VOCABULARY: LazyLock<[usize; 11]> = LazyLock::new(|| {
+    let mut sizes = [0usize; 11];
+    for emotions in LEXICON.values() {
+        for &k in emotions {
+            sizes[k] += 1;
+        }
+    }
+    sizes
+});
+
+static VADER: LazyLock<vader_sentiment::SentimentIntensityAnalyzer<'static>> =
+    LazyLock::new(vader_sentiment::SentimentIntensityAnalyzer::new);
+
+/// Words that negate an emotion word up to three words after them (VADER's negation window).
+const NEGATORS: &[&str] = &[
+    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "hardly",
+    "barely", "cannot", "cant", "dont", "doesnt", "didnt", "isnt", "wasnt", "arent", "werent",
+    "wont", "wouldnt", "shouldnt", "couldnt", "havent", "hasnt", "hadnt", "aint",
+];
+
+/// Words that strengthen the next emotion word (from VADER's booster list).
+const INTENSIFIERS: &[&str] = &[
+    "very",
+    "really",
+    "so",
+    "extremely",
+    "incredibly",
+    "absolutely",
+    "totally",
+    "completely",
+    "deeply",
+    "utterly",
+    "truly",
+    "highly",
+    "hugely",
+    "immensely",
+    "terribly",
+    "awfully",
+    "enormously",
+    "especially",
+    "exceptionally",
+    "extraordinarily",
+    "fully",
+    "most",
+    "such",
+    "thoroughly",
+    "tremendously",
+    "unbelievably",
+    "remarkably",
+    "super",
+    "quite",
+    "too",
+];
+
+/// Words that weaken the next emotion word (VADER's negative boosters).
+const DOWNTONERS: &[&str] = &[
+    "slightly",
+    "somewhat",
+    "barely",
+    "little",
+    "marginally",
+    "partly",
+    "kinda",
+    "mildly",
+    "occasionally",
+    "sort",
+    "kind",
+    "bit",
+    "less",
+];
+
+/// One emotion's score.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct EmotionScore {
+    pub emotion: String,
+    /// 0–1: 1 − e^(−weight), the weight being the sum of its matched words' weights.
+    pub score: f64,
+    /// `high` (≥ 0.7), `moderate` (≥ 0.4) or `low`.
+    pub intensity: String,
+}
+
+/// The seed's `circumplex`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Circumplex {
+    /// −1…1: VADER's compound score.
+    pub valence: f64,
+    /// 0…1.
+    pub arousal: f64,
+    /// −1…1.
+    pub dominance: f64,
+    /// matched words / (matched words + 2): how much of the text the lexicons covered.
+    pub confidence: f64,
+}
+
+/// The seed's `discrete`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Discrete {
+    /// The highest-scoring emotion; without any emotion word, `joy` or `sadness` by the sign of
+    /// a clear valence (|valence| ≥ 0.3), else null.
+    pub primary: Option<String>,
+    /// Emotions with a score above zero, highest first.
+    pub emotions: Vec<EmotionScore>,
+    pub confidence: f64,
+    /// `lexicon` or `valence` (the fallback above), null without a primary.
+    pub basis: Option<String>,
+}
+
+/// What the rules found in one text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    pub circumplex: Circumplex,
+    pub discrete: Discrete,
+    /// Emotion words matched (negated ones excluded).
+    pub matched: usize,
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The words of a text, lower case, apostrophes dropped (`don't` → `dont`).
+pub(crate) fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’' || c == '-'))
+        .map(|w| {
+            w.trim_matches('-')
+                .chars()
+                .filter(|c| *c != '\'' && *c != '’')
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// The emotion a word names, when it is one of [`NAME_WORDS`].
+fn named(word: &str) -> Option<usize> {
+    NAME_WORDS.iter().position(|names| names.contains(&word))
+}
+
+/// The emotions of a word: the one it names, else thinkledger's addition, else the lexicon's
+/// for it or its base form.
+fn emotions_of(word: &str) -> Option<Vec<usize>> {
+    match named(word).or_else(|| ADDITIONS.get(word).copied()) {
+        Some(k) => Some(vec![k]),
+        None => lookup(word).cloned(),
+    }
+}
+
+/// How one word's weight is shared among its emotions: all of it for one emotion; for a word
+/// listed under several, in proportion to 1 / each emotion's vocabulary (the word is more
+/// telling of a small category: `guilty` is 2/3 guilt, 1/3 shame; `embarrassed` 3/4 shame,
+/// 1/4 fear), as a naive Bayes reading with uniform priors would.
+fn shares(emotions: &[usize]) -> Vec<f64> {
+    #[allow(clippy::cast_precision_loss)] // word counts
+    let inverse: Vec<f64> = emotions
+        .iter()
+        .map(|&k| 1.0 / VOCABULARY[k].max(1) as f64)
+        .collect();
+    let total: f64 = inverse.iter().sum();
+    inverse.iter().map(|x| x / total).collect()
+}
+
+/// The addition phrase of two or more words starting at `tokens[i]`, longest first: its
+/// emotion and how many words it spans.
+fn phrase_at(tokens: &[String], i: usize) -> Option<(usize, usize)> {
+    (2..=LONGEST_PHRASE).rev().find_map(|n| {
+        let words = tokens.get(i..i + n)?;
+        ADDITIONS.get(words.join(" ").as_str()).map(|&k| (k, n))
+    })
+}
+
+/// The lexicon's emotions of a word or of its base form (plural, past, gerund, adverb; a past
+/// participle also as its gerund: `excited` → `exciting`).
+fn lookup(word: &str) -> Option<&'static Vec<usize>> {
+    if let Some(hit) = LEXICON.get(word) {
+        return Some(hit);
+    }
+    let mut forms: Vec<String> = Vec::new();
+    for (suffix, replacements) in [
+        ("ies", &["y"][..]),
+        ("ied", &["y"][..]),
+        ("ily", &["y"][..]),
+        ("ness", &[""][..]),
+        ("fully", &["ful"][..]),
+        ("ly", &["", "le"][..]),
+        ("ing", &["", "e"][..]),
+        ("ed", &["", "e", "ing"][..]),
+        ("es", &["", "e"][..]),
+        ("s", &[""][..]),
+    ] {
+        if let Some(stem) = word.strip_suffix(suffix)
+            && stem.len() >= 3
+        {
+            for r in replacements {
+                forms.push(format!("{stem}{r}"));
+            }
+            // doubled consonant: "stunned" → "stun"
+            let b = stem.as_bytes();
+            if b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] {
+                forms.push(stem[..stem.len() - 1].to_owned());
+            }
+        }
+    }
+    forms.iter().find_map(|f| LEXICON.get(f.as_str()))
+}
+
+fn intensity(score: f64) -> &'static str {
+    if score >= 0.7 {
+        "high"
+    } else if score >= 0.4 {
+        "moderate"
+    } else {
+        "low"
+    }
+}
+
+/// VADER's compound score of one word alone (0 when VADER has no entry for it).
+fn vader_word(word: &str) -> f64 {
+    VADER
+        .polarity_scores(word)
+        .get("compound")
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// VADER's compound score with `extra` (on VADER's word scale) added to the sum it normalised:
+/// the sum is recovered from the compound (x = c·√(α / (1 − c²))), `extra` added, and the sum
+/// normalised again. Without `extra` the compound is VADER's unchanged.
+fn with_lexicon_valence(compound: f64, extra: f64) -> f64 {
+    if extra == 0.0 || !compound.is_finite() {
+        return compound;
+    }
+    let c = compound.clamp(-0.9999, 0.9999);
+    let sum = c * (VADER_ALPHA / (1.0 - c * c)).sqrt() + extra;
+    sum / (sum * sum + VADER_ALPHA).sqrt()
+}
+
+/// Reads the emotions of `text`.
+pub fn read(text: &str) -> Reading {
+    let tokens = words(text);
+    let mut weight = [0.0f64; 11];
+    // Emotions named outright (a word of `NAME_WORDS`): they win a tie.
+    let mut named_outright = [false; 11];
+    let mut matched = 0usize;
+    // VADER's word scale sum of the emotion words VADER itself does not know.
+    let mut unknown_to_vader = 0.0f64;
+    let mut i = 0;
+    while i < tokens.len() {
+        let token = &tokens[i];
+        let (emotions, span) = match phrase_at(&tokens, i) {
+            Some((k, n)) => (vec![k], n),
+            None => match emotions_of(token) {
+                Some(emotions) => (emotions, 1),
+                None => {
+                    i += 1;
+                    continue;
+                }
+            },
+        };
+        let start = i;
+        i += span;
+        let before = &tokens[start.saturating_sub(3)..start];
+        if before.iter().any(|w| NEGATORS.contains(&w.as_str())) {
+            continue;
+        }
+        let i = start;
+        let factor = match i.checked_sub(1).map(|j| tokens[j].as_str()) {
+            Some(w) if INTENSIFIERS.contains(&w) => 1.5,
+            Some(w) if DOWNTONERS.contains(&w) => 0.5,
+            _ => 1.0,
+        };
+        matched += 1;
+        let shares = shares(&emotions);
+        for (&k, share) in emotions.iter().zip(&shares) {
+            weight[k] += factor * share;
+        }
+        if let Some(k) = named(token) {
+            named_outright[k] = true;
+        }
+        if tokens[i..i + span].iter().all(|w| vader_word(w) == 0.0) {
+            let pleasure: f64 = emotions
+                .iter()
+                .zip(&shares)
+                .map(|(&k, share)| ANCHORS[k].0 * share)
+                .sum();
+            unknown_to_vader += factor * LEXICON_VALENCE_SCALE * pleasure;
+        }
+    }
+    let exclamations = text.matches('!').count().min(3);
+    #[allow(clippy::cast_precision_loss)] // at most 3
+    let emphasis = 1.0 + 0.1 * exclamations as f64;
+    let scores: Vec<f64> = weight
+        .iter()
+        .map(|w| 1.0 - (-(w * emphasis)).exp())
+        .collect();
+    let valence = with_lexicon_valence(
+        VADER
+            .polarity_scores(text)
+            .get("compound")
+            .copied()
+            .unwrap_or(0.0),
+        unknown_to_vader,
+    );
+    let total: f64 = scores.iter().sum();
+    let (arousal, dominance) = if total > 0.0 {
+        let a: f64 = scores.iter().zip(ANCHORS).map(|(s, (_, a, _))| s * a).sum();
+        let d: f64 = scores.iter().zip(ANCHORS).map(|(s, (_, _, d))| s * d).sum();
+        ((a / total + 1.0) / 2.0, d / total)
+    } else {
+        // No emotion word: the only signal is how strong the valence is.
+        (
+            0.5 * valence.abs() + 0.1 * f64::from(u8::try_from(exclamations).unwrap_or(3)),
+            0.0,
+        )
+    };
+    let vader_words = tokens.iter().filter(|w| vader_word(w) != 0.0).count();
+    let coverage = matched.max(vader_words);
+    #[allow(clippy::cast_precision_loss)] // word counts
+    let confidence = coverage as f64 / (coverage as f64 + 2.0);
+    let mut emotions: Vec<EmotionScore> = scores
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(k, s)| EmotionScore {
+            emotion: EMOTIONS[k].to_owned(),
+            score: round3(*s),
+            intensity: intensity(*s).to_owned(),
+        })
+        .collect();
+    // Highest score first; on a tie an emotion named outright first, then the seed's order.
+    let named_first = |e: &EmotionScore| {
+        EMOTIONS
+            .iter()
+            .position(|x| *x == e.emotion)
+            .is_some_and(|k| named_outright[k])
+    };
+    emotions.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| named_first(b).cmp(&named_first(a)))
+    });
+    let (primary, basis) = match emotions.first() {
+        Some(top) => (Some(top.emotion.clone()), Some("lexicon".to_owned())),
+        None if valence >= 0.3 => (Some("joy".to_owned()), Some("valence".to_owned())),
+        None if valence <= -0.3 => (Some("sadness".to_owned()), Some("valence".to_owned())),
+        None => (None, None),
+    };
+    let discrete_confidence = match (&emotions[..], basis.as_deref()) {
+        ([top, second, ..], _) => round3(top.score * (1.0 - second.score / (top.score + 1.0))),
+        ([top], _) => round3(top.score),
+        ([], Some(_)) => round3(valence.abs() * 0.5),
+        ([], None) => 0.0,
+    };
+    Reading {
+        circumplex: Circumplex {
+            valence: round3(valence),
+            arousal: round3(arousal.clamp(0.0, 1.0)),
+            dominance: round3(dominance.clamp(-1.0, 1.0)),
+            confidence: round3(confidence),
+        },
+        discrete: Discrete {
+            primary,
+            emotions,
+            confidence: discrete_confidence,
+            basis,
+        },
+        matched,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lexicon_covers_every_emotion() {
+        for (k, e) in EMOTIONS.iter().enumerate() {
+            assert!(LEXICON.values().any(|v| v.contains(&k)), "{e} has no word");
+        }
+    }
+
+    #[test]
+    fn negation_removes_and_intensifiers_raise() {
+        let plain = read("I am happy.");
+        let very = read("I am very happy.");
+        let not = read("I am not happy.");
+        let top = |r: &Reading| r.discrete.emotions.first().map_or(0.0, |e| e.score);
+        assert!(top(&very) > top(&plain));
+        assert!(not.discrete.emotions.iter().all(|e| e.emotion != "joy"));
+        assert!(plain.circumplex.valence > 0.0);
+        assert!(not.circumplex.valence < 0.0);
+    }
+
+    #[test]
+    fn inflected_forms_are_found() {
+        assert_eq!(
+            read("She was terrified.").discrete.primary.as_deref(),
+            Some("fear")
+        );
+        assert_eq!(
+            read("He felt ashamed").discrete.primary.as_deref(),
+            Some("shame")
+        );
+        assert_eq!(
+            read("We are grateful").discrete.primary.as_deref(),
+            Some("gratitude")
+        );
+    }
+
+    #[test]
+    fn a_word_naming_an_emotion_counts_for_that_emotion_only() {
+        // WN-Affect lists "guilty" under guilt and shame, "awe" under awe and surprise.
+        assert_eq!(LEXICON.get("guilty").map(Vec::len), Some(2));
+        assert_eq!(
+            read("I feel guilty.").discrete.primary.as_deref(),
+            Some("guilt")
+        );
+        assert_eq!(
+            read("We were in awe.").discrete.primary.as_deref(),
+            Some("awe")
+        );
+        let awe = read("We were in awe.");
+        assert_eq!(awe.discrete.emotions.len(), 1, "{awe:?}");
+    }
+
+    #[test]
+    fn a_word_under_several_emotions_is_shared_by_their_vocabularies() {
+        let (fear, shame) = (3, 7);
+        let split = shares(&[fear, shame]);
+        assert!((split.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert!(
+            split[1] > split[0],
+            "shame has the smaller vocabulary: {split:?}"
+        );
+        assert_eq!(shares(&[fear]), vec![1.0]);
+        assert_eq!(
+            read("He was embarrassed.").discrete.primary.as_deref(),
+            Some("shame")
+        );
+    }
+
+    #[test]
+    fn additions_match_whole_phrases_and_are_negated_like_words() {
+        assert_eq!(
+            read("It came out of the blue.").discrete.primary.as_deref(),
+            Some("surprise")
+        );
+        assert_eq!(
+            read("Thanks for the help.").discrete.primary.as_deref(),
+            Some("gratitude")
+        );
+        // A phrase's words alone are not the phrase.
+        assert_eq!(
+            read("They caught me off guard.")
+                .discrete
+                .primary
+                .as_deref(),
+            Some("surprise")
+        );
+        assert!(read("The guard was off duty.").discrete.emotions.is_empty());
+        assert!(
+            read("I was not thrilled.")
+                .discrete
+                .emotions
+                .iter()
+                .all(|e| e.emotion != "joy")
+        );
+    }
+
+    #[test]
+    fn emotion_words_vader_lacks_move_the_valence_by_their_emotion() {
+        // VADER has no entry for "awe": its valence alone is 0.
+        assert_eq!(vader_word("awe"), 0.0);
+        assert!(read("It left me in awe.").circumplex.valence > 0.3);
+        // Unchanged when there is nothing to add, and still within (-1, 1) at the extremes.
+        assert_eq!(with_lexicon_valence(0.42, 0.0), 0.42);
+        for (c, extra) in [(0.9999, 8.0), (-0.9999, -8.0), (1.0, 2.0), (-0.5, 2.0)] {
+            let v = with_lexicon_valence(c, extra);
+            assert!(v.abs() < 1.0 && v.is_finite(), "{c} {extra} -> {v}");
+        }
+        assert!(with_lexicon_valence(-0.5, 4.0) > 0.0);
+    }
+
+    #[test]
+    fn odd_input_reads_without_panicking() {
+        for text in [
+            "",
+            "!!!",
+            "😀😀",
+            "'''",
+            "a-b-c",
+            "ÆØÅ ü",
+            &"x".repeat(10_000),
+        ] {
+            let _ = read(text);
+        }
+    }
+}

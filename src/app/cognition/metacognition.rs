@@ -1,0 +1,368 @@
+//! The metacognition tools: `assess_confidence`, `detect_bias`, `detect_emotion`,
+//! `analyze_reasoning`, each decided by its rule set ([`super::features`], [`super::bias`],
+//! [`super::emotion`]).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::bias::{self, Finding};
+use super::emotion::{self, Circumplex, Discrete};
+use super::features::{self, Dimensions, Quality};
+use super::{Envelope, Provenance, answer, non_empty, parse};
+use crate::app::Outcome;
+use crate::app::call::Call;
+use crate::events::TextRef;
+
+const CONFIDENCE_USAGE: &str =
+    "pass {\"reasoning\": \"...\"} and optionally evidence (a list of strings) and context";
+const BIAS_USAGE: &str =
+    "pass {\"reasoning\": \"...\"} and optionally context and monitorContinuously";
+const EMOTION_USAGE: &str = "pass {\"text\": \"...\"} and optionally includeDiscrete and context";
+const ANALYSIS_USAGE: &str = "pass {\"reasoning\": \"...\"} and optionally context, \
+     includeConfidence, includeBias, includeEmotion";
+
+/// Arguments of `assess_confidence` (the seed's).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct AssessConfidenceArgs {
+    /// Reasoning to assess.
+    pub reasoning: String,
+    /// Supporting evidence.
+    #[serde(default)]
+    pub evidence: Option<Vec<String>>,
+    /// Context for the assessment.
+    #[serde(default)]
+    pub context: Option<String>,
+}
+
+/// `assess_confidence`'s data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfidenceData {
+    pub overall_confidence: f64,
+    pub dimensions: Dimensions,
+    pub interpretation: String,
+    pub warnings: Vec<String>,
+    pub recommendations: Vec<String>,
+    /// What the dimensions were computed from.
+    pub features: features::Features,
+    pub provenance: Provenance,
+}
+
+pub type AssessConfidenceOutput = Envelope<ConfidenceData>;
+
+fn feature_limits() -> Vec<String> {
+    vec![
+        "Scores come from counted text features (docs/cognition.md), not from checking the \
+         claims; they order texts, they are not calibrated probabilities"
+            .to_owned(),
+    ]
+}
+
+fn assess(reasoning: &str, evidence: &[String], context: Option<&str>) -> ConfidenceData {
+    let x = features::count(reasoning, evidence, context);
+    let d = features::dimensions(&x);
+    let overall = features::overall(&d);
+    let (warnings, recommendations) = features::advice(&x, &d);
+    ConfidenceData {
+        overall_confidence: overall,
+        dimensions: d,
+        interpretation: features::interpretation(overall).to_owned(),
+        warnings,
+        recommendations,
+        features: x,
+        provenance: Provenance {
+            rules: features::RULES.to_owned(),
+            model: None,
+            limitations: feature_limits(),
+        },
+    }
+}
+
+pub(super) fn decide_confidence(call: &mut Call<'_>) -> Outcome {
+    let args: AssessConfidenceArgs = parse(call.args, CONFIDENCE_USAGE)?;
+    non_empty("reasoning", &args.reasoning, CONFIDENCE_USAGE)?;
+    let evidence = args.evidence.unwrap_or_default();
+    let data = assess(&args.reasoning, &evidence, args.context.as_deref());
+    let result = json!({
+        "overallConfidence": data.overall_confidence,
+        "dimensions": data.dimensions,
+        "features": data.features,
+    });
+    answer(
+        call,
+        (
+            super::ASSESS_CONFIDENCE_TOOL,
+            features::RULES,
+            None,
+            result,
+            Vec::new(),
+        ),
+        data,
+        &["confidenceAssessor"],
+    )
+}
+
+/// Arguments of `detect_bias` (the seed's).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DetectBiasArgs {
+    /// Reasoning to analyze.
+    pub reasoning: String,
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Accepted; each call is one analysis (nothing keeps running between calls).
+    #[serde(default)]
+    pub monitor_continuously: Option<bool>,
+}
+
+/// `detect_bias`'s data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BiasData {
+    pub biases: Vec<Finding>,
+    /// Milliseconds the rules took: 0 here, as the decision is timed by the server's
+    /// `metadata.processingTime`.
+    pub detection_time: f64,
+    /// Always false: a call is one analysis.
+    pub monitoring_active: bool,
+    pub provenance: Provenance,
+}
+
+pub type DetectBiasOutput = Envelope<BiasData>;
+
+fn bias_limits() -> Vec<String> {
+    vec![
+        "Biases are found by phrase patterns (docs/cognition.md): a bias expressed in other \
+         words is missed, and a matching phrase is a sign, not a proof"
+            .to_owned(),
+    ]
+}
+
+/// Each finding's evidence as derived texts (caller text stays erasable), and the result.
+fn record_biases(call: &mut Call<'_>, found: &[Finding]) -> (serde_json::Value, Vec<TextRef>) {
+    let mut texts = Vec::new();
+    for f in found {
+        for e in &f.evidence {
+            texts.push(call.derive_text(e));
+        }
+    }
+    let result = json!({
+        "biases": found.iter().map(|f| json!({
+            "type": f.kind,
+            "severity": f.severity,
+            "confidence": f.confidence,
+            "spans": f.spans,
+        })).collect::<Vec<_>>(),
+    });
+    (result, texts)
+}
+
+pub(super) fn decide_bias(call: &mut Call<'_>) -> Outcome {
+    let args: DetectBiasArgs = parse(call.args, BIAS_USAGE)?;
+    non_empty("reasoning", &args.reasoning, BIAS_USAGE)?;
+    let found = bias::detect(&args.reasoning);
+    let (result, texts) = record_biases(call, &found);
+    let data = BiasData {
+        biases: found,
+        detection_time: 0.0,
+        monitoring_active: false,
+        provenance: Provenance {
+            rules: bias::RULES.to_owned(),
+            model: None,
+            limitations: bias_limits(),
+        },
+    };
+    answer(
+        call,
+        (super::DETECT_BIAS_TOOL, bias::RULES, None, result, texts),
+        data,
+        &["biasDetector"],
+    )
+}
+
+/// Arguments of `detect_emotion` (the seed's).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DetectEmotionArgs {
+    /// Text to analyze.
+    pub text: String,
+    /// Include the discrete emotions (default true).
+    #[serde(default)]
+    pub include_discrete: Option<bool>,
+    #[serde(default)]
+    pub context: Option<String>,
+}
+
+/// `detect_emotion`'s data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmotionData {
+    pub circumplex: Circumplex,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discrete: Option<Discrete>,
+    /// Milliseconds: see `metadata.processingTime`.
+    pub detection_time: f64,
+    pub provenance: Provenance,
+}
+
+pub type DetectEmotionOutput = Envelope<EmotionData>;
+
+fn emotion_data(text: &str, discrete: bool) -> EmotionData {
+    let reading = emotion::read(text);
+    EmotionData {
+        circumplex: reading.circumplex,
+        discrete: discrete.then_some(reading.discrete),
+        detection_time: 0.0,
+        provenance: Provenance {
+            rules: emotion::RULES.to_owned(),
+            model: None,
+            limitations: vec![
+                "Word lexicons with negation and intensifier rules (docs/cognition.md): irony, \
+                 sarcasm and emotion without emotion words are missed"
+                    .to_owned(),
+            ],
+        },
+    }
+}
+
+pub(super) fn decide_emotion(call: &mut Call<'_>) -> Outcome {
+    let args: DetectEmotionArgs = parse(call.args, EMOTION_USAGE)?;
+    non_empty("text", &args.text, EMOTION_USAGE)?;
+    let discrete = args.include_discrete.unwrap_or(true);
+    let data = emotion_data(&args.text, discrete);
+    let result = json!({
+        "circumplex": data.circumplex,
+        "discrete": data.discrete.as_ref().map(|d| json!({
+            "primary": d.primary,
+            "emotions": d.emotions,
+            "confidence": d.confidence,
+            "basis": d.basis,
+        })),
+    });
+    let components: &[&str] = if discrete {
+        &["emotionAnalyzer", "discreteEmotionClassifier"]
+    } else {
+        &["emotionAnalyzer"]
+    };
+    answer(
+        call,
+        (
+            super::DETECT_EMOTION_TOOL,
+            emotion::RULES,
+            None,
+            result,
+            Vec::new(),
+        ),
+        data,
+        components,
+    )
+}
+
+/// Arguments of `analyze_reasoning` (the seed's).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnalyzeReasoningArgs {
+    /// Reasoning to analyze.
+    pub reasoning: String,
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Default true.
+    #[serde(default)]
+    pub include_confidence: Option<bool>,
+    /// Default true.
+    #[serde(default)]
+    pub include_bias: Option<bool>,
+    /// Default false.
+    #[serde(default)]
+    pub include_emotion: Option<bool>,
+}
+
+/// The confidence part of an analysis.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfidenceSummary {
+    pub overall_confidence: f64,
+    pub dimensions: Dimensions,
+}
+
+/// `analyze_reasoning`'s data.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnalysisData {
+    pub quality: Quality,
+    pub strengths: Vec<String>,
+    pub weaknesses: Vec<String>,
+    pub recommendations: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<ConfidenceSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub biases: Option<Vec<Finding>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emotion: Option<EmotionData>,
+    pub provenance: Provenance,
+}
+
+pub type AnalyzeReasoningOutput = Envelope<AnalysisData>;
+
+pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
+    let args: AnalyzeReasoningArgs = parse(call.args, ANALYSIS_USAGE)?;
+    non_empty("reasoning", &args.reasoning, ANALYSIS_USAGE)?;
+    let x = features::count(&args.reasoning, &[], args.context.as_deref());
+    let d = features::dimensions(&x);
+    let quality = features::quality(&args.reasoning, &x, &d);
+    let (strengths, weaknesses, recommendations) = features::judge(&x, &quality);
+    let mut components = vec!["reasoningAnalyzer"];
+    let confidence = args.include_confidence.unwrap_or(true).then(|| {
+        components.push("confidenceAssessor");
+        ConfidenceSummary {
+            overall_confidence: features::overall(&d),
+            dimensions: d.clone(),
+        }
+    });
+    let biases = args.include_bias.unwrap_or(true).then(|| {
+        components.push("biasDetector");
+        bias::detect(&args.reasoning)
+    });
+    let emotion = args.include_emotion.unwrap_or(false).then(|| {
+        components.push("emotionAnalyzer");
+        emotion_data(&args.reasoning, true)
+    });
+    let (bias_result, texts) = match &biases {
+        Some(found) => {
+            let (r, t) = record_biases(call, found);
+            (r["biases"].clone(), t)
+        }
+        None => (serde_json::Value::Null, Vec::new()),
+    };
+    let result = json!({
+        "quality": quality,
+        "overallConfidence": confidence.as_ref().map(|c| c.overall_confidence),
+        "biases": bias_result,
+        "emotion": emotion.as_ref().map(|e| json!({
+            "circumplex": e.circumplex,
+            "primary": e.discrete.as_ref().and_then(|d| d.primary.clone()),
+        })),
+    });
+    let rules = format!("{} + {}", features::RULES, bias::RULES);
+    let data = AnalysisData {
+        quality,
+        strengths,
+        weaknesses,
+        recommendations,
+        confidence,
+        biases,
+        emotion,
+        provenance: Provenance {
+            rules: rules.clone(),
+            model: None,
+            limitations: [feature_limits(), bias_limits()].concat(),
+        },
+    };
+    answer(
+        call,
+        (super::ANALYZE_REASONING_TOOL, &rules, None, result, texts),
+        data,
+        &components,
+    )
+}
