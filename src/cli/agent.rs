@@ -1,7 +1,7 @@
 //! `thinkledger agent "TASK"`: runs the reasoning engine (`thinkledger::agent`) over the
 //! configured model provider and thinkledger's own tools (and external MCP servers named in
 //! `--mcp-config`), every step recorded in the run's session; prints the model's text as it
-//! comes and the final answer, or `{sessionId, status, iterations, answer}` with `--json`.
+//! comes and the final answer, or `{sessionId, status, iterations, answer, reason}` with `--json`.
 //! `--resume SESSION` goes on with a run that was cut short, from its recorded steps.
 
 use std::io::Write;
@@ -194,6 +194,7 @@ fn report(state: &ReasoningState, json: bool) -> anyhow::Result<ExitCode> {
                 "status": state.status.as_str(),
                 "iterations": state.iterations,
                 "answer": state.answer,
+                "reason": state.reason,
             })
         )?;
     } else {
