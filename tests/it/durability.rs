@@ -543,8 +543,13 @@ async fn a_crash_between_the_two_writes_of_a_batch_loses_no_acknowledged_call() 
         let (tx, mut rx) = mpsc::unbounded_channel();
         let stopped = CancellationToken::new();
         let mut writers = JoinSet::new();
-        for writer in 0..WRITERS {
-            let client = server.connect().await;
+        // Every client connects before any writes: the drill may crash the server within the
+        // first few batches.
+        let mut clients = Vec::new();
+        for _ in 0..WRITERS {
+            clients.push(server.connect().await);
+        }
+        for (writer, client) in clients.into_iter().enumerate() {
             let start = Start {
                 writer,
                 round,
