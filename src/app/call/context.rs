@@ -30,6 +30,22 @@ pub struct Call<'a> {
     draws: &'a Draws,
 }
 
+impl Call<'_> {
+    /// ThoughtMCP's response envelope around `data` (the memory and cognition families):
+    /// `success`, `data`, `metadata.{timestamp, componentsUsed}`; the tools layer adds
+    /// `processingTime`.
+    pub fn seed_envelope<T: serde::Serialize>(&self, data: T, components: &[&str]) -> Value {
+        serde_json::json!({
+            "success": true,
+            "data": data,
+            "metadata": {
+                "timestamp": self.at,
+                "componentsUsed": components,
+            },
+        })
+    }
+}
+
 impl<'a> Call<'a> {
     pub fn new(
         app: &'a App,

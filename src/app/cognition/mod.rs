@@ -243,15 +243,8 @@ pub(crate) fn answer<T: Serialize>(
         result: as_stored(result),
         texts,
     }));
-    let body = json!({
-        "success": true,
-        "data": data,
-        "metadata": {
-            "timestamp": call.at,
-            "componentsUsed": components,
-            "sessionId": target.id().to_string(),
-        },
-    });
+    let mut body = call.seed_envelope(data, components);
+    body["metadata"]["sessionId"] = json!(target.id().to_string());
     call.done(Some(target.id()), facts, body)
 }
 

@@ -5,8 +5,8 @@
 use super::rules;
 use super::store::{embedding_used, metadata_json, waypoints};
 use super::{
-    DeleteMemoryArgs, DeleteMemoryData, UpdateMemoryArgs, UpdateMemoryData, envelope, fail, owned,
-    parse, prepared_embedding, unit, user_id,
+    DeleteMemoryArgs, DeleteMemoryData, UpdateMemoryArgs, UpdateMemoryData, fail, owned, parse,
+    prepared_embedding, unit, user_id,
 };
 use crate::app::ErrorCode;
 use crate::app::Outcome;
@@ -113,7 +113,7 @@ pub(super) fn decide_update(call: &mut Call<'_>) -> Outcome {
     } else {
         &["memoryRepository"]
     };
-    let body = envelope(call, data, components);
+    let body = call.seed_envelope(data, components);
     let session = Some(call.command.connection_session.clone());
     call.done(session, vec![Fact::MemorySuperseded(fact)], body)
 }
@@ -135,7 +135,7 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
             user_id: user,
             memory_id: memory.id.clone(),
         };
-        let body = envelope(call, data, &["memoryRepository"]);
+        let body = call.seed_envelope(data, &["memoryRepository"]);
         return call.done(session, vec![Fact::MemorySoftDeleted(fact)], body);
     }
     let mut commitments = memory.commitments.to_strings();
@@ -158,8 +158,7 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
         deletion_type: "hard".into(),
         message: "Memory and all related data removed".into(),
     };
-    let body = envelope(
-        call,
+    let body = call.seed_envelope(
         data,
         &["memoryRepository", "embeddingEngine", "graphBuilder"],
     );

@@ -483,18 +483,6 @@ pub(super) fn prepared_embedding<'a>(call: &Call<'a>) -> Result<&'a Embedding, R
     }
 }
 
-/// The seed's envelope around `data`.
-pub(super) fn envelope<T: Serialize>(call: &Call<'_>, data: T, components: &[&str]) -> Value {
-    json!({
-        "success": true,
-        "data": data,
-        "metadata": {
-            "timestamp": call.at,
-            "componentsUsed": components,
-        },
-    })
-}
-
 /// The metadata JSON a memory shows (its stored metadata).
 pub(super) fn metadata_value(memory: &Memory) -> Value {
     serde_json::to_value(&memory.metadata).unwrap_or(Value::Null)

@@ -9,8 +9,8 @@ use super::rules;
 use super::store::internal;
 use super::{
     FoundMemory, QueryArgs, RETRIEVE_MEMORIES_TOOL, RetrieveMemoriesData, RetrievedMemory,
-    SEARCH_MEMORIES_TOOL, SearchMemoriesData, envelope, fail, metadata_value, parse,
-    prepared_embedding, sector, unit, user_id,
+    SEARCH_MEMORIES_TOOL, SearchMemoriesData, fail, metadata_value, parse, prepared_embedding,
+    sector, unit, user_id,
 };
 use crate::app::ErrorCode;
 use crate::app::Outcome;
@@ -281,7 +281,7 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
         total_count: total,
         scores,
     };
-    let body = envelope(call, data, &components);
+    let body = call.seed_envelope(data, &components);
     let session = Some(call.command.connection_session.clone());
     call.done(session, vec![Fact::MemoriesRetrieved(fact)], body)
 }
@@ -472,7 +472,7 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
         total_count: total,
         search_type: search_type.to_owned(),
     };
-    let body = envelope(call, data, &["memoryRepository", "fullTextIndex"]);
+    let body = call.seed_envelope(data, &["memoryRepository", "fullTextIndex"]);
     let session = Some(call.command.connection_session.clone());
     call.done(session, vec![Fact::MemoriesRetrieved(fact)], body)
 }

@@ -3,8 +3,7 @@
 
 use super::rules;
 use super::{
-    StoreMemoryArgs, StoreMemoryData, envelope, fail, parse, prepared_embedding, sector, unit,
-    user_id,
+    StoreMemoryArgs, StoreMemoryData, fail, parse, prepared_embedding, sector, unit, user_id,
 };
 use crate::app::ErrorCode;
 use crate::app::Outcome;
@@ -72,8 +71,7 @@ pub(super) fn decide_store(call: &mut Call<'_>) -> Outcome {
         salience: importance,
         strength: 1.0,
     };
-    let body = envelope(
-        call,
+    let body = call.seed_envelope(
         data,
         &["memoryRepository", "embeddingEngine", "graphBuilder"],
     );
