@@ -621,6 +621,8 @@ fn erase(
         transport: "cli".into(),
         client_name: Some("thinkledger".into()),
         client_version: Some(env!("CARGO_PKG_VERSION").into()),
+        role: Default::default(),
+        user_ids: Vec::new(),
     };
     let mut command = AppCommand::tool_call(
         ERASE_TOOL,

@@ -37,6 +37,8 @@ impl Given {
             transport: "test".into(),
             client_name: None,
             client_version: None,
+            role: Default::default(),
+            user_ids: Vec::new(),
         };
         let command = Command {
             tool: tool.into(),
@@ -364,6 +366,8 @@ mod snapshots {
             transport: "test".into(),
             client_name: None,
             client_version: None,
+            role: Default::default(),
+            user_ids: Vec::new(),
         }
     }
 

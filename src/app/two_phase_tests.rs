@@ -31,6 +31,8 @@ fn actor() -> Actor {
         transport: "test".into(),
         client_name: None,
         client_version: None,
+        role: Default::default(),
+        user_ids: Vec::new(),
     }
 }
 

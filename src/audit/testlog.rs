@@ -218,6 +218,8 @@ impl TestLog {
                 transport: "stdio".into(),
                 client_name: Some("test".into()),
                 client_version: None,
+                role: Default::default(),
+                user_ids: Vec::new(),
             },
             call: Call {
                 tool: tool.into(),

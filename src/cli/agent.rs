@@ -103,6 +103,8 @@ async fn run_async(dir: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
         transport: "cli".into(),
         client_name: Some("thinkledger agent".into()),
         client_version: Some(env!("CARGO_PKG_VERSION").into()),
+        role: Default::default(),
+        user_ids: Vec::new(),
     };
     // The tools' own calls are recorded as the same principal, over the agent's transport (so
     // re-execution treats them as tool calls, not as the operator's commands).

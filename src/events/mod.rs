@@ -123,6 +123,30 @@ pub struct Actor {
     pub client_name: Option<String>,
     /// Client version from the MCP handshake, when known.
     pub client_version: Option<String>,
+    /// `auditor` for a principal that reads everything and writes nothing; absent for a member.
+    #[serde(default, skip_serializing_if = "Role::is_member")]
+    pub role: Role,
+    /// Memory owners (`userId`s) the principal may act for besides its own name; absent when
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_ids: Vec<String>,
+}
+
+/// What a principal may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Reads and writes its own sessions, deliberations and memories.
+    #[default]
+    Member,
+    /// Reads everything, writes nothing.
+    Auditor,
+}
+
+impl Role {
+    pub fn is_member(&self) -> bool {
+        *self == Self::Member
+    }
 }
 
 /// A tool call as recorded.

@@ -1657,6 +1657,8 @@ mod tests {
                     transport: "none".into(),
                     client_name: None,
                     client_version: None,
+                    role: Default::default(),
+                    user_ids: Vec::new(),
                 },
                 call: Call {
                     tool: "echo".into(),

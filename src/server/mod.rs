@@ -7,6 +7,7 @@
 //! Both transports go through the edge in `framing`, which answers every message rmcp would
 //! drop and orders each connection's requests by their admission into the ledger's queue.
 
+pub mod auth;
 pub mod framing;
 
 use std::net::SocketAddr;
@@ -189,7 +190,7 @@ async fn principal_from_header(
         .map(str::to_owned);
     match name {
         Some(name) => {
-            request.extensions_mut().insert(Principal(name));
+            request.extensions_mut().insert(Principal::member(name));
             next.run(request).await
         }
         None => {

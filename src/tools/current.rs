@@ -11,12 +11,29 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+pub use crate::events::Role;
 use crate::events::SessionId;
 
-/// The principal of a request, set by the transport (e.g. from a trusted proxy header) in the
-/// request's extensions; `local` when absent.
+/// The principal of a request, set by the transport (from a bearer token, or a trusted proxy
+/// header) in the request's extensions; `local` when absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal(pub String);
+pub struct Principal {
+    pub name: String,
+    pub role: Role,
+    /// Memory owners (`userId`s) it may act for besides its own name.
+    pub user_ids: Vec<String>,
+}
+
+impl Principal {
+    /// A member named `name`, acting for itself only.
+    pub fn member(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            role: Role::Member,
+            user_ids: Vec::new(),
+        }
+    }
+}
 
 /// The principal of calls that carry none: the process owner on stdio or loopback HTTP.
 pub const LOCAL_PRINCIPAL: &str = "local";

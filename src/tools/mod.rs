@@ -42,7 +42,7 @@ pub use arrival::{Admission, ArrivalHook, ConnectionOrder, Ticket};
 pub use catalog::{
     CallerEffect, Catalog, DEFAULT_FAMILIES, FAMILIES, ToolEntry, Toolsets, UnknownToolset,
 };
-pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, SessionSlot};
+pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, Role, SessionSlot};
 pub use resources::{session_document, sessions_document, summary};
 pub use toolsets::{EnabledToolsets, ToolsetsByPrincipal};
 pub use utilities::{ConnectionLevel, Reporter};
@@ -176,7 +176,7 @@ impl ThinkServer {
     fn toolsets(&self, context: &RequestContext<RoleServer>) -> EnabledToolsets {
         if Self::standalone(context) {
             self.principal_toolsets
-                .of_principal(&principal(context), self.catalog.defaults())
+                .of_principal(&principal(context).name, self.catalog.defaults())
         } else {
             self.connection_toolsets.clone()
         }
@@ -577,21 +577,25 @@ pub struct Call {
 }
 
 /// The principal a transport set on the request, `local` when none did.
-fn principal(context: &RequestContext<RoleServer>) -> String {
+fn principal(context: &RequestContext<RoleServer>) -> Principal {
     context
         .extensions
         .get::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Principal>())
-        .map_or_else(|| LOCAL_PRINCIPAL.to_owned(), |p| p.0.clone())
+        .cloned()
+        .unwrap_or_else(|| Principal::member(LOCAL_PRINCIPAL))
 }
 
 fn actor(context: &RequestContext<RoleServer>, transport: &'static str) -> Actor {
     let client = context.client_info();
+    let principal = principal(context);
     Actor {
-        principal: principal(context),
+        principal: principal.name,
         transport: transport.to_owned(),
         client_name: client.as_ref().map(|c| c.name.clone()),
         client_version: client.as_ref().map(|c| c.version.clone()),
+        role: principal.role,
+        user_ids: principal.user_ids,
     }
 }
 

@@ -31,6 +31,8 @@ impl ThinkServer {
                 transport: self.transport.to_owned(),
                 client_name: client.map(|c| c.name.clone()),
                 client_version: client.map(|c| c.version.clone()),
+                role: Default::default(),
+                user_ids: Vec::new(),
             },
             connection_session: self.connection_session.current(),
             tool_enabled: false,

@@ -28,6 +28,8 @@ fn actor() -> Actor {
         transport: "bench".into(),
         client_name: None,
         client_version: None,
+        role: Default::default(),
+        user_ids: Vec::new(),
     }
 }
 

@@ -242,6 +242,8 @@ fn bench_actor() -> Actor {
         transport: "bench".into(),
         client_name: Some("thinkledger-bench".into()),
         client_version: None,
+        role: Default::default(),
+        user_ids: Vec::new(),
     }
 }
 

@@ -148,6 +148,8 @@ fn actor() -> Actor {
         transport: "bench".into(),
         client_name: Some("thinkledger-bench".into()),
         client_version: None,
+        role: Default::default(),
+        user_ids: Vec::new(),
     }
 }
 

@@ -45,6 +45,8 @@ fn actor(transport: &str) -> Actor {
         transport: transport.into(),
         client_name: Some("agent-test".into()),
         client_version: None,
+        role: Default::default(),
+        user_ids: Vec::new(),
     }
 }
 

@@ -120,6 +120,8 @@ pub(super) fn preview(started: &Started, at: &str) -> DeliberationState {
             transport: String::new(),
             client_name: None,
             client_version: None,
+            role: Default::default(),
+            user_ids: Vec::new(),
         },
         call: crate::events::Call {
             tool: String::new(),

@@ -34,6 +34,8 @@ impl Given {
             transport: "test".into(),
             client_name: None,
             client_version: None,
+            role: Default::default(),
+            user_ids: Vec::new(),
         };
         let command = Command::tool_call(
             tool,

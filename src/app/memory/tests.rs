@@ -55,6 +55,8 @@ impl Harness {
             transport: "test".into(),
             client_name: None,
             client_version: None,
+            role: Default::default(),
+            user_ids: Vec::new(),
         };
         let command = Command::tool_call(tool, arguments, actor, self.connection.clone(), prepared);
         self.ledger.submit(command).await.expect("recorded")

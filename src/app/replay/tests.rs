@@ -115,6 +115,8 @@ impl Recorder {
             transport: "test".into(),
             client_name: Some("replay-test".into()),
             client_version: None,
+            role: Default::default(),
+            user_ids: Vec::new(),
         };
         let command = Command::tool_call(
             tool,
@@ -515,6 +517,8 @@ async fn a_kept_response_body_shows_what_changed_in_it() {
         transport: "test".into(),
         client_name: None,
         client_version: None,
+        role: Default::default(),
+        user_ids: Vec::new(),
     };
     let mut command = Command::tool_call(
         "sequentialthinking",

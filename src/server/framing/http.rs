@@ -143,7 +143,7 @@ async fn post(edge: &HttpEdge, request: Request, next: Next) -> Response {
             let principal = parts
                 .extensions
                 .get::<Principal>()
-                .map_or(LOCAL_PRINCIPAL, |p| p.0.as_str());
+                .map_or(LOCAL_PRINCIPAL, |p| p.name.as_str());
             let recorded = admission
                 .scope(server.record_undecodable_call(params, None, principal))
                 .await;

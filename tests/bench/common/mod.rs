@@ -133,6 +133,8 @@ fn bench_actor() -> Actor {
         transport: "stdio".into(),
         client_name: Some("bench".into()),
         client_version: None,
+        role: Default::default(),
+        user_ids: Vec::new(),
     }
 }
 

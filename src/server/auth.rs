@@ -1,0 +1,461 @@
+//! Bearer tokens: who may call a shared server, as whom, and in which role.
+//!
+//! `thinkledger token create` makes a token and prints it once; the data dir keeps only its
+//! BLAKE3 hash, in `tokens.json` (mode 0600), with the principal it names, its role, the
+//! memory owners (`userId`s) it may act for besides its own name, and when it expires or was
+//! revoked. A serving process reads that file again whenever it changes on disk, so a token
+//! made or revoked while it runs counts from the next request.
+//!
+//! Owns the file and the check of a presented token. It decides nothing about what a principal
+//! may see: that is the decision's (`app`), from the principal recorded in the event's actor.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::tools::{Principal, Role};
+
+/// The file in the data dir that holds the tokens' hashes.
+pub const TOKENS_FILE: &str = "tokens.json";
+
+/// What every token starts with (so a leaked one is recognisable, e.g. by secret scanners).
+pub const TOKEN_PREFIX: &str = "tlk_";
+
+/// Longest principal name (and memory owner) a token may carry.
+const MAX_NAME_LEN: usize = 256;
+
+/// Why tokens could not be made, listed or checked.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a token file thinkledger wrote: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("{path} is readable by others (mode {mode:o}); run `chmod 600 {path}`")]
+    Exposed { path: PathBuf, mode: u32 },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no token {0}; `thinkledger token list` shows the ids")]
+    UnknownId(String),
+}
+
+/// One token as the data dir keeps it (never the token itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRecord {
+    /// Short public id, for `token list` and `token revoke`.
+    pub id: String,
+    pub principal: String,
+    pub role: Role,
+    /// Memory owners this token may act for besides `principal`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_ids: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// Hex BLAKE3 of the token's UTF-8 bytes.
+    pub hash: String,
+}
+
+impl TokenRecord {
+    /// Whether this token is usable at `now`.
+    pub fn live_at(&self, now: DateTime<Utc>) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| now < at)
+    }
+
+    fn principal(&self) -> Principal {
+        Principal {
+            name: self.principal.clone(),
+            role: self.role,
+            user_ids: self.user_ids.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TokenFile {
+    tokens: Vec<TokenRecord>,
+}
+
+/// What `token create` asks for.
+#[derive(Debug, Clone)]
+pub struct NewToken {
+    pub principal: String,
+    pub role: Role,
+    pub user_ids: Vec<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// The token file of a data dir.
+#[derive(Debug, Clone)]
+pub struct TokenStore {
+    path: PathBuf,
+}
+
+impl TokenStore {
+    /// The token file of the data dir `dir`.
+    pub fn in_dir(dir: &Path) -> Self {
+        Self {
+            path: dir.join(TOKENS_FILE),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every token ever made here, revoked and expired ones included.
+    pub fn list(&self) -> Result<Vec<TokenRecord>, AuthError> {
+        Ok(self.read()?.tokens)
+    }
+
+    /// Makes a token from 32 bytes of `secret` randomness at `now`; returns it (to be shown
+    /// once) and its record (kept).
+    pub fn create(
+        &self,
+        new: NewToken,
+        secret: &[u8; 32],
+        now: DateTime<Utc>,
+    ) -> Result<(String, TokenRecord), AuthError> {
+        check_name("--principal", &new.principal)?;
+        for user in &new.user_ids {
+            check_name("--user-id", user)?;
+        }
+        if new.expires_at.is_some_and(|at| at <= now) {
+            return Err(AuthError::Invalid(
+                "--expires is in the past; give a duration such as 30d or 12h".into(),
+            ));
+        }
+        let token = format!(
+            "{TOKEN_PREFIX}{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret)
+        );
+        let mut file = self.read()?;
+        let hash = blake3::hash(token.as_bytes()).to_hex().to_string();
+        let record = TokenRecord {
+            // The id is derived from the hash, so it says nothing of the token either.
+            id: hash[..12].to_owned(),
+            principal: new.principal,
+            role: new.role,
+            user_ids: new.user_ids,
+            created_at: now,
+            expires_at: new.expires_at,
+            revoked_at: None,
+            hash,
+        };
+        file.tokens.push(record.clone());
+        self.write(&file)?;
+        Ok((token, record))
+    }
+
+    /// Revokes the token `id` at `now` (it stays listed, as revoked).
+    pub fn revoke(&self, id: &str, now: DateTime<Utc>) -> Result<TokenRecord, AuthError> {
+        let mut file = self.read()?;
+        let record = file
+            .tokens
+            .iter_mut()
+            .find(|t| t.id == id)
+            .ok_or_else(|| AuthError::UnknownId(id.to_owned()))?;
+        record.revoked_at.get_or_insert(now);
+        let record = record.clone();
+        self.write(&file)?;
+        Ok(record)
+    }
+
+    fn read(&self) -> Result<TokenFile, AuthError> {
+        let io = |source| AuthError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TokenFile::default()),
+            Err(e) => return Err(io(e)),
+        };
+        check_private(&file, &self.path)?;
+        serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| AuthError::Corrupt {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Writes the whole file anew beside the old one and renames it over it (mode 0600).
+    fn write(&self, file: &TokenFile) -> Result<(), AuthError> {
+        let io = |source| AuthError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let fresh = self.path.with_extension("json.new");
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let mut out = options.open(&fresh).map_err(io)?;
+        let mut bytes = serde_json::to_vec_pretty(file).expect("token records serialize");
+        bytes.push(b'\n');
+        out.write_all(&bytes).map_err(io)?;
+        out.sync_all().map_err(io)?;
+        std::fs::rename(&fresh, &self.path).map_err(io)?;
+        if let Some(dir) = self.path.parent() {
+            File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_name(flag: &str, name: &str) -> Result<(), AuthError> {
+    if name.trim().is_empty()
+        || name.len() > MAX_NAME_LEN
+        || name.chars().any(char::is_control)
+        || name != name.trim()
+    {
+        return Err(AuthError::Invalid(format!(
+            "{flag} {name:?}: give a non-empty name of at most {MAX_NAME_LEN} bytes, without control characters or surrounding blanks"
+        )));
+    }
+    if name == crate::tools::LOCAL_PRINCIPAL {
+        return Err(AuthError::Invalid(format!(
+            "{flag} {name:?} is the name of the unauthenticated process owner; choose another"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn check_private(file: &File, path: &Path) -> Result<(), AuthError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = file
+        .metadata()
+        .map_err(|source| AuthError::Io {
+            path: path.to_owned(),
+            source,
+        })?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(AuthError::Exposed {
+            path: path.to_owned(),
+            mode: mode & 0o777,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_: &File, _: &Path) -> Result<(), AuthError> {
+    Ok(())
+}
+
+/// Why a presented token was not accepted (the 401's `error_description`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No `Authorization: Bearer` header (or cookie) at all.
+    Missing,
+    /// A token this server does not know.
+    Unknown,
+    Expired,
+    Revoked,
+    /// The token file could not be read: nobody gets in until it can.
+    Unavailable,
+}
+
+impl Refusal {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Missing => "this server requires a bearer token",
+            Self::Unknown => "the bearer token is not known to this server",
+            Self::Expired => "the bearer token has expired",
+            Self::Revoked => "the bearer token was revoked",
+            Self::Unavailable => "the server cannot read its token file",
+        }
+    }
+}
+
+/// Checks presented tokens against the token file, read again whenever it changes on disk.
+#[derive(Debug)]
+pub struct Authenticator {
+    store: TokenStore,
+    cache: Mutex<Option<Cached>>,
+}
+
+#[derive(Debug)]
+struct Cached {
+    stamp: (Option<SystemTime>, u64),
+    tokens: Vec<TokenRecord>,
+}
+
+impl Authenticator {
+    pub fn new(store: TokenStore) -> Self {
+        Self {
+            store,
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// The principal of `token` at `now`, or why it is refused.
+    pub fn authenticate(&self, token: &str, now: DateTime<Utc>) -> Result<Principal, Refusal> {
+        let hash = blake3::hash(token.as_bytes());
+        let stamp = std::fs::metadata(self.store.path())
+            .map(|m| (m.modified().ok(), m.len()))
+            .unwrap_or((None, 0));
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if cache.as_ref().is_none_or(|c| c.stamp != stamp) {
+            match self.store.list() {
+                Ok(tokens) => *cache = Some(Cached { stamp, tokens }),
+                Err(e) => {
+                    tracing::error!(error = %e, "token file unreadable: refusing every request");
+                    *cache = None;
+                    return Err(Refusal::Unavailable);
+                }
+            }
+        }
+        let tokens = &cache.as_ref().expect("filled above").tokens;
+        // Compared as hashes: equal hashes of a 256-bit secret are the token itself.
+        let record = tokens
+            .iter()
+            .find(|t| {
+                blake3::Hash::from_hex(&t.hash).is_ok_and(|h| h == hash) // constant-time `==`
+            })
+            .ok_or(Refusal::Unknown)?;
+        if record.revoked_at.is_some() {
+            return Err(Refusal::Revoked);
+        }
+        if !record.live_at(now) {
+            return Err(Refusal::Expired);
+        }
+        Ok(record.principal())
+    }
+}
+
+/// A duration such as `30d`, `12h`, `90m` or `3600s`, for `--expires`.
+pub fn parse_duration(text: &str) -> Result<chrono::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(
+        text.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len()),
+    );
+    let n: i64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: give a number and a unit, e.g. 30d, 12h, 90m"))?;
+    let duration = match unit {
+        "d" => chrono::Duration::try_days(n),
+        "h" => chrono::Duration::try_hours(n),
+        "m" => chrono::Duration::try_minutes(n),
+        "s" | "" => chrono::Duration::try_seconds(n),
+        _ => None,
+    };
+    duration
+        .filter(|d| *d > chrono::Duration::zero())
+        .ok_or_else(|| format!("{text:?}: give a positive number with d, h, m or s, e.g. 30d"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_790_000_000 + seconds, 0).unwrap()
+    }
+
+    fn new(principal: &str) -> NewToken {
+        NewToken {
+            principal: principal.into(),
+            role: Role::Member,
+            user_ids: vec![],
+            expires_at: None,
+        }
+    }
+
+    #[test]
+    fn a_token_is_kept_only_as_its_hash_and_authenticates_its_principal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::in_dir(dir.path());
+        let (token, record) = store.create(new("alice"), &[7; 32], at(0)).unwrap();
+        assert!(token.starts_with(TOKEN_PREFIX));
+        let stored = std::fs::read_to_string(store.path()).unwrap();
+        assert!(!stored.contains(&token[TOKEN_PREFIX.len()..]));
+        assert!(stored.contains(&record.hash));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(store.path())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let auth = Authenticator::new(store.clone());
+        let principal = auth.authenticate(&token, at(1)).unwrap();
+        assert_eq!(principal.name, "alice");
+        assert_eq!(principal.role, Role::Member);
+        assert_eq!(auth.authenticate("tlk_nope", at(1)), Err(Refusal::Unknown));
+    }
+
+    #[test]
+    fn expiry_and_revocation_count_from_the_next_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::in_dir(dir.path());
+        let expiring = NewToken {
+            expires_at: Some(at(100)),
+            ..new("bob")
+        };
+        let (soon, _) = store.create(expiring, &[1; 32], at(0)).unwrap();
+        let (kept, record) = store.create(new("carol"), &[2; 32], at(0)).unwrap();
+        let auth = Authenticator::new(store.clone());
+        assert!(auth.authenticate(&soon, at(99)).is_ok());
+        assert_eq!(auth.authenticate(&soon, at(100)), Err(Refusal::Expired));
+        assert!(auth.authenticate(&kept, at(1)).is_ok());
+        store.revoke(&record.id, at(2)).unwrap();
+        assert_eq!(auth.authenticate(&kept, at(3)), Err(Refusal::Revoked));
+        assert!(matches!(
+            store.revoke("nope", at(4)),
+            Err(AuthError::UnknownId(_))
+        ));
+    }
+
+    #[test]
+    fn names_and_durations_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::in_dir(dir.path());
+        for bad in ["", " alice", "local", "a\nb"] {
+            assert!(store.create(new(bad), &[3; 32], at(0)).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_duration("30d").unwrap(), chrono::Duration::days(30));
+        assert_eq!(
+            parse_duration("90m").unwrap(),
+            chrono::Duration::minutes(90)
+        );
+        assert!(parse_duration("0d").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_token_file_others_can_read_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::in_dir(dir.path());
+        let (token, _) = store.create(new("dave"), &[4; 32], at(0)).unwrap();
+        std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(matches!(store.list(), Err(AuthError::Exposed { .. })));
+        let auth = Authenticator::new(store);
+        assert_eq!(auth.authenticate(&token, at(1)), Err(Refusal::Unavailable));
+    }
+}
