@@ -18,5 +18,6 @@ mod protocol;
 mod replay;
 mod schemas;
 mod tamper;
+mod team;
 mod tidy;
 mod utilities;
