@@ -155,6 +155,12 @@ pub fn memory_id_digest(owner: &str, ordinal: u64) -> [u8; 32] {
     *hasher.finalize().as_bytes()
 }
 
+/// The digest a bearer token is kept as (`server::auth`): BLAKE3 of its UTF-8 bytes. Equal
+/// digests of a 256-bit secret are the token itself.
+pub fn token_digest(token: &str) -> [u8; 32] {
+    *blake3::hash(token.as_bytes()).as_bytes()
+}
+
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
