@@ -766,6 +766,16 @@ async fn the_command_runs_against_the_real_model_and_replays_exactly() {
     let iterations = report["iterations"].as_u64().unwrap_or(99);
     assert!((1..=2).contains(&iterations), "{report}");
     assert_eq!(out.status.success(), status == "completed");
+    // At temperature 0 this model answers with a plain statement naming Paris: a final answer
+    // must end the run `completed` (the intent analyzer once read it as ambiguous).
+    assert_eq!(status, "completed", "{report}");
+    assert!(
+        report["answer"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Paris"),
+        "{report}"
+    );
     let session = SessionId::parse(report["sessionId"].as_str().unwrap_or_default()).expect("id");
     let steps = reexecuted(dir.path(), &session);
     let models = steps.iter().filter(|s| *s == "agent_model").count();
