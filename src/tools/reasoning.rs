@@ -156,6 +156,17 @@ pub(super) async fn read(
         "patterns" => return Ok(patterns()),
         "memory/sinks" => return Ok(memory_sinks()),
         "telemetry/summary" => {
+            // Counts of every principal's calls: for the process owner and auditors only.
+            if reader.principal != crate::events::LOCAL_PRINCIPAL && !access::is_auditor(&reader) {
+                return Err(not_found(
+                    uri,
+                    format!(
+                        "{uri} counts every principal's calls; {} is neither an auditor nor the \
+                         server's owner",
+                        reader.principal
+                    ),
+                ));
+            }
             return super::arrival::query(ledger, Box::new(telemetry_summary))
                 .await
                 .map_err(unavailable);

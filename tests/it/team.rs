@@ -215,6 +215,11 @@ async fn principals_see_only_their_own_and_an_auditor_reads_all_and_writes_nothi
             gone.to_string().replace(missing, "ID"),
         );
     }
+    let telemetry = try_read(&bob, "reasoning://telemetry/summary").await;
+    assert!(
+        telemetry.is_err(),
+        "every principal's counts are for auditors: {telemetry:?}"
+    );
     let empty = envelope(
         &call(
             &bob,
@@ -273,6 +278,8 @@ async fn principals_see_only_their_own_and_an_auditor_reads_all_and_writes_nothi
         replayed.to_string().contains("sequentialthinking"),
         "{replayed}"
     );
+    let counts = read_json(&auditor, "reasoning://telemetry/summary").await;
+    assert!(counts["tool_calls"].as_u64().unwrap_or(0) > 10, "{counts}");
     let everyone = read_json(&auditor, "ledger://sessions").await;
     assert!(
         everyone["sessions"].as_array().expect("sessions").len() >= 3,
