@@ -12,6 +12,7 @@ Run by tests/sdk/run.sh with THINKLEDGER_BIN set to the binary under test.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -63,10 +64,20 @@ def require_binary() -> str:
 
 
 @contextmanager
-def http_server(*flags: str):
-    """`thinkledger serve --http 127.0.0.1:0 FLAGS` on a fresh data dir; yields its /mcp URL."""
+def http_server(*flags: str, principals: tuple[str, ...] = ()):
+    """`thinkledger serve --http 127.0.0.1:0 FLAGS` on a fresh data dir; yields its /mcp URL, or
+    with `principals` (`thinkledger token create` for each first) the URL and their tokens."""
     binary = require_binary()
     with tempfile.TemporaryDirectory() as data:
+        tokens = {}
+        for name in principals:
+            made = subprocess.run(
+                [binary, "--data-dir", str(Path(data) / "ledger"), "token", "create", "--principal", name, "--json"],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            tokens[name] = json.loads(made.stdout)["token"]
         log_path = Path(data) / "server.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -87,7 +98,7 @@ def http_server(*flags: str):
                     time.sleep(0.05)
             if url is None:
                 pytest.fail("server logged no address within 30 s")
-            yield url
+            yield (url, tokens) if principals else url
         finally:
             proc.terminate()
             try:
@@ -98,6 +109,11 @@ def http_server(*flags: str):
 
 def stdio_params(data: str) -> StdioServerParameters:
     return StdioServerParameters(command=require_binary(), args=["--data-dir", data, "serve"])
+
+
+def bearer_target(url: str, token: str):
+    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return streamable_http_client(url, http_client=client)
 
 
 def http_target(url: str, principal: str | None = None):
@@ -191,6 +207,28 @@ def test_two_principals_never_share_a_session(mode: str) -> None:
 
     with http_server("--principal-header", "X-Forwarded-User") as url:
         asyncio.run(run(url))
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_bearer_tokens_name_the_principal_and_keep_principals_apart(mode: str) -> None:
+    async def run(url: str, tokens: dict[str, str]) -> None:
+        async with Client(bearer_target(url, tokens["alice"]), mode=mode) as alice:
+            async with Client(bearer_target(url, tokens["bob"]), mode=mode) as bob:
+                first = (await alice.call_tool("sequentialthinking", STEPS[0])).structured_content
+                other = (await bob.call_tool("sequentialthinking", STEPS[0])).structured_content
+                assert first["sessionId"] != other["sessionId"]
+                stolen = await bob.call_tool("replay_reasoning_session", {"session_id": first["sessionId"]})
+                assert stolen.is_error
+                assert "unknown_session" in stolen.content[0].text
+                own = await alice.call_tool("replay_reasoning_session", {"session_id": first["sessionId"]})
+                assert not own.is_error
+
+    with http_server("--auth", "--toolsets", "all", principals=("alice", "bob")) as (url, tokens):
+        asyncio.run(run(url, tokens))
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        answer = httpx2.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
+        assert answer.status_code == 401
+        assert answer.headers["www-authenticate"].startswith('Bearer realm="thinkledger"')
 
 
 def test_a_request_without_the_principal_header_is_refused() -> None:

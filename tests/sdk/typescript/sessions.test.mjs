@@ -5,7 +5,7 @@
 // Run by ../run.sh with THINKLEDGER_BIN set; node's own test runner.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,9 +27,18 @@ function tempDir() {
   return mkdtempSync(join(tmpdir(), "thinkledger-ts-"));
 }
 
-/** `thinkledger serve --http 127.0.0.1:0 ...flags`; resolves with its URL and a stop function. */
-async function httpServer(flags = []) {
+/** `thinkledger serve --http 127.0.0.1:0 ...flags`; resolves with its URL, a stop function and
+ * the tokens of `principals` (made first with `thinkledger token create`). */
+async function httpServer(flags = [], principals = []) {
   const dir = tempDir();
+  const tokens = {};
+  for (const name of principals) {
+    const made = spawnSync(BIN, ["--data-dir", join(dir, "ledger"), "token", "create", "--principal", name, "--json"], {
+      encoding: "utf8",
+    });
+    assert.equal(made.status, 0, made.stderr);
+    tokens[name] = JSON.parse(made.stdout).token;
+  }
   const child = spawn(BIN, ["--data-dir", join(dir, "ledger"), "serve", "--http", "127.0.0.1:0", ...flags], {
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -52,7 +61,7 @@ async function httpServer(flags = []) {
     await exited;
     rmSync(dir, { recursive: true, force: true });
   };
-  return { url, stop };
+  return { url, stop, tokens };
 }
 
 async function think(client, passHandle) {
@@ -121,6 +130,46 @@ for (const mode of ["auto", "legacy"]) {
       });
     }
   }
+}
+
+// Bearer tokens (`serve --auth`): each client is its token's principal, and one principal's
+// session is unknown to another.
+for (const mode of ["auto", "legacy"]) {
+  test(`http --auth: ${mode}, bearer tokens keep principals apart`, async () => {
+    const server = await httpServer(["--auth", "--toolsets", "all"], ["alice", "bob"]);
+    const connect = async (token) => {
+      const c = client(mode);
+      const transport = new StreamableHTTPClientTransport(new URL(server.url), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      });
+      await c.connect(transport);
+      return c;
+    };
+    const alice = await connect(server.tokens.alice);
+    const bob = await connect(server.tokens.bob);
+    try {
+      assertEra(alice, mode);
+      const first = await alice.callTool({ name: "sequentialthinking", arguments: STEPS[0] });
+      assert.ok(!first.isError, JSON.stringify(first.content));
+      const stolen = await bob.callTool({
+        name: "replay_reasoning_session",
+        arguments: { session_id: first.structuredContent.sessionId },
+      });
+      assert.ok(stolen.isError);
+      assert.match(stolen.content[0].text, /unknown_session/);
+      const refused = await fetch(server.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+      });
+      assert.equal(refused.status, 401);
+      assert.match(refused.headers.get("www-authenticate"), /^Bearer realm="thinkledger"/);
+    } finally {
+      await alice.close();
+      await bob.close();
+      await server.stop();
+    }
+  });
 }
 
 // A client that passes no options: the default tools/list fits in 32 KB, list_toolsets names
