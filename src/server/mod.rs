@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod framing;
+pub mod review;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -144,6 +145,12 @@ pub fn router(
     config: &HttpConfig,
     shutdown: &CancellationToken,
 ) -> axum::Router {
+    let review = review::router(
+        ledger.clone(),
+        catalog.clone(),
+        review::Viewers::of(config),
+        config,
+    );
     let current = Arc::new(CurrentSessions::default());
     let toolsets = Arc::new(ToolsetsByPrincipal::default());
     let (ledger_for_edge, catalog_for_edge) = (ledger.clone(), catalog.clone());
@@ -160,7 +167,8 @@ pub fn router(
             .with_cancellation_token(shutdown.child_token()),
     );
     let edge = framing::http::HttpEdge::new(ledger_for_edge, catalog_for_edge);
-    let router = framing::http::layer(axum::Router::new().nest_service("/mcp", service), edge);
+    let router =
+        framing::http::layer(axum::Router::new().nest_service("/mcp", service), edge).merge(review);
     // Outermost: a request without its principal is refused before anything else reads it.
     match config.principal_header.clone() {
         Some(header) => router.layer(axum::middleware::from_fn(move |request, next| {
