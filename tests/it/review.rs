@@ -202,6 +202,9 @@ impl Rig {
         call(&think_server, "alice", &fourth, "add_thought_node", args).await;
         let args = json!({ "session_id": alice_deliberation, "count": 2 });
         call(&think_server, "alice", &fourth, "expand_thoughts", args).await;
+        let args = json!({ "session_id": alice_deliberation, "content": "Measured in the drill",
+            "edges": [{ "to": "node-2", "edge_type": "supports" }] });
+        call(&think_server, "alice", &fourth, "add_thought_node", args).await;
 
         let bobs = SessionSlot::fresh();
         let bob = think(
@@ -528,6 +531,16 @@ async fn caller_text_is_escaped_in_html_and_svg_and_the_drawings_are_well_formed
         .filter(|n| n.attribute("class") == Some("node"))
         .count();
     assert!(nodes >= 3, "{nodes} nodes: {svg}");
+    let edges: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("edge"))
+        .collect();
+    assert!(!edges.is_empty(), "no typed edge drawn: {svg}");
+    assert!(
+        edges
+            .iter()
+            .any(|e| e.descendants().any(|t| t.text() == Some("supports")))
+    );
     let titles: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
     assert!(
         titles.iter().any(|t| t.contains("</text><script>alert(3)")),

@@ -226,6 +226,10 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .find_all(Locator::Css("svg#deliberation-graph g.node"))
             .await?;
         assert!(nodes.len() >= 3, "{} nodes", nodes.len());
+        let edges = browser
+            .find_all(Locator::Css("svg#deliberation-graph g.edge"))
+            .await?;
+        assert!(!edges.is_empty(), "no typed edge drawn");
         assert_eq!(
             script(&browser, "return document.scripts.length").await,
             json!(0)
@@ -234,6 +238,11 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             script(&browser, "return document.images.length").await,
             json!(0)
         );
+        script(
+            &browser,
+            "document.getElementById('deliberation-graph').scrollIntoView(); return null",
+        )
+        .await;
         shoot(&browser, "05-deliberation.png").await;
 
         // The export link, fetched with the browser's own (HttpOnly) cookie.

@@ -147,7 +147,9 @@ pub(super) fn thought_tree(session: &Session) -> Markup {
 /// The graph of a deliberation: nodes layered by depth, parent links and typed edges.
 pub(super) fn deliberation_graph(d: &Deliberation, texts: &DeliberationState) -> Markup {
     const GAP_X: u32 = 220;
-    const GAP_Y: u32 = 78;
+    const GAP_Y: u32 = 90;
+    /// How far below its ends a typed edge bows.
+    const BOW: u32 = 34;
     let nodes: Vec<_> = d.nodes.iter().take(MOST_DRAWN).collect();
     // Layer = depth; order within a layer = order added.
     let mut per_layer: HashMap<u32, u32> = HashMap::new();
@@ -161,7 +163,7 @@ pub(super) fn deliberation_graph(d: &Deliberation, texts: &DeliberationState) ->
     let widest = per_layer.values().copied().max().unwrap_or(1).max(1);
     let deepest = per_layer.keys().copied().max().unwrap_or(0);
     let width = LEFT * 2 + widest * GAP_X;
-    let height = TOP + deepest.saturating_add(1).saturating_mul(GAP_Y) + 10;
+    let height = TOP + deepest.saturating_add(1).saturating_mul(GAP_Y) + BOW;
     html! {
         svg #deliberation-graph xmlns="http://www.w3.org/2000/svg" role="img" width=(width) height=(height)
             viewBox={ "0 0 " (width) " " (height) } font-family="sans-serif" font-size="12" {
@@ -175,13 +177,17 @@ pub(super) fn deliberation_graph(d: &Deliberation, texts: &DeliberationState) ->
                     }
                 }
             }
+            // Typed edges bow below their ends, so one between neighbours of a layer does not run
+            // behind the boxes between them; the label sits at the curve's middle.
             @for edge in &d.edges {
                 @if let (Some(&from), Some(&to)) = (place.get(edge.from.as_str()), place.get(edge.to.as_str())) {
                     @let ((x1, y1), (x2, y2)) = (at(from), at(to));
-                    @let (sx, sy, ex, ey) = (x1 + BOX_W / 2, y1 + BOX_H / 2, x2 + BOX_W / 2, y2 + BOX_H / 2);
+                    @let (sx, sy, ex, ey) = (x1 + BOX_W / 2, y1 + BOX_H, x2 + BOX_W / 2, y2 + BOX_H);
+                    @let (cx, cy) = ((sx + ex) / 2, sy.max(ey) + BOW);
                     g.edge {
-                        line x1=(sx) y1=(sy) x2=(ex) y2=(ey) stroke="#2f62c6" stroke-width="1.5" marker-end="url(#arrow-typed)" {}
-                        text x=((sx + ex) / 2 + 4) y=((sy + ey) / 2 - 4) fill="#2f62c6" { (label(&edge.edge_type, 20)) }
+                        path d={ "M " (sx) " " (sy) " Q " (cx) " " (cy) " " (ex) " " (ey) }
+                            fill="none" stroke="#2f62c6" stroke-width="1.5" marker-end="url(#arrow-typed)" {}
+                        text x=((sx + 2 * cx + ex) / 4 + 4) y=((sy + 2 * cy + ey) / 4 + 4) fill="#2f62c6" { (label(&edge.edge_type, 20)) }
                     }
                 }
             }
