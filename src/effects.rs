@@ -67,6 +67,16 @@ pub struct Prepared {
     /// (`app::call::model`): every answer in the order the plan asked, or why the provider
     /// could not answer. Empty for every other call.
     pub model: ModelTaken,
+    /// Why the caller is over its quota (`tools::quotas`), when it is: the call is then
+    /// refused (`quota_exceeded`) with this text, never decided.
+    pub over_quota: Option<OverQuota>,
+}
+
+/// A caller over its quota, as its refusal says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverQuota {
+    pub message: String,
+    pub suggestion: String,
 }
 
 /// The model answers one call took in prepare.
@@ -142,6 +152,7 @@ pub trait Effects: Send + Sync {
             seed: self.seed(),
             embedding: None,
             model: ModelTaken::default(),
+            over_quota: None,
         }
     }
 

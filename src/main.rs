@@ -25,7 +25,9 @@ use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
 use thinkledger::ledger::{
     LedgerError, SignedCheckpoint, SledStore, Store, keyfile, verify_with_progress,
 };
+use thinkledger::server::auth::{Authenticator, TokenStore};
 use thinkledger::server::{self, HttpConfig};
+use thinkledger::tools::quotas::QuotaLimits;
 use thinkledger::tools::{Catalog, Toolsets};
 use tokio_util::sync::CancellationToken;
 
@@ -185,6 +187,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Bearer tokens for `serve --http --auth`: create (printed once), list, revoke.
+    Token {
+        #[command(subcommand)]
+        action: cli::token::TokenAction,
+    },
     /// Compare two sessions: thoughts added, removed or changed, branches in one only, tag
     /// changes, conclusions.
     Diff {
@@ -203,7 +210,9 @@ impl Command {
     /// out), `None` for `serve` and for commands that never open it.
     fn offline_name(&self) -> Option<&'static str> {
         Some(match self {
-            Command::Serve(_) | Command::VerifyExport { .. } => return None,
+            Command::Serve(_) | Command::VerifyExport { .. } | Command::Token { .. } => {
+                return None;
+            }
             Command::Verify { .. } => "verify",
             Command::Checkpoint => "checkpoint",
             Command::Erase { .. } => "erase",
@@ -233,6 +242,19 @@ struct ServeArgs {
     /// With --http: no MCP sessions, every request stands alone (pass sessionId to continue).
     #[arg(long, requires = "http")]
     stateless: bool,
+    /// With --http: every request must carry `Authorization: Bearer <token>` (see `thinkledger
+    /// token create`); its principal owns what its calls record. On by default when the address
+    /// is not a loopback one.
+    #[arg(long, requires = "http", conflicts_with = "principal_header")]
+    auth: bool,
+    /// With --http: the most calls one principal may make in any minute; more are refused
+    /// (quota_exceeded, recorded). Unlimited by default.
+    #[arg(long, requires = "http", value_name = "N")]
+    quota_calls_per_minute: Option<u32>,
+    /// With --http: the most bytes of text (every string of a call's arguments) one principal
+    /// may send per UTC day. Unlimited by default.
+    #[arg(long, requires = "http", value_name = "BYTES")]
+    quota_text_bytes_per_day: Option<u64>,
     /// Tool families each client starts with, comma-separated: thinking (sequentialthinking),
     /// maxential (reset, search, tag, export, visualize), audit (replay_reasoning_session,
     /// diff_sessions, export_reasoning_audit), deliberation (the ReasonKit Think v2 workspace:
@@ -376,6 +398,7 @@ fn dispatch(dir: &Path, command: Command) -> anyhow::Result<ExitCode> {
             },
         ),
         Command::Sessions { json } => list_sessions(dir, json),
+        Command::Token { action } => cli::token::run(dir, action),
         Command::Export { session, format } => export_session(dir, &session, format),
         Command::Replay {
             session,
@@ -464,9 +487,19 @@ fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
                     .with_context(|| format!("cannot listen on {addr}"))?;
                 let mut config = HttpConfig {
                     stateless: args.stateless,
+                    quotas: QuotaLimits {
+                        calls_per_minute: args.quota_calls_per_minute,
+                        text_bytes_per_day: args.quota_text_bytes_per_day,
+                    },
                     ..HttpConfig::default()
                 };
                 config.allowed_hosts.extend(args.allow_hosts);
+                // A server others can reach never trusts them by default.
+                if args.principal_header.is_none() && (args.auth || !addr.ip().is_loopback()) {
+                    let tokens = TokenStore::in_dir(dir);
+                    tracing::info!(file = %tokens.path().display(), "bearer tokens required");
+                    config.auth = Some(Arc::new(Authenticator::new(tokens)));
+                }
                 if let Some(name) = args.principal_header {
                     config.principal_header = Some(name.parse().with_context(|| {
                         format!("--principal-header {name:?} is not a header name")

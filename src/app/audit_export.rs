@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::call::{Decide, ToolSpec, owned_session, parse, unknown_session_of_another};
+use super::call::{Decide, ToolSpec, parse, readable_session};
 use super::{App, Command, Decided, Outcome, Rejection};
 use crate::app::ErrorCode;
 use crate::audit::{AuditError, ExportOptions, Selection, build_export_with};
@@ -62,9 +62,9 @@ pub(crate) fn decide_audit_export(
             None,
         )
     })?;
-    if app.state.session(&session).is_some() && owned_session(app, command, &session).is_none() {
-        return Err(unknown_session_of_another(&session));
-    }
+    // Another principal's session is answered exactly as a session with no events.
+    let hidden =
+        app.state.session(&session).is_some() && readable_session(app, command, &session).is_none();
     let selection = Selection::Session {
         session_id: session.clone(),
     };
@@ -86,7 +86,14 @@ pub(crate) fn decide_audit_export(
         progress: Some(&report),
         cancelled: Some(&|| command.watch.cancelled()),
     };
-    match build_export_with(log, &selection, &options) {
+    let built = if hidden {
+        Err(AuditError::EmptySession {
+            session: session.to_string(),
+        })
+    } else {
+        build_export_with(log, &selection, &options)
+    };
+    match built {
         Ok(export) => Ok(Decided::new(Some(session), Vec::new(), export)),
         Err(AuditError::Cancelled { done, total }) => Err((
             crate::app::call::watch::cancelled(

@@ -135,6 +135,9 @@ error_codes! {
     AgentRunEnded => "agent_run_ended",
     AgentStepOutOfOrder => "agent_step_out_of_order",
     AgentRunUnreadable => "agent_run_unreadable",
+    ReadOnlyRole => "read_only_role",
+    UserIdNotYours => "user_id_not_yours",
+    QuotaExceeded => "quota_exceeded",
 }
 
 impl ErrorCode {
@@ -272,6 +275,9 @@ mod tests {
         (ErrorCode::AgentRunEnded, "agent_run_ended"),
         (ErrorCode::AgentStepOutOfOrder, "agent_step_out_of_order"),
         (ErrorCode::AgentRunUnreadable, "agent_run_unreadable"),
+        (ErrorCode::ReadOnlyRole, "read_only_role"),
+        (ErrorCode::UserIdNotYours, "user_id_not_yours"),
+        (ErrorCode::QuotaExceeded, "quota_exceeded"),
     ];
 
     #[test]

@@ -13,6 +13,7 @@
 pub mod agent;
 mod audit_export;
 pub(crate) mod call;
+pub(crate) use call::access;
 pub mod cognition;
 pub mod deliberation;
 mod draws;
@@ -726,6 +727,38 @@ impl App {
             return (recorded, Err((rejection, None)));
         };
         let recorded = policy.record(&args, spec.known_fields, spec.text_fields, texts);
+        if let Some(over) = &command.prepared.over_quota {
+            let recorded = recorded.unwrap_or_else(|_| {
+                policy.record_without_texts(&args, spec.known_fields, spec.text_fields, texts)
+            });
+            let rejection = Rejection::new(
+                ErrorCode::QuotaExceeded,
+                over.message.clone(),
+                over.suggestion.clone(),
+            );
+            // Shown in the caller's current session's timeline, when it has one.
+            let session = call::owned_session(self, command, &command.connection_session)
+                .map(|s| s.id.clone());
+            return (recorded, Err((rejection, session)));
+        }
+        if call::access::is_auditor(&command.actor) && !registry::auditor_may_call(&command.tool) {
+            let recorded = recorded.unwrap_or_else(|_| {
+                policy.record_without_texts(&args, spec.known_fields, spec.text_fields, texts)
+            });
+            let rejection = Rejection::new(
+                ErrorCode::ReadOnlyRole,
+                format!(
+                    "{} is an auditor: it reads every session and memory and changes none, so \
+                     it may not call {}",
+                    command.actor.principal, command.tool
+                ),
+                format!(
+                    "an auditor may call {}; use a member's token to make changes",
+                    registry::AUDITOR_TOOLS.join(", ")
+                ),
+            );
+            return (recorded, Err((rejection, None)));
+        }
         let recorded = match recorded {
             Ok(value) => value,
             Err(oversized) => {

@@ -23,6 +23,21 @@ pub(crate) struct Family {
     pub specs: &'static [ToolSpec],
 }
 
+/// The tools an auditor may call: they read what others recorded and change nothing of theirs
+/// (`retrieve_memories` then reinforces nothing). Any other tool refuses an auditor.
+pub(crate) const AUDITOR_TOOLS: &[&str] = &[
+    replay::tools::REPLAY_REASONING_SESSION_TOOL,
+    replay::tools::DIFF_SESSIONS_TOOL,
+    audit_export::EXPORT_REASONING_AUDIT_TOOL,
+    memory::RETRIEVE_MEMORIES_TOOL,
+    memory::SEARCH_MEMORIES_TOOL,
+];
+
+/// Whether an auditor may call `tool`.
+pub(crate) fn auditor_may_call(tool: &str) -> bool {
+    AUDITOR_TOOLS.contains(&tool)
+}
+
 /// Every family offered over MCP, in listing order: the dispatch.
 const FAMILIES: &[Family] = &[
     Family {

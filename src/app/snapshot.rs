@@ -84,7 +84,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/9",
-        "64c4d41bd96512089bd3c99b57768255522506ea4133aa2a20dfc4e13fae199d",
+        "eaaaf79a3d45c4f8ffed024ad7f8035ed2bbad5a346bcde855dea84d75e8f75f",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -111,6 +111,10 @@ pub struct Event {
     pub hash: String,
 }
 
+/// The principal of calls that carry none: the process owner on stdio, or on an HTTP server
+/// without authentication.
+pub const LOCAL_PRINCIPAL: &str = "local";
+
 /// The principal and client behind a call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

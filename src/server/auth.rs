@@ -344,6 +344,106 @@ impl Authenticator {
     }
 }
 
+/// Where the protected-resource metadata (RFC 9728) of a server with tokens is served.
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The realm every `WWW-Authenticate` challenge names.
+const REALM: &str = "thinkledger";
+
+/// Takes the request's principal from its `Authorization: Bearer` token, or refuses the request:
+/// 401 with a `WWW-Authenticate` challenge (RFC 6750) pointing at the metadata (RFC 9728).
+pub async fn require_bearer(
+    auth: std::sync::Arc<Authenticator>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let presented = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer);
+    let outcome = match presented {
+        None => Err(Refusal::Missing),
+        Some(token) => auth.authenticate(
+            token,
+            crate::effects::Effects::now(&crate::effects::SystemEffects),
+        ),
+    };
+    match outcome {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(refusal) => {
+            tracing::info!(refusal = refusal.describe(), path = %request.uri().path(), "request refused: not authenticated");
+            unauthorized(&request, refusal)
+        }
+    }
+}
+
+/// The token of an `Authorization` value `Bearer <token>` (scheme case-insensitive).
+pub fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn unauthorized(request: &axum::extract::Request, refusal: Refusal) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let metadata = format!("{}{METADATA_PATH}", origin(request));
+    let challenge = match refusal {
+        Refusal::Missing => format!("Bearer realm=\"{REALM}\", resource_metadata=\"{metadata}\""),
+        other => format!(
+            "Bearer realm=\"{REALM}\", error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
+            other.describe()
+        ),
+    };
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32001,
+            "message": format!("unauthenticated: {}", refusal.describe()),
+            "data": {"suggestion": "send Authorization: Bearer <token>; the server's operator makes tokens with `thinkledger token create --principal NAME`"},
+        },
+    });
+    (
+        axum::http::StatusCode::UNAUTHORIZED,
+        [
+            (axum::http::header::WWW_AUTHENTICATE, challenge),
+            (
+                axum::http::header::CONTENT_TYPE,
+                "application/json".to_owned(),
+            ),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// `http://host` of a request, from its Host header (the DNS-rebinding guard checks it).
+fn origin(request: &axum::extract::Request) -> String {
+    let host = request
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost");
+    format!("http://{host}")
+}
+
+/// The protected-resource metadata (RFC 9728) of `/mcp`. It names no authorization server:
+/// tokens are issued out of band by the operator (`thinkledger token create`).
+pub async fn protected_resource_metadata(
+    request: axum::extract::Request,
+) -> axum::Json<serde_json::Value> {
+    let origin = origin(&request);
+    axum::Json(serde_json::json!({
+        "resource": format!("{origin}/mcp"),
+        "resource_name": "thinkledger",
+        "bearer_methods_supported": ["header"],
+    }))
+}
+
 /// A duration such as `30d`, `12h`, `90m` or `3600s`, for `--expires`.
 pub fn parse_duration(text: &str) -> Result<chrono::Duration, String> {
     let text = text.trim();
@@ -428,6 +528,14 @@ mod tests {
             store.revoke("nope", at(4)),
             Err(AuthError::UnknownId(_))
         ));
+    }
+
+    #[test]
+    fn a_bearer_value_names_its_token() {
+        assert_eq!(bearer("Bearer tlk_abc"), Some("tlk_abc"));
+        assert_eq!(bearer("bearer  tlk_abc "), Some("tlk_abc"));
+        assert_eq!(bearer("Basic dXNlcg=="), None);
+        assert_eq!(bearer("Bearer "), None);
     }
 
     #[test]

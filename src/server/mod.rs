@@ -29,6 +29,7 @@ use crate::ledger::{
     LedgerError, LedgerHandle, SledStore, WriterConfig, ensure_meta, keyfile, open_ledger,
     start_ledger,
 };
+use crate::tools::quotas::{QuotaLimits, Quotas};
 use crate::tools::{Catalog, CurrentSessions, Principal, ThinkServer, ToolsetsByPrincipal};
 
 /// Where the sled database lives inside a data directory.
@@ -126,6 +127,10 @@ pub struct HttpConfig {
     /// (e.g. `X-Forwarded-User`); requests without it are refused. Only for a server that is
     /// reachable through that proxy alone.
     pub principal_header: Option<HeaderName>,
+    /// Bearer tokens (`thinkledger token create`): every request to `/mcp` must carry one.
+    pub auth: Option<Arc<auth::Authenticator>>,
+    /// Each principal's quotas (unlimited by default).
+    pub quotas: QuotaLimits,
 }
 
 impl Default for HttpConfig {
@@ -134,6 +139,8 @@ impl Default for HttpConfig {
             stateless: false,
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             principal_header: None,
+            auth: None,
+            quotas: QuotaLimits::default(),
         }
     }
 }
@@ -153,12 +160,14 @@ pub fn router(
     );
     let current = Arc::new(CurrentSessions::default());
     let toolsets = Arc::new(ToolsetsByPrincipal::default());
+    let quotas = Arc::new(Quotas::new(config.quotas));
     let (ledger_for_edge, catalog_for_edge) = (ledger.clone(), catalog.clone());
     let service = StreamableHttpService::new(
         move || {
             Ok(ThinkServer::new(ledger.clone(), catalog.clone(), "http")
                 .with_current_sessions(current.clone())
-                .with_principal_toolsets(toolsets.clone()))
+                .with_principal_toolsets(toolsets.clone())
+                .with_quotas(quotas.clone()))
         },
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default()
@@ -167,15 +176,26 @@ pub fn router(
             .with_cancellation_token(shutdown.child_token()),
     );
     let edge = framing::http::HttpEdge::new(ledger_for_edge, catalog_for_edge);
-    let router =
-        framing::http::layer(axum::Router::new().nest_service("/mcp", service), edge).merge(review);
+    let mcp = framing::http::layer(axum::Router::new().nest_service("/mcp", service), edge);
     // Outermost: a request without its principal is refused before anything else reads it.
-    match config.principal_header.clone() {
-        Some(header) => router.layer(axum::middleware::from_fn(move |request, next| {
+    let mcp = match (config.principal_header.clone(), config.auth.clone()) {
+        (Some(header), _) => mcp.layer(axum::middleware::from_fn(move |request, next| {
             principal_from_header(header.clone(), request, next)
         })),
-        None => router,
-    }
+        (None, Some(tokens)) => mcp.layer(axum::middleware::from_fn(move |request, next| {
+            auth::require_bearer(tokens.clone(), request, next)
+        })),
+        (None, None) => mcp,
+    };
+    let mcp = match config.auth {
+        Some(_) => mcp.route(
+            auth::METADATA_PATH,
+            axum::routing::get(auth::protected_resource_metadata),
+        ),
+        None => mcp,
+    };
+    // The reviewer's page identifies its viewers itself (a cookie, not a bearer header).
+    mcp.merge(review)
 }
 
 /// Longest principal name a proxy header may carry.

@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-pub use crate::events::Role;
 use crate::events::SessionId;
+pub use crate::events::{LOCAL_PRINCIPAL, Role};
 
 /// The principal of a request, set by the transport (from a bearer token, or a trusted proxy
 /// header) in the request's extensions; `local` when absent.
@@ -34,9 +34,6 @@ impl Principal {
         }
     }
 }
-
-/// The principal of calls that carry none: the process owner on stdio or loopback HTTP.
-pub const LOCAL_PRINCIPAL: &str = "local";
 
 /// One caller's current session: replaced after a reset, or when the caller starts a
 /// deliberation in a new session.

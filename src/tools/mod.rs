@@ -16,6 +16,7 @@ mod lux;
 mod maxential;
 mod memory;
 mod prompts;
+pub mod quotas;
 mod reasoning;
 mod rejected;
 mod replay;
@@ -49,9 +50,10 @@ pub use utilities::{ConnectionLevel, Reporter};
 
 use crate::app::call::model::{ModelStep, Plan as ModelPlan};
 use crate::app::{App, Command, ErrorCode};
-use crate::effects::{Effects, ModelFailure, SystemEffects};
+use crate::effects::{Effects, ModelFailure, Prepared, SystemEffects};
 use crate::events::{Actor, OutcomeStatus, SessionId};
 use crate::ledger::{Committed, LedgerError, LedgerHandle};
+use quotas::Quotas;
 
 /// How long clients may cache the prompt and resource lists (2026-07-28 `ttlMs`): they are
 /// fixed for a server's life and the same for every caller (`cacheScope: public`). The tool
@@ -96,6 +98,8 @@ pub struct ThinkServer {
     effects: Arc<dyn Effects>,
     /// The log level this connection's client set (`logging/setLevel`).
     log_level: ConnectionLevel,
+    /// Every principal's use of its quotas, shared by the handlers of a server.
+    quotas: Arc<Quotas>,
 }
 
 impl ThinkServer {
@@ -113,7 +117,15 @@ impl ThinkServer {
             principal_toolsets: Arc::new(ToolsetsByPrincipal::default()),
             effects: Arc::new(SystemEffects),
             log_level: ConnectionLevel::default(),
+            quotas: Arc::new(Quotas::default()),
         }
+    }
+
+    /// Holds every principal to `quotas` (shared by the handlers of a server).
+    #[must_use]
+    pub fn with_quotas(mut self, quotas: Arc<Quotas>) -> Self {
+        self.quotas = quotas;
+        self
     }
 
     /// Takes every call's effects from `effects` instead of the system (a fixed clock and
@@ -224,6 +236,10 @@ impl ThinkServer {
             }
             _ => self.effects.prepare(),
         };
+        let prepared = Prepared {
+            over_quota: self.quotas.admit(&actor.principal, prepared.at, &arguments),
+            ..prepared
+        };
         let mut command = Command {
             tool: tool.to_owned(),
             arguments,
@@ -246,7 +262,9 @@ impl ThinkServer {
             prepared,
             watch: reporter.watch(),
         };
-        if let Some(plan) = App::model_plan(&command) {
+        // A call over its quota is refused before any model is asked.
+        let plan = App::model_plan(&command).filter(|_| command.prepared.over_quota.is_none());
+        if let Some(plan) = plan {
             // A retry whose key is already used is answered with the recorded outcome (or
             // refused, if it is not the same call): the model is not asked again.
             let repeat = match &command.idempotency_key {
@@ -778,6 +796,7 @@ impl ServerHandler for ThinkServer {
                 self.transport,
                 &*self.effects,
                 &request.uri,
+                actor(&context, self.transport),
             );
             let document = admission.scope(read).await?;
             return Ok(ReadResourceResult::new(vec![
@@ -787,7 +806,11 @@ impl ServerHandler for ThinkServer {
             .into());
         }
         admission
-            .scope(resources::read(&self.ledger, &request.uri))
+            .scope(resources::read(
+                &self.ledger,
+                &request.uri,
+                actor(&context, self.transport),
+            ))
             .await
             .map(Into::into)
     }

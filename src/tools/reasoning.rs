@@ -8,13 +8,13 @@ use rmcp::ErrorData;
 use rmcp::model::{Resource, ResourceTemplate};
 use serde_json::{Map, Value, json};
 
-use crate::app::App;
 use crate::app::deliberation::outputs::{
     AnalysisOut, BlockingGapOut, NodeOut, RedactionOut, RouteDecisionOut, assumption_blocks,
 };
 use crate::app::deliberation::{graph, modes};
 use crate::app::providers;
-use crate::events::SessionId;
+use crate::app::{App, access};
+use crate::events::{Actor, SessionId};
 use crate::ledger::LedgerHandle;
 use crate::projections::deliberation::Text;
 use crate::projections::{Deliberation, DeliberationState};
@@ -142,6 +142,7 @@ pub(super) async fn read(
     transport: &str,
     effects: &dyn crate::effects::Effects,
     uri: &str,
+    reader: Actor,
 ) -> Result<Value, ErrorData> {
     let unavailable =
         |e: crate::ledger::LedgerError| ErrorData::internal_error(e.to_string(), None);
@@ -190,7 +191,12 @@ pub(super) async fn read(
     let requested = id.clone();
     let document = super::arrival::query(ledger, Box::new(move |app: &App| {
             let state = app.deliberations();
-            let Some(d) = state.get(&requested) else {
+            // Another principal's deliberation is as absent as a missing one.
+            let readable = app
+                .state()
+                .session(&requested)
+                .is_some_and(|s| access::may_read(&reader, &s.principal));
+            let Some(d) = state.get(&requested).filter(|_| readable) else {
                 return Value::Null;
             };
             match view.as_str() {

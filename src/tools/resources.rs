@@ -10,8 +10,8 @@ use rmcp::ErrorData;
 use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 use serde_json::{Value, json};
 
-use crate::app::App;
-use crate::events::SessionId;
+use crate::app::{App, access};
+use crate::events::{Actor, SessionId};
 use crate::export::{ExportOptions, json as export_json};
 use crate::ledger::LedgerHandle;
 use crate::projections::{Session, SessionStatus, ThinkingState};
@@ -88,9 +88,20 @@ pub fn summary(session: &Session) -> Value {
     })
 }
 
-/// All sessions, as `ledger://sessions` and `thinkledger sessions` show them.
+/// All sessions, as `thinkledger sessions` shows them.
 pub fn sessions_document(state: &ThinkingState) -> Value {
     json!({ "sessions": state.sessions().map(summary).collect::<Vec<_>>() })
+}
+
+/// The sessions `reader` may read, as `ledger://sessions` shows them: its own, or every one
+/// for an auditor.
+fn readable_sessions_document(state: &ThinkingState, reader: &Actor) -> Value {
+    let sessions: Vec<Value> = state
+        .sessions()
+        .filter(|s| access::may_read(reader, &s.principal))
+        .map(summary)
+        .collect();
+    json!({ "sessions": sessions })
 }
 
 /// One session in full, as `ledger://session/{id}` shows it.
@@ -109,16 +120,22 @@ pub fn session_document(session: &Session) -> Value {
     doc
 }
 
+/// Reads one `ledger://` resource as `reader`: another principal's session is as absent as a
+/// missing one.
 pub(super) async fn read(
     ledger: &LedgerHandle<App>,
     uri: &str,
+    reader: Actor,
 ) -> Result<ReadResourceResult, ErrorData> {
     let unavailable =
         |e: crate::ledger::LedgerError| ErrorData::internal_error(e.to_string(), None);
     let document = if uri == SESSIONS_URI {
-        super::arrival::query(ledger, Box::new(|app: &App| sessions_document(app.state())))
-            .await
-            .map_err(unavailable)?
+        super::arrival::query(
+            ledger,
+            Box::new(move |app: &App| readable_sessions_document(app.state(), &reader)),
+        )
+        .await
+        .map_err(unavailable)?
     } else if let Some(raw) = uri.strip_prefix(SESSION_PREFIX) {
         let Some(id) = SessionId::parse(raw) else {
             return Err(not_found(
@@ -131,6 +148,7 @@ pub(super) async fn read(
             Box::new(move |app: &App| {
                 app.state()
                     .session(&id)
+                    .filter(|s| access::may_read(&reader, &s.principal))
                     .map(session_document)
                     .unwrap_or(Value::Null)
             }),

@@ -296,6 +296,21 @@ impl HttpServer {
         }
     }
 
+    /// A new MCP client whose requests carry `Authorization: Bearer token` (for a server
+    /// started with `--auth`).
+    pub async fn connect_with_token(&self, token: &str) -> Client {
+        let config = StreamableHttpClientTransportConfig::with_uri(self.url.clone())
+            .auth_header(token.to_owned());
+        let transport = StreamableHttpClientTransport::from_config(config);
+        match within("HTTP handshake", ().serve(transport)).await {
+            Ok(client) => client,
+            Err(e) => panic!(
+                "MCP handshake over HTTP failed: {e}\nserver stderr:\n{}",
+                self.stderr()
+            ),
+        }
+    }
+
     pub fn stderr(&self) -> String {
         snapshot(&self.stderr)
     }

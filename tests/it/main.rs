@@ -20,5 +20,6 @@ mod review;
 mod review_browser;
 mod schemas;
 mod tamper;
+mod team;
 mod tidy;
 mod utilities;

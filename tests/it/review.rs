@@ -605,6 +605,18 @@ async fn the_export_downloads_as_json_the_diff_shows_an_added_thought_and_the_ch
     assert!(page[added..].contains(ADDED), "{page}");
     assert!(page.contains(" added, "), "{page}");
 
+    // An auditor's export of bob's session is allowed by the tools' own rule and recorded as
+    // carol's call over the review transport, in bob's timeline.
+    let carol = Some(rig.token("carol"));
+    let (status, _, _) = get(&rig, carol, &format!("/review/session/{}/export", rig.bob)).await;
+    assert_eq!(status, 200);
+    let (_, _, page) = get(&rig, carol, &format!("/review/session/{}", rig.bob)).await;
+    let timeline = &page[page.find("id=\"timeline\"").expect("timeline")..];
+    assert!(
+        timeline.contains("export_reasoning_audit") && timeline.contains("<td>carol</td>"),
+        "{timeline}"
+    );
+
     // The export signed a checkpoint: the status page checks it against the live tree.
     let (status, _, page) = get(&rig, alice, "/review/verify").await;
     assert_eq!(status, 200);
@@ -645,5 +657,72 @@ async fn the_served_binary_mounts_the_page_for_the_local_owner_on_allowed_hosts_
         .unwrap();
     assert_eq!(rebound.status().as_u16(), 403);
     let _ = client.cancel().await;
+    server.kill().await;
+}
+
+/// The binary with `--auth`: a token made by `thinkledger token create` logs in to the page,
+/// whose cookie is not a bearer token for `/mcp`, and the MCP client's session (written with
+/// the bearer token) is listed.
+#[tokio::test]
+async fn the_served_binary_with_auth_logs_in_with_a_token_made_by_the_cli() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = crate::common::cli(
+        dir.path(),
+        &["token", "create", "--json", "--principal", "alice"],
+    )
+    .await;
+    assert!(run.status.success(), "{run:?}");
+    let made: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let token = made["token"].as_str().expect("token").to_owned();
+    let server = HttpServer::start(dir.path(), &["--auth"]).await;
+    let mcp = server.connect_with_token(&token).await;
+    let body = crate::common::think(
+        &mcp,
+        1,
+        1,
+        "Written over MCP with a bearer token",
+        json!({}),
+    )
+    .await;
+    let session = body["sessionId"].as_str().expect("sessionId").to_owned();
+    let base = format!("http://{}", server.authority());
+
+    let (status, location) = {
+        let r = client().get(format!("{base}/review")).send().await.unwrap();
+        (r.status().as_u16(), r.headers().get("location").cloned())
+    };
+    assert_eq!(
+        (status, location.as_ref().and_then(|l| l.to_str().ok())),
+        (303, Some("/review/login"))
+    );
+    let login = client()
+        .post(format!("{base}/review/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status().as_u16(), 303, "{}", server.stderr());
+    let list = client()
+        .get(format!("{base}/review"))
+        .header("cookie", format!("{COOKIE_NAME}={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(list.status().as_u16(), 200);
+    let list = list.text().await.unwrap();
+    assert!(list.contains(&session) && list.contains("alice"), "{list}");
+    // The cookie does not open /mcp: that takes the bearer header.
+    let mcp_with_cookie = client()
+        .post(server.url.clone())
+        .header("cookie", format!("{COOKIE_NAME}={token}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mcp_with_cookie.status().as_u16(), 401);
+    let _ = mcp.cancel().await;
     server.kill().await;
 }

@@ -128,9 +128,11 @@ pub(crate) fn event_schema() -> Value {
                 "required": ["principal", "transport", "clientName", "clientVersion"],
                 "properties": {
                     "principal": { "description": "`local` for the process owner.", "type": "string" },
-                    "transport": { "description": "`cli` for operator commands such as erase and the agent's steps; `agent` for the tool calls an agent run makes.", "type": "string", "enum": ["stdio", "http", "cli", "agent"] },
+                    "transport": { "description": "`cli` for operator commands such as erase and the agent's steps; `agent` for the tool calls an agent run makes; `review` for the reviewer's web page.", "type": "string", "enum": ["stdio", "http", "cli", "agent", "review"] },
                     "clientName": { "type": ["string", "null"] },
-                    "clientVersion": { "type": ["string", "null"] }
+                    "clientVersion": { "type": ["string", "null"] },
+                    "role": { "description": "Absent for a member; `auditor` for a principal that reads everything and writes nothing.", "type": "string", "enum": ["auditor"] },
+                    "userIds": { "description": "Absent when empty: the memory owners the principal may act for besides its own name.", "type": "array", "items": { "type": "string" }, "minItems": 1 }
                 }
             },
             "call": {

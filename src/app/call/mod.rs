@@ -6,6 +6,7 @@
 //! Owns no tool. Must not know any family (thinking, maxential, deliberation, replay, audit
 //! export, erase): families import this module, never each other.
 
+pub mod access;
 pub mod context;
 pub mod model;
 pub mod session;
@@ -20,7 +21,7 @@ use crate::events::SessionId;
 use crate::ledger::LogView;
 
 pub use context::{Call, PathStep};
-pub(crate) use session::{Target, owned_session, target, unknown_session_of_another};
+pub(crate) use session::{Target, owned_session, readable_session, target};
 pub use watch::{CallWatch, Watch};
 
 /// A refusal, attributed to the session it concerns (if that session exists).

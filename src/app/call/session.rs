@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::super::{App, Command, Rejection};
+use super::access;
 use crate::app::ErrorCode;
 use crate::events::{Fact, SessionId};
 use crate::projections::{Session, SessionStatus};
@@ -116,7 +117,7 @@ pub(crate) fn target<'a>(
     }
 }
 
-/// The session `id` if it exists and belongs to the calling principal.
+/// The session `id` if it exists and the calling principal may change it (it started it).
 pub(crate) fn owned_session<'a>(
     app: &'a App,
     command: &Command,
@@ -124,18 +125,17 @@ pub(crate) fn owned_session<'a>(
 ) -> Option<&'a Session> {
     app.state
         .session(id)
-        .filter(|s| s.principal == command.actor.principal)
+        .filter(|s| access::may_write(&command.actor, &s.principal))
 }
 
-/// The refusal for a session that belongs to another principal: the same answer as for a
-/// session that does not exist, so its existence is not revealed.
-pub(crate) fn unknown_session_of_another(id: &SessionId) -> (Rejection, Option<SessionId>) {
-    (
-        Rejection::new(
-            ErrorCode::UnknownSession,
-            format!("there is no session {id} in this ledger"),
-            "pass the sessionId of one of your own sessions, as returned by earlier calls",
-        ),
-        None,
-    )
+/// The session `id` if it exists and the calling principal may read it (its own, or any for an
+/// auditor).
+pub(crate) fn readable_session<'a>(
+    app: &'a App,
+    command: &Command,
+    id: &SessionId,
+) -> Option<&'a Session> {
+    app.state
+        .session(id)
+        .filter(|s| access::may_read(&command.actor, &s.principal))
 }

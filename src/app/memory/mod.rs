@@ -22,7 +22,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::call::{Call, Decide, Refusal, ToolSpec};
+use super::call::{Call, Decide, Refusal, ToolSpec, access};
 use super::{ErrorCode, Rejection, lenient};
 use crate::embed::Embedding;
 use crate::projections::memory::Memory;
@@ -424,6 +424,23 @@ pub(super) fn user_id(raw: &str) -> Result<&str, Refusal> {
     Ok(raw)
 }
 
+/// A `userId` the caller acts for, for a call that stores under it.
+pub(super) fn own_user_id<'a>(call: &Call<'_>, raw: &'a str) -> Result<&'a str, Refusal> {
+    let user = user_id(raw)?;
+    if access::acts_for(&call.command.actor, user) {
+        return Ok(user);
+    }
+    Err(fail(
+        ErrorCode::UserIdNotYours,
+        format!(
+            "{} may not store memories for another userId",
+            call.command.actor.principal
+        ),
+        "pass your own principal name as userId, or ask the server's operator for a token \
+         that grants this userId (thinkledger token create --user-id)",
+    ))
+}
+
 /// A known sector.
 pub(super) fn sector(raw: &str) -> Result<String, Refusal> {
     if rules::SECTORS.contains(&raw) {
@@ -455,6 +472,7 @@ pub(super) fn owned<'a>(call: &Call<'a>, user: &str, id: &str) -> Result<&'a Mem
     call.app
         .memories()
         .memory(user, id)
+        .filter(|_| access::acts_for(&call.command.actor, user))
         .map(AsRef::as_ref)
         .ok_or_else(|| {
             fail(

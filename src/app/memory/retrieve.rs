@@ -14,7 +14,7 @@ use super::{
 };
 use crate::app::ErrorCode;
 use crate::app::Outcome;
-use crate::app::call::{Call, Refusal};
+use crate::app::call::{Call, Refusal, access};
 use crate::events::Fact;
 use crate::events::memory::{MemoriesRetrieved, MemoryAccess};
 use crate::index::memory::{IndexError, MemoryQuery, Retrieval};
@@ -196,7 +196,12 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
     let now_ms = millis(call.at);
     let text = query_text(&args);
     let memories = call.app.memories();
-    let owner = memories.owner(&user);
+    // Another's memories are as absent as a stranger's; an auditor reads them unchanged.
+    let actor = &call.command.actor;
+    let owner = memories
+        .owner(&user)
+        .filter(|_| access::may_read_memories_of(actor, &user));
+    let reinforces = access::acts_for(actor, &user);
 
     // Similarity of each candidate, from the index (hybrid) for a text query.
     let mut similarity: BTreeMap<&str, f64> = BTreeMap::new();
@@ -248,8 +253,10 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
     for s in chosen {
         let strength = if s.memory.soft_deleted {
             0.0
-        } else {
+        } else if reinforces {
             rules::reinforced(s.strength)
+        } else {
+            s.strength
         };
         accesses.push(MemoryAccess {
             memory_id: s.memory.id.clone(),
@@ -261,7 +268,11 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
             id: s.memory.id.clone(),
             content: s.memory.content.to_string(),
             created_at: s.memory.created_at.clone(),
-            last_accessed: call.at.to_owned(),
+            last_accessed: if reinforces {
+                call.at.to_owned()
+            } else {
+                s.memory.last_accessed.clone()
+            },
             strength,
             salience: s.memory.salience,
             primary_sector: s.memory.primary_sector.clone(),
@@ -283,7 +294,13 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
     };
     let body = call.seed_envelope(data, &components);
     let session = Some(call.command.connection_session.clone());
-    call.done(session, vec![Fact::MemoriesRetrieved(fact)], body)
+    // Reinforcement is a recorded fact: a reader who does not act for the owner records none.
+    let facts = if reinforces {
+        vec![Fact::MemoriesRetrieved(fact)]
+    } else {
+        Vec::new()
+    };
+    call.done(session, facts, body)
 }
 
 /// The owner's memories that pass `filters`, scored and ordered (best first, ties by id). With
@@ -351,7 +368,12 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
     let now_ms = millis(call.at);
     let text = query_text(&args).map(str::to_owned);
     let memories = call.app.memories();
-    let owner = memories.owner(&user);
+    // Another's memories are as absent as a stranger's; an auditor reads them unchanged.
+    let actor = &call.command.actor;
+    let owner = memories
+        .owner(&user)
+        .filter(|_| access::may_read_memories_of(actor, &user));
+    let reinforces = access::acts_for(actor, &user);
 
     // (memory, rank), best first.
     let mut found: Vec<(&Memory, f64, f64)> = Vec::new();
@@ -440,8 +462,10 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
     for ((m, rank, strength), (highlight, matched_terms)) in chosen.into_iter().zip(explained) {
         let strength = if m.soft_deleted {
             0.0
-        } else {
+        } else if reinforces {
             rules::reinforced(*strength)
+        } else {
+            *strength
         };
         accesses.push(MemoryAccess {
             memory_id: m.id.clone(),
@@ -474,5 +498,11 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
     };
     let body = call.seed_envelope(data, &["memoryRepository", "fullTextIndex"]);
     let session = Some(call.command.connection_session.clone());
-    call.done(session, vec![Fact::MemoriesRetrieved(fact)], body)
+    // Reinforcement is a recorded fact: a reader who does not act for the owner records none.
+    let facts = if reinforces {
+        vec![Fact::MemoriesRetrieved(fact)]
+    } else {
+        Vec::new()
+    };
+    call.done(session, facts, body)
 }

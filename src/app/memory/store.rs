@@ -3,7 +3,7 @@
 
 use super::rules;
 use super::{
-    StoreMemoryArgs, StoreMemoryData, fail, parse, prepared_embedding, sector, unit, user_id,
+    StoreMemoryArgs, StoreMemoryData, fail, own_user_id, parse, prepared_embedding, sector, unit,
 };
 use crate::app::ErrorCode;
 use crate::app::Outcome;
@@ -18,7 +18,7 @@ pub(super) const DEFAULT_IMPORTANCE: f64 = 0.5;
 
 pub(super) fn decide_store(call: &mut Call<'_>) -> Outcome {
     let args: StoreMemoryArgs = parse(call)?;
-    let user = user_id(&args.user_id)?.to_owned();
+    let user = own_user_id(call, &args.user_id)?.to_owned();
     if args.content.trim().is_empty() {
         return Err(fail(
             ErrorCode::EmptyContent,

@@ -741,6 +741,16 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
                 ),
                 answers,
             },
+            // The caller's count of its quota was an effect; its verdict is in the refusal.
+            over_quota: event
+                .outcome
+                .error
+                .as_ref()
+                .filter(|e| e.code == ErrorCode::QuotaExceeded.as_str())
+                .map(|e| crate::effects::OverQuota {
+                    message: e.message.clone(),
+                    suggestion: e.suggestion.clone(),
+                }),
         },
         watch: Default::default(),
     }))

@@ -10,9 +10,7 @@ use super::{
     ReexecutionReport, ReplayError, reexecute_watched, render_text as report_text, session_events,
 };
 use crate::app::ErrorCode;
-use crate::app::call::{
-    Decide, ToolSpec, Watch, owned_session, parse, unknown_session_of_another, watch,
-};
+use crate::app::call::{Decide, ToolSpec, Watch, parse, readable_session, watch};
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
 use crate::export::diff::{SessionDiff, diff, render_text};
@@ -161,11 +159,16 @@ pub(crate) fn decide_replay(
             )
         })?,
     };
-    if app.state.session(&session).is_some() && owned_session(app, command, &session).is_none() {
-        return Err(unknown_session_of_another(&session));
-    }
+    // Another principal's session is answered exactly as a missing one.
+    let hidden =
+        app.state.session(&session).is_some() && readable_session(app, command, &session).is_none();
     let config = args.reexecute.unwrap_or(false).then_some(&app.config);
-    match replay_session_watched(log, &session, config, &command.watch) {
+    let replayed = if hidden {
+        Err(ReplayError::UnknownSession(session.clone()))
+    } else {
+        replay_session_watched(log, &session, config, &command.watch)
+    };
+    match replayed {
         Ok(output) => Ok(Decided::new(Some(session), Vec::new(), output)),
         Err(ReplayError::Cancelled { done, total }) => Err((
             watch::cancelled(
@@ -225,7 +228,7 @@ pub(crate) fn decide_diff(
     let args: DiffSessionsArgs = parse(args, DIFF_USAGE).map_err(|r| (r, None))?;
     let find = |raw: &str| {
         SessionId::parse(raw)
-            .and_then(|id| owned_session(app, command, &id))
+            .and_then(|id| readable_session(app, command, &id))
             .ok_or_else(|| {
                 (
                     Rejection::new(

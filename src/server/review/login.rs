@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Form, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
@@ -29,7 +29,7 @@ pub(super) const LOGIN_PATH: &str = "/review/login";
 pub(super) fn viewer(review: &Review, request: &RequestParts<'_>) -> Result<Principal, Refusal> {
     match &review.viewers {
         Viewers::Open => Ok(Principal::member(LOCAL_PRINCIPAL)),
-        Viewers::Proxied => request.proxied.cloned().ok_or(Refusal::Missing),
+        Viewers::Proxied(header) => proxied(request.headers, header).ok_or(Refusal::Missing),
         Viewers::Tokens(authenticator) => {
             let token = cookie(request.headers, COOKIE_NAME).ok_or(Refusal::Missing)?;
             authenticator.authenticate(token, SystemEffects.now())
@@ -40,8 +40,17 @@ pub(super) fn viewer(review: &Review, request: &RequestParts<'_>) -> Result<Prin
 /// What [`viewer`] reads of a request.
 pub(super) struct RequestParts<'a> {
     pub headers: &'a HeaderMap,
-    /// The principal the proxy-header middleware set, if it ran.
-    pub proxied: Option<&'a Principal>,
+}
+
+/// Longest principal name a proxy header may carry (as `/mcp` takes it).
+const MAX_PRINCIPAL_LEN: usize = 256;
+
+/// The member the trusted proxy names in `header`: one non-empty value without control
+/// characters, at most [`MAX_PRINCIPAL_LEN`] bytes, surrounding blanks trimmed.
+fn proxied(headers: &HeaderMap, header: &HeaderName) -> Option<Principal> {
+    let name = headers.get(header)?.to_str().ok()?.trim();
+    let fits = !name.is_empty() && name.len() <= MAX_PRINCIPAL_LEN;
+    (fits && !name.chars().any(char::is_control)).then(|| Principal::member(name))
 }
 
 /// The value of the cookie `name` among the request's `Cookie` headers.
@@ -57,16 +66,22 @@ fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
         .filter(|value| !value.is_empty())
 }
 
-/// The answer to a page request without a valid viewer: off to the login form.
-pub(super) fn to_login() -> Response {
-    Redirect::to(LOGIN_PATH).into_response()
+/// The answer to a page request without a valid viewer: off to the login form when there is
+/// one; behind a proxy, 401 (the proxy should have named the viewer).
+pub(super) fn unauthenticated(review: &Review, refusal: Refusal) -> Response {
+    match review.viewers {
+        Viewers::Tokens(_) => Redirect::to(LOGIN_PATH).into_response(),
+        Viewers::Open | Viewers::Proxied(_) => {
+            (StatusCode::UNAUTHORIZED, refusal.describe()).into_response()
+        }
+    }
 }
 
 /// `GET /review/login`: the token form (or, without tokens, straight to the list).
 pub(super) async fn form(State(review): State<Arc<Review>>) -> Response {
     match review.viewers {
         Viewers::Tokens(_) => login_page(StatusCode::OK, None),
-        Viewers::Open | Viewers::Proxied => Redirect::to("/review").into_response(),
+        Viewers::Open | Viewers::Proxied(_) => Redirect::to("/review").into_response(),
     }
 }
 
@@ -146,6 +161,17 @@ fn with_cookie(mut response: Response, cookie: &str) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proxy_header_names_one_member() {
+        let header = HeaderName::from_static("x-forwarded-user");
+        let mut headers = HeaderMap::new();
+        assert_eq!(proxied(&headers, &header), None);
+        headers.insert(&header, HeaderValue::from_static("  alice "));
+        assert_eq!(proxied(&headers, &header), Some(Principal::member("alice")));
+        headers.insert(&header, HeaderValue::from_static(" "));
+        assert_eq!(proxied(&headers, &header), None);
+    }
 
     #[test]
     fn the_cookie_is_found_among_others() {

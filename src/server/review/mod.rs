@@ -9,12 +9,14 @@
 //! through maud's `(…)` splices, which escape it for HTML and for the SVG's XML alike; nothing
 //! here writes markup from a string by hand.
 //!
-//! Pages read the published state and, for the timeline, the export and the checkpoint status,
-//! the log through the app's own functions (`replay::timeline`, `export::diff`,
-//! `audit::build_export_with`): the same computations as `replay_reasoning_session`,
-//! `diff_sessions` and `export_reasoning_audit`, without recording the view (see "The
-//! reviewer's page" in docs/ARCHITECTURE.md for why not through `ThinkServer::call`).
-//! Must not know: MCP, the token file's format (only `Authenticator::authenticate`).
+//! Pages read the published state and, for the timeline, the erasure reasons and the checkpoint
+//! status, the log through the app's own functions (`replay::timeline` over `session_events`,
+//! `export::diff`): what `replay_reasoning_session` and `diff_sessions` compute, without
+//! recording each look. The export download is an `export_reasoning_audit` call as the viewer
+//! (transport `review`), decided by the tools' isolation and recorded. Who may see a session is
+//! the tools' rule (`app::call::access::may_read`). See "The reviewer's page" in
+//! docs/ARCHITECTURE.md. Must not know: the MCP wire (tools are called in process, as the
+//! agent calls them), the token file's format (only `Authenticator::authenticate`).
 
 mod login;
 mod pages;
@@ -25,7 +27,7 @@ mod svg;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -49,21 +51,20 @@ pub enum Viewers {
     /// Each viewer logs in with a bearer token (`thinkledger token create`), kept in a cookie
     /// and checked again on every request, so a revoked or expired token counts at once.
     Tokens(Arc<Authenticator>),
-    /// The principal an authenticating reverse proxy names in a header
-    /// (`HttpConfig::principal_header`), set on the request by the server's middleware before
-    /// any route sees it.
-    Proxied,
+    /// The principal an authenticating reverse proxy names in this header
+    /// (`HttpConfig::principal_header`); a request without it is refused.
+    Proxied(HeaderName),
 }
 
 impl Viewers {
-    /// The viewers of a server configured as `config`: behind a proxy, the proxy's principal;
-    /// otherwise the process owner. (A server given a token file passes
-    /// [`Viewers::Tokens`].)
+    /// The viewers of a server configured as `config`, as `/mcp` identifies its callers: the
+    /// proxy's header when there is one, else bearer tokens when configured, else the process
+    /// owner.
     pub fn of(config: &HttpConfig) -> Self {
-        if config.principal_header.is_some() {
-            Self::Proxied
-        } else {
-            Self::Open
+        match (&config.principal_header, &config.auth) {
+            (Some(header), _) => Self::Proxied(header.clone()),
+            (None, Some(tokens)) => Self::Tokens(tokens.clone()),
+            (None, None) => Self::Open,
         }
     }
 }

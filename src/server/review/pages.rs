@@ -15,8 +15,8 @@ use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 
 use super::Review;
-use super::login::{RequestParts, to_login, viewer};
-use super::read::{self, may_see};
+use super::login::{RequestParts, unauthenticated, viewer};
+use super::read::{self, Exported, may_see};
 use crate::events::SessionId;
 use crate::export::diff::{Aligned, Op, Presence, SessionDiff, ThoughtRef, diff as diff_sessions};
 use crate::projections::SessionStatus;
@@ -88,7 +88,6 @@ impl FromRequestParts<Arc<Review>> for Viewer {
     ) -> Result<Self, Self::Rejection> {
         let request = RequestParts {
             headers: &parts.headers,
-            proxied: parts.extensions.get::<Principal>(),
         };
         Ok(Self(viewer(review, &request)))
     }
@@ -153,8 +152,9 @@ pub(super) async fn sessions(
     Viewer(viewer): Viewer,
     Query(filters): Query<HashMap<String, String>>,
 ) -> Response {
-    let Ok(viewer) = viewer else {
-        return to_login();
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(refusal) => return unauthenticated(&review, refusal),
     };
     let app = match read::state(&review.ledger).await {
         Ok(app) => app,
@@ -255,8 +255,9 @@ pub(super) async fn diff(
     Viewer(viewer): Viewer,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let Ok(viewer) = viewer else {
-        return to_login();
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(refusal) => return unauthenticated(&review, refusal),
     };
     let app = match read::state(&review.ledger).await {
         Ok(app) => app,
@@ -379,8 +380,8 @@ pub(super) async fn export(
     };
     let id = session.id.clone();
     drop(app);
-    match read::audit_export(&review.ledger, id.clone()).await {
-        Ok(bytes) => (
+    match read::audit_export(&review.ledger, &review.catalog, &viewer, &id).await {
+        Exported::File(file) => (
             [
                 (header::CONTENT_TYPE, "application/json".to_owned()),
                 (
@@ -388,18 +389,20 @@ pub(super) async fn export(
                     format!("attachment; filename=\"thinkledger-audit-{id}.json\""),
                 ),
             ],
-            bytes,
+            file,
         )
             .into_response(),
-        Err(e) => unavailable(&viewer, &format!("the export could not be built: {e}")),
+        Exported::NoSuchSession => no_such_session(&viewer),
+        Exported::Failed(e) => unavailable(&viewer, &format!("the export could not be built: {e}")),
     }
 }
 
 /// `GET /review/verify`: the head of the chain and its latest signed checkpoint, with what was
 /// checked of it now, and what was not.
 pub(super) async fn verify(State(review): State<Arc<Review>>, Viewer(viewer): Viewer) -> Response {
-    let Ok(viewer) = viewer else {
-        return to_login();
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(refusal) => return unauthenticated(&review, refusal),
     };
     let status = match read::chain_status(&review.ledger).await {
         Ok(status) => status,

@@ -4,29 +4,46 @@
 //!
 //! State comes from the latest published view (no wait behind the writer); reads of the log
 //! run as `LedgerHandle::inspect` jobs between the writer's batches and stay proportional to
-//! one session's events (or the candidate sessions' when filtering by tool). Must not know:
-//! HTML.
+//! one session's events (or the candidate sessions' when filtering by tool). The export is a
+//! call of `export_reasoning_audit` as the viewer, recorded in the ledger. Must not know: HTML.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::app::App;
+use crate::app::call::access;
 use crate::app::replay::session_events;
 use crate::app::replay::timeline::{TimelineEntry, timeline};
-use crate::audit::{ExportOptions, Selection, build_export_with};
-use crate::effects::{Effects, SystemEffects};
-use crate::events::{Event, Fact, SessionId};
+use crate::app::{EXPORT_REASONING_AUDIT_TOOL, ErrorCode};
+use crate::events::{Actor, Event, Fact, SessionId};
 use crate::ledger::checkpoint::open_note;
-use crate::ledger::{Admitted, LedgerError, LedgerHandle, LogView, TextState, format_timestamp};
+use crate::ledger::{Admitted, LedgerError, LedgerHandle, LogView, TextState};
 use crate::projections::Session;
-use crate::tools::{Principal, Role};
+use crate::tools::{
+    Call, Catalog, EnabledToolsets, Principal, Reporter, SessionSlot, ThinkServer, Toolsets,
+};
 
-/// The one rule of the page: a member sees the sessions it started, an auditor every session.
-/// (The tools' rule, `session.principal == caller`, plus the auditor's reading right.)
+/// The transport the page's own calls record.
+pub(super) const REVIEW_TRANSPORT: &str = "review";
+
+/// The viewer as the actor of a call (what the ledger records of who asked).
+pub(super) fn actor_of(viewer: &Principal) -> Actor {
+    Actor {
+        principal: viewer.name.clone(),
+        transport: REVIEW_TRANSPORT.to_owned(),
+        client_name: Some("thinkledger-review".to_owned()),
+        client_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        role: viewer.role,
+        user_ids: viewer.user_ids.clone(),
+    }
+}
+
+/// Whether the viewer may see `session`: the tools' own rule (`app::call::access::may_read`):
+/// its own sessions, and every session for an auditor.
 pub(super) fn may_see(viewer: &Principal, session: &Session) -> bool {
-    viewer.role == Role::Auditor || session.principal == viewer.name
+    access::may_read(&actor_of(viewer), &session.principal)
 }
 
 /// The latest published state.
@@ -151,34 +168,54 @@ pub(super) async fn tools_used(
         .await
 }
 
-/// The audit export of `session` (as `export_reasoning_audit` builds it: every event of the
-/// session with its inclusion proof to the latest signed checkpoint, signed by the ledger key),
-/// in RFC 8785 form, the bytes `thinkledger verify-export` checks.
+/// How an export request ended.
+pub(super) enum Exported {
+    /// The export file, byte for byte the tool's text block.
+    File(String),
+    /// The tool answered as for a session that does not exist (or is not the viewer's).
+    NoSuchSession,
+    Failed(String),
+}
+
+/// The audit export of `session`, asked of `export_reasoning_audit` as the viewer, so it is
+/// decided by the tools' own isolation and recorded like a client's export (transport
+/// `review`): every event of the session with its inclusion proof to a checkpoint signed just
+/// before, signed by the ledger key, in RFC 8785 form (what `thinkledger verify-export` checks).
 pub(super) async fn audit_export(
     ledger: &LedgerHandle<App>,
-    session: SessionId,
-) -> Result<Vec<u8>, String> {
-    // As the tool does: sign a checkpoint first, so the session's latest calls are covered.
-    if let Err(e) = ledger.checkpoint().await {
-        tracing::warn!(error = %e, "could not sign a checkpoint before a review export");
+    catalog: &Arc<Catalog>,
+    viewer: &Principal,
+    session: &SessionId,
+) -> Exported {
+    let server = ThinkServer::new(ledger.clone(), catalog.clone(), REVIEW_TRANSPORT);
+    let call = Call {
+        tool: EXPORT_REASONING_AUDIT_TOOL.to_owned(),
+        arguments: json!({ "session_id": session.as_str() }),
+        actor: actor_of(viewer),
+        slot: SessionSlot::fresh(),
+        toolsets: EnabledToolsets::new(Toolsets::all()),
+        idempotency_key: None,
+        reporter: Reporter::silent(),
+    };
+    let result = server.call(call, None).await;
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    if result.is_error != Some(true) {
+        return Exported::File(text);
     }
-    let generated_at = format_timestamp(SystemEffects.now());
-    ledger
-        .inspect(move |log| {
-            let selection = Selection::Session {
-                session_id: session,
-            };
-            let options = ExportOptions {
-                since_checkpoint: None,
-                generated_at,
-                progress: None,
-                cancelled: None,
-            };
-            let export = build_export_with(log, &selection, &options).map_err(|e| e.to_string())?;
-            export.to_canonical_bytes().map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())?
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    match body.get("code").and_then(Value::as_str) {
+        Some(code) if code == ErrorCode::UnknownSession.as_str() => Exported::NoSuchSession,
+        _ => Exported::Failed(
+            body.get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("the export was refused")
+                .to_owned(),
+        ),
+    }
 }
 
 /// What the page can say of the chain while the server runs.
@@ -273,7 +310,7 @@ mod tests {
         let alice = Principal::member("alice");
         let bob = Principal::member("bob");
         let auditor = Principal {
-            role: Role::Auditor,
+            role: crate::tools::Role::Auditor,
             ..Principal::member("carol")
         };
         assert!(may_see(&alice, &session));

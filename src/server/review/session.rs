@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 
 use super::Review;
-use super::login::to_login;
+use super::login::unauthenticated;
 use super::pages::{Viewer, layout, no_such_session, unavailable, when};
 use super::read::{self, Erasure, Row, may_see};
 use super::svg;
@@ -28,8 +28,9 @@ pub(super) async fn page(
     Viewer(viewer): Viewer,
     Path(id): Path<String>,
 ) -> Response {
-    let Ok(viewer) = viewer else {
-        return to_login();
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(refusal) => return unauthenticated(&review, refusal),
     };
     let app = match read::state(&review.ledger).await {
         Ok(app) => app,
