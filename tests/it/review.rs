@@ -660,6 +660,37 @@ async fn the_served_binary_mounts_the_page_for_the_local_owner_on_allowed_hosts_
     server.kill().await;
 }
 
+/// Behind an authenticating proxy (`--principal-header`), the proxy's header names the viewer;
+/// a request without it is refused, never treated as the owner's.
+#[tokio::test]
+async fn behind_a_proxy_the_header_names_the_viewer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = HttpServer::start(dir.path(), &["--principal-header", "X-Forwarded-User"]).await;
+    let alice = server.connect_as("alice").await;
+    let bob = server.connect_as("bob").await;
+    let a = crate::common::think(&alice, 1, 1, "alice behind the proxy", json!({})).await;
+    let b = crate::common::think(&bob, 1, 1, "bob behind the proxy", json!({})).await;
+    let (sa, sb) = (
+        a["sessionId"].as_str().unwrap(),
+        b["sessionId"].as_str().unwrap(),
+    );
+    let base = format!("http://{}", server.authority());
+    let as_alice = client()
+        .get(format!("{base}/review"))
+        .header("x-forwarded-user", "alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_alice.status().as_u16(), 200);
+    let list = as_alice.text().await.unwrap();
+    assert!(list.contains(sa) && !list.contains(sb), "{list}");
+    let nobody = client().get(format!("{base}/review")).send().await.unwrap();
+    assert_eq!(nobody.status().as_u16(), 401);
+    let _ = alice.cancel().await;
+    let _ = bob.cancel().await;
+    server.kill().await;
+}
+
 /// The binary with `--auth`: a token made by `thinkledger token create` logs in to the page,
 /// whose cookie is not a bearer token for `/mcp`, and the MCP client's session (written with
 /// the bearer token) is listed.

@@ -35,7 +35,7 @@ table{border-collapse:collapse;width:100%;margin:.6em 0}td,th{border-bottom:1px 
 padding:.3em .5em;text-align:left;vertical-align:top}th{background:#eef1f6}
 .thought{white-space:pre-wrap;word-break:break-word}.erased{color:#8a8f99;font-style:italic}
 .tag{background:#e4ecfb;border-radius:3px;padding:0 .3em;margin-right:.2em;font-size:.9em}
-.op-added{background:#e6f6e6}.op-removed{background:#fbe9e9}.op-changed{background:#fff6dc}
+table.diff td{width:46%}table.diff td:first-child{width:8%}.op-added{background:#e6f6e6}.op-removed{background:#fbe9e9}.op-changed{background:#fff6dc}
 .refused{color:#a01818}.note{color:#5a6170;font-size:.92em}
 .ok{color:#17702a}.bad{color:#a01818}.diagram{overflow:auto;border:1px solid #dde2ea;background:#fff}
 form.filters{display:flex;flex-wrap:wrap;gap:.6em;align-items:end}label{display:block;font-size:.85em}

@@ -207,8 +207,10 @@ pub(super) async fn audit_export(
         return Exported::File(text);
     }
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    // The tool answers another principal's session as one without events.
+    let missing = [ErrorCode::UnknownSession, ErrorCode::EmptySession];
     match body.get("code").and_then(Value::as_str) {
-        Some(code) if code == ErrorCode::UnknownSession.as_str() => Exported::NoSuchSession,
+        Some(code) if missing.iter().any(|m| m.as_str() == code) => Exported::NoSuchSession,
         _ => Exported::Failed(
             body.get("error")
                 .and_then(Value::as_str)
