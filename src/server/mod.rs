@@ -152,15 +152,16 @@ pub fn router(
     config: &HttpConfig,
     shutdown: &CancellationToken,
 ) -> axum::Router {
+    let current = Arc::new(CurrentSessions::default());
+    let toolsets = Arc::new(ToolsetsByPrincipal::default());
+    let quotas = Arc::new(Quotas::new(config.quotas));
     let review = review::router(
         ledger.clone(),
         catalog.clone(),
         review::Viewers::of(config),
         config,
+        quotas.clone(),
     );
-    let current = Arc::new(CurrentSessions::default());
-    let toolsets = Arc::new(ToolsetsByPrincipal::default());
-    let quotas = Arc::new(Quotas::new(config.quotas));
     let (ledger_for_edge, catalog_for_edge) = (ledger.clone(), catalog.clone());
     let service = StreamableHttpService::new(
         move || {

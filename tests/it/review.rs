@@ -15,6 +15,7 @@ use thinkledger::ledger::LedgerHandle;
 use thinkledger::server::auth::{Authenticator, NewToken, TokenRecord, TokenStore};
 use thinkledger::server::review::{COOKIE_NAME, Viewers};
 use thinkledger::server::{self, HttpConfig};
+use thinkledger::tools::quotas::{QuotaLimits, Quotas};
 use thinkledger::tools::{
     Call, Catalog, EnabledToolsets, Reporter, Role, SessionSlot, ThinkServer, Toolsets,
 };
@@ -224,8 +225,14 @@ impl Rig {
         tokens.insert("carol", token(&store, "carol", Role::Auditor, 3));
 
         let viewers = Viewers::Tokens(Arc::new(Authenticator::new(store.clone())));
-        let router =
-            server::review::router(ledger.clone(), catalog, viewers, &HttpConfig::default());
+        let quotas = Arc::new(Quotas::new(QuotaLimits::default()));
+        let router = server::review::router(
+            ledger.clone(),
+            catalog,
+            viewers,
+            &HttpConfig::default(),
+            quotas,
+        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -370,6 +377,7 @@ async fn login_keeps_the_token_in_an_httponly_strict_cookie_checked_on_every_req
         assert!(list.contains(own.as_str()), "alice's {own} missing");
     }
     assert!(!list.contains(&rig.bob), "bob's session listed to alice");
+    assert!(list.contains("Log out"));
 
     // Logging out clears the cookie.
     let out = client()
@@ -648,6 +656,10 @@ async fn the_served_binary_mounts_the_page_for_the_local_owner_on_allowed_hosts_
     assert!(
         body.contains("Signed in as") && body.contains("local"),
         "{body}"
+    );
+    assert!(
+        !body.contains("Log out"),
+        "nothing to log out of without tokens"
     );
     let rebound = reqwest::Client::new()
         .get(format!("{base}/review"))

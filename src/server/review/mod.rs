@@ -37,6 +37,7 @@ use super::auth::Authenticator;
 use crate::app::App;
 use crate::ledger::LedgerHandle;
 use crate::tools::Catalog;
+use crate::tools::quotas::Quotas;
 
 pub use login::COOKIE_NAME;
 
@@ -76,21 +77,26 @@ struct Review {
     viewers: Viewers,
     /// The `Host` values accepted (the server's allowed hosts; empty accepts any).
     allowed_hosts: Vec<String>,
+    /// The server's per-principal quotas, which the page's calls count against.
+    quotas: Arc<Quotas>,
 }
 
 /// The page's routes, every path under `/review`, with their security headers. `config`
-/// gives the allowed hosts (the DNS-rebinding guard, as `/mcp` has it).
+/// gives the allowed hosts (the DNS-rebinding guard, as `/mcp` has it); the page's own calls
+/// (the export) count against `quotas`, the server's per-principal quotas.
 pub fn router(
     ledger: LedgerHandle<App>,
     catalog: Arc<Catalog>,
     viewers: Viewers,
     config: &HttpConfig,
+    quotas: Arc<Quotas>,
 ) -> axum::Router {
     let review = Arc::new(Review {
         ledger,
         catalog,
         viewers,
         allowed_hosts: config.allowed_hosts.clone(),
+        quotas,
     });
     let guard = review.clone();
     axum::Router::new()

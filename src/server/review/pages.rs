@@ -14,9 +14,9 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 
-use super::Review;
 use super::login::{RequestParts, unauthenticated, viewer};
 use super::read::{self, Exported, may_see};
+use super::{Review, Viewers};
 use crate::events::SessionId;
 use crate::export::diff::{Aligned, Op, Presence, SessionDiff, ThoughtRef, diff as diff_sessions};
 use crate::projections::SessionStatus;
@@ -44,7 +44,7 @@ code,pre{font-family:ui-monospace,monospace;font-size:.9em}pre{white-space:pre-w
 
 /// The frame of every page: title, navigation (with the viewer and a logout button when there
 /// is one), and `body`.
-pub(super) fn layout(title: &str, viewer: Option<&Principal>, body: Markup) -> Html<String> {
+pub(super) fn layout(title: &str, viewer: Option<&SignedIn>, body: Markup) -> Html<String> {
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -64,8 +64,10 @@ pub(super) fn layout(title: &str, viewer: Option<&Principal>, body: Markup) -> H
                             "Signed in as " strong.viewer { (viewer.name) }
                             @if viewer.role == Role::Auditor { " (auditor)" }
                         }
-                        form method="post" action="/review/logout" {
-                            button type="submit" { "Log out" }
+                        @if viewer.can_log_out {
+                            form method="post" action="/review/logout" {
+                                button type="submit" { "Log out" }
+                            }
                         }
                     }
                 }
@@ -77,7 +79,22 @@ pub(super) fn layout(title: &str, viewer: Option<&Principal>, body: Markup) -> H
 }
 
 /// The viewer of a request, or why there is none (handlers choose: a redirect or a 401).
-pub(super) struct Viewer(pub Result<Principal, Refusal>);
+pub(super) struct Viewer(pub Result<SignedIn, Refusal>);
+
+/// A viewer the page knows.
+pub(super) struct SignedIn {
+    principal: Principal,
+    /// Whether the viewer logged in (with a token) and so can log out.
+    can_log_out: bool,
+}
+
+impl std::ops::Deref for SignedIn {
+    type Target = Principal;
+
+    fn deref(&self) -> &Principal {
+        &self.principal
+    }
+}
 
 impl FromRequestParts<Arc<Review>> for Viewer {
     type Rejection = std::convert::Infallible;
@@ -89,13 +106,17 @@ impl FromRequestParts<Arc<Review>> for Viewer {
         let request = RequestParts {
             headers: &parts.headers,
         };
-        Ok(Self(viewer(review, &request)))
+        let can_log_out = matches!(review.viewers, Viewers::Tokens(_));
+        Ok(Self(viewer(review, &request).map(|principal| SignedIn {
+            principal,
+            can_log_out,
+        })))
     }
 }
 
 /// The page for a session that does not exist or that the viewer may not see: the same bytes
 /// either way, so a page never tells whether someone else's session exists.
-pub(super) fn no_such_session(viewer: &Principal) -> Response {
+pub(super) fn no_such_session(viewer: &SignedIn) -> Response {
     let body = html! {
         h1 { "No such session" }
         p { "There is no session with that id among the sessions you may review." }
@@ -115,7 +136,7 @@ pub(super) async fn not_found() -> Response {
 }
 
 /// The page when the ledger cannot be read.
-pub(super) fn unavailable(viewer: &Principal, error: &str) -> Response {
+pub(super) fn unavailable(viewer: &SignedIn, error: &str) -> Response {
     let body = html! {
         h1 { "The ledger cannot be read" }
         p.refused { (error) }
@@ -380,7 +401,7 @@ pub(super) async fn export(
     };
     let id = session.id.clone();
     drop(app);
-    match read::audit_export(&review.ledger, &review.catalog, &viewer, &id).await {
+    match read::audit_export(&review, &viewer, &id).await {
         Exported::File(file) => (
             [
                 (header::CONTENT_TYPE, "application/json".to_owned()),
@@ -476,7 +497,10 @@ mod tests {
 
     #[test]
     fn caller_text_is_escaped_in_the_frame() {
-        let viewer = Principal::member("<b>mallory</b>");
+        let viewer = SignedIn {
+            principal: Principal::member("<b>mallory</b>"),
+            can_log_out: true,
+        };
         let page = layout("t", Some(&viewer), html! { p { ("<script>x</script>") } }).0;
         assert!(page.contains("&lt;b&gt;mallory&lt;/b&gt;"));
         assert!(page.contains("&lt;script&gt;x&lt;/script&gt;"));

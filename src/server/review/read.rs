@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::Review;
 use crate::app::App;
 use crate::app::call::access;
 use crate::app::replay::session_events;
@@ -22,7 +23,7 @@ use crate::ledger::checkpoint::open_note;
 use crate::ledger::{Admitted, LedgerError, LedgerHandle, LogView, TextState};
 use crate::projections::Session;
 use crate::tools::{
-    Call, Catalog, EnabledToolsets, Principal, Reporter, SessionSlot, ThinkServer, Toolsets,
+    Call, EnabledToolsets, Principal, Reporter, SessionSlot, ThinkServer, Toolsets,
 };
 
 /// The transport the page's own calls record.
@@ -182,12 +183,16 @@ pub(super) enum Exported {
 /// `review`): every event of the session with its inclusion proof to a checkpoint signed just
 /// before, signed by the ledger key, in RFC 8785 form (what `thinkledger verify-export` checks).
 pub(super) async fn audit_export(
-    ledger: &LedgerHandle<App>,
-    catalog: &Arc<Catalog>,
+    review: &Review,
     viewer: &Principal,
     session: &SessionId,
 ) -> Exported {
-    let server = ThinkServer::new(ledger.clone(), catalog.clone(), REVIEW_TRANSPORT);
+    let server = ThinkServer::new(
+        review.ledger.clone(),
+        review.catalog.clone(),
+        REVIEW_TRANSPORT,
+    )
+    .with_quotas(review.quotas.clone());
     let call = Call {
         tool: EXPORT_REASONING_AUDIT_TOOL.to_owned(),
         arguments: json!({ "session_id": session.as_str() }),
