@@ -613,6 +613,16 @@ async fn the_export_downloads_as_json_the_diff_shows_an_added_thought_and_the_ch
     assert!(page[added..].contains(ADDED), "{page}");
     assert!(page.contains(" added, "), "{page}");
 
+    // Another site cannot make a browser download it (the download records a call).
+    let cross = client()
+        .get(format!("{}/review/session/{}/export", rig.base, rig.alice))
+        .header("cookie", format!("{COOKIE_NAME}={}", rig.token("alice")))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status().as_u16(), 403);
+
     // An auditor's export of bob's session is allowed by the tools' own rule and recorded as
     // carol's call over the review transport, in bob's timeline.
     let carol = Some(rig.token("carol"));

@@ -183,7 +183,7 @@ fn host_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
     })
 }
 
-/// Whether a form post comes from this page. Browsers say so in `Sec-Fetch-Site` (fetch
+/// Whether a form post (or a download that records a call) comes from this page. Browsers say so in `Sec-Fetch-Site` (fetch
 /// metadata), which this page's `Referrer-Policy: no-referrer` leaves intact while it turns a
 /// same-origin POST's `Origin` into `null`; without that header, an `Origin` naming another
 /// site is refused; a request with neither (a non-browser client) passes.

@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 
 use super::login::{RequestParts, unauthenticated, viewer};
 use super::read::{self, Exported, may_see};
-use super::{Review, Viewers};
+use super::{Review, Viewers, same_origin};
 use crate::events::SessionId;
 use crate::export::diff::{Aligned, Op, Presence, SessionDiff, ThoughtRef, diff as diff_sessions};
 use crate::projections::SessionStatus;
@@ -382,7 +382,17 @@ pub(super) async fn export(
     State(review): State<Arc<Review>>,
     Viewer(viewer): Viewer,
     Path(id): Path<String>,
+    headers: HeaderMap,
 ) -> Response {
+    // The download records a call: another site may not make a browser ask for it (without
+    // tokens no cookie would stop it).
+    if !same_origin(&headers) {
+        return (
+            StatusCode::FORBIDDEN,
+            "the export is downloaded from this page only",
+        )
+            .into_response();
+    }
     let viewer = match viewer {
         Ok(viewer) => viewer,
         Err(refusal) => {
