@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::{Value, json};
-use thinkledger::app::{App, AppConfig, Command, ERASE_TOOL, SEQUENTIALTHINKING_TOOL};
+use thinkledger::app::{App, AppConfig, Command, ERASE_TOOL, SEQUENTIALTHINKING_TOOL, TAG_TOOL};
 use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, SessionId};
 use thinkledger::ledger::LedgerHandle;
@@ -150,6 +150,9 @@ impl Rig {
             json!({ "isRevision": true, "revisesThought": 1 }),
         )
         .await;
+
+        let tag = json!({ "sessionId": alice, "thoughtNumber": 2, "add": ["<i>risky</i>"] });
+        call(&think_server, "alice", &first, TAG_TOOL, tag).await;
 
         let second = SessionSlot::fresh();
         let alice_again = think(&think_server, "alice", &second, (1, 4), HOSTILE, json!({})).await;
@@ -493,6 +496,10 @@ async fn caller_text_is_escaped_in_html_and_svg_and_the_drawings_are_well_formed
         page.contains("alt&lt;b&gt;&amp;"),
         "the branch id is escaped"
     );
+    assert!(
+        page.contains("&lt;i&gt;risky&lt;/i&gt;") && !page.contains("<i>risky"),
+        "the tag is escaped"
+    );
 
     // The thought tree: XML that parses, four thoughts in two lanes, texts as written.
     let svg = svg_of(&page, "thought-tree");
@@ -572,7 +579,7 @@ async fn caller_text_is_escaped_in_html_and_svg_and_the_drawings_are_well_formed
     // The timeline names every call with its principal.
     let (_, _, page) = get(&rig, alice, &format!("/review/session/{}", rig.alice)).await;
     let timeline = &page[page.find("id=\"timeline\"").expect("timeline")..];
-    assert_eq!(timeline.matches("<td>alice</td>").count(), 4, "{timeline}");
+    assert_eq!(timeline.matches("<td>alice</td>").count(), 5, "{timeline}");
     rig.stop().await;
 }
 
@@ -599,7 +606,7 @@ async fn the_export_downloads_as_json_the_diff_shows_an_added_thought_and_the_ch
     );
     let export: Value = serde_json::from_slice(&response.bytes().await.unwrap()).expect("JSON");
     let events = export["events"].as_array().expect("events");
-    assert_eq!(events.len(), 4, "{export}");
+    assert_eq!(events.len(), 5, "four thoughts and a tag: {export}");
     assert!(export.to_string().contains(&rig.alice));
 
     let (status, _, page) = get(

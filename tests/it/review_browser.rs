@@ -165,6 +165,11 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
         // The hostile thought is text: visible literally, no script element, no alert.
         let first = rows[0].text().await?;
         assert!(first.contains(HOSTILE), "{first}");
+        let tagged = rows[1].text().await?;
+        assert!(
+            tagged.contains("<i>risky</i>"),
+            "the tag shows as text: {tagged}"
+        );
         assert_eq!(
             script(&browser, "return document.scripts.length").await,
             json!(0)
@@ -271,7 +276,7 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
                 .starts_with("attachment")
         );
         let body: Value = serde_json::from_slice(&export.bytes().await.unwrap()).expect("JSON");
-        assert_eq!(body["events"].as_array().map(Vec::len), Some(4));
+        assert_eq!(body["events"].as_array().map(Vec::len), Some(5));
 
         // The chain status, then log out.
         browser
