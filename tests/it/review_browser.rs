@@ -37,6 +37,16 @@ fn screenshots_dir() -> PathBuf {
     dir
 }
 
+/// What the walk visits (owned, so it can run in its own task).
+struct Targets {
+    base: String,
+    /// alice's token.
+    token: String,
+    alice: String,
+    alice_again: String,
+    alice_deliberation: String,
+}
+
 /// chromedriver on a free loopback port, killed when dropped.
 struct Driver {
     child: Child,
@@ -117,7 +127,18 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
         .await
         .expect("a WebDriver session");
 
-    let outcome = async {
+    // The walk runs in its own task, so a failed assertion in it still lets the browser, the
+    // driver and the server be shut down before the test fails.
+    let rig_at = Targets {
+        base: rig.base.clone(),
+        token: rig.token("alice").to_owned(),
+        alice: rig.alice.clone(),
+        alice_again: rig.alice_again.clone(),
+        alice_deliberation: rig.alice_deliberation.clone(),
+    };
+    let walker = browser.clone();
+    let outcome = tokio::spawn(async move {
+        let (browser, rig) = (walker, rig_at);
         // Not logged in: the page sends us to the form.
         browser.goto(&format!("{}/review", rig.base)).await?;
         assert!(
@@ -130,7 +151,7 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
         browser
             .find(Locator::Css("#token"))
             .await?
-            .send_keys(rig.token("alice"))
+            .send_keys(&rig.token)
             .await?;
         shoot(&browser, "01-login.png").await;
         browser
@@ -306,14 +327,16 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
                 .ends_with("/review/login")
         );
         Ok::<_, fantoccini::error::CmdError>(())
-    }
+    })
     .await;
     let page = browser.source().await.unwrap_or_default();
     let _ = browser.close().await;
     let _ = driver.child.kill().await;
     rig.stop().await;
-    if let Err(e) = outcome {
-        panic!("browser step failed: {e}\npage:\n{page}");
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => panic!("browser step failed: {e}\npage:\n{page}"),
+        Err(failed) => std::panic::resume_unwind(failed.into_panic()),
     }
     eprintln!(
         "browser test took {:.1} s; screenshots in {}",
