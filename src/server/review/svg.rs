@@ -43,6 +43,15 @@ fn label(text: &str, chars: usize) -> String {
     cut
 }
 
+/// `text` without the characters XML 1.0 forbids even escaped (controls other than tab and
+/// line breaks, U+FFFE, U+FFFF), for the tooltips that keep a text whole.
+fn xml_text(text: &str) -> String {
+    text.chars()
+        .filter(|c| matches!(c, '\t' | '\n' | '\r') || !(c.is_control() && u32::from(*c) < 0x20))
+        .filter(|c| !matches!(c, '\u{FFFE}' | '\u{FFFF}'))
+        .collect()
+}
+
 /// A thought's box label: `#N` and the start of its text (or that it was erased).
 fn thought_label(t: &Thought) -> String {
     match t.text.as_deref() {
@@ -130,7 +139,7 @@ pub(super) fn thought_tree(session: &Session) -> Markup {
                     g.thought data-seq=(thought.seq) {
                         title {
                             "#" (thought.thought_number) " (seq " (thought.seq) "): "
-                            @match thought.text.as_deref() { Some(text) => (text), None => "[text erased]" }
+                            @match thought.text.as_deref() { Some(text) => (xml_text(text)), None => "[text erased]" }
                         }
                         rect x=(x) y=(y) width=(BOX_W) height=(BOX_H) rx="4" fill=(fill) stroke="#8ea3c7" {}
                         text x=(x + 6) y=(y + 17) { (thought_label(thought)) }
@@ -197,8 +206,8 @@ pub(super) fn deliberation_graph(d: &Deliberation, texts: &DeliberationState) ->
                     @let content = texts.text(&node.content);
                     g.node data-node=(label(&node.node_id, 60)) {
                         title {
-                            (node.node_id) " (" (node.kind) ", branch " (node.branch_id) "): "
-                            @match content { Some(text) => (text), None => "[text erased]" }
+                            (xml_text(&node.node_id)) " (" (xml_text(&node.kind)) ", branch " (xml_text(&node.branch_id)) "): "
+                            @match content { Some(text) => (xml_text(text)), None => "[text erased]" }
                         }
                         rect x=(x) y=(y) width=(BOX_W) height=(BOX_H) rx="4"
                             fill=(if content.is_none() { "#eceef2" } else { "#eef7ee" })
@@ -222,9 +231,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_fixture_session_draws_as_well_formed_xml_with_every_thought() {
+        for (name, session) in crate::export::fixtures::all() {
+            if session.thoughts.is_empty() {
+                continue;
+            }
+            let svg = thought_tree(&session).into_string();
+            let doc = roxmltree::Document::parse(&svg)
+                .unwrap_or_else(|e| panic!("{name}: not well-formed ({e}): {svg}"));
+            let boxes = doc
+                .descendants()
+                .filter(|n| n.attribute("class") == Some("thought"))
+                .count();
+            assert_eq!(boxes, session.thoughts.len().min(MOST_DRAWN), "{name}");
+            assert!(!svg.contains("<script"), "{name}");
+        }
+    }
+
+    #[test]
     fn labels_are_one_line_cut_and_without_controls() {
         assert_eq!(label("a\u{1}b\nc", 10), "a b c");
         assert_eq!(label("abcdef", 3), "abc…");
         assert_eq!(label("<script>", 20), "<script>");
+        assert_eq!(xml_text("a\u{0}b\tc\nd\u{FFFF}"), "ab\tc\nd");
     }
 }
