@@ -41,32 +41,32 @@ pub fn mermaid(session: &Session, opts: &VisualizeOptions) -> String {
 }
 
 /// One thread of the diagram.
-struct Lane<'s> {
+pub(crate) struct Lane<'s> {
     /// `None` for the main thread.
-    branch: Option<&'s Branch>,
+    pub(crate) branch: Option<&'s Branch>,
     /// Its thoughts in order, with their indexes in [`Session::thoughts`].
-    thoughts: Vec<(usize, &'s Thought)>,
+    pub(crate) thoughts: Vec<(usize, &'s Thought)>,
     /// The index of the thought a branch hangs from, when there is one.
-    anchor: Option<usize>,
+    pub(crate) anchor: Option<usize>,
 }
 
 /// A revision and the index of the thought it points at, when there is one.
-struct Revision<'s> {
-    by: &'s Thought,
-    index: usize,
-    target: Option<usize>,
+pub(crate) struct Revision<'s> {
+    pub(crate) by: &'s Thought,
+    pub(crate) index: usize,
+    pub(crate) target: Option<usize>,
 }
 
-/// The graph both diagrams draw.
-struct Chart<'s> {
+/// The graph every diagram draws (these two, and the reviewer's page's SVG).
+pub(crate) struct Chart<'s> {
     session: &'s Session,
     /// The main thread first, then each branch in the order it opened.
-    lanes: Vec<Lane<'s>>,
-    revisions: Vec<Revision<'s>>,
+    pub(crate) lanes: Vec<Lane<'s>>,
+    pub(crate) revisions: Vec<Revision<'s>>,
 }
 
 impl<'s> Chart<'s> {
-    fn of(session: &'s Session) -> Self {
+    pub(crate) fn of(session: &'s Session) -> Self {
         let selection = select(session, &ExportOptions::default());
         let by_number = ByNumber::of(session);
         let mut lanes = vec![Lane {

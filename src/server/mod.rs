@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod framing;
+pub mod review;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -154,6 +155,13 @@ pub fn router(
     let current = Arc::new(CurrentSessions::default());
     let toolsets = Arc::new(ToolsetsByPrincipal::default());
     let quotas = Arc::new(Quotas::new(config.quotas));
+    let review = review::router(
+        ledger.clone(),
+        catalog.clone(),
+        review::Viewers::of(config),
+        config,
+        quotas.clone(),
+    );
     let (ledger_for_edge, catalog_for_edge) = (ledger.clone(), catalog.clone());
     let service = StreamableHttpService::new(
         move || {
@@ -180,13 +188,15 @@ pub fn router(
         })),
         (None, None) => mcp,
     };
-    match config.auth {
+    let mcp = match config.auth {
         Some(_) => mcp.route(
             auth::METADATA_PATH,
             axum::routing::get(auth::protected_resource_metadata),
         ),
         None => mcp,
-    }
+    };
+    // The reviewer's page identifies its viewers itself (a cookie, not a bearer header).
+    mcp.merge(review)
 }
 
 /// Longest principal name a proxy header may carry.

@@ -16,6 +16,8 @@ mod lux;
 mod model;
 mod protocol;
 mod replay;
+mod review;
+mod review_browser;
 mod schemas;
 mod tamper;
 mod team;
