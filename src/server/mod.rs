@@ -30,7 +30,9 @@ use crate::ledger::{
     start_ledger,
 };
 use crate::tools::quotas::{QuotaLimits, Quotas};
-use crate::tools::{Catalog, CurrentSessions, Principal, ThinkServer, ToolsetsByPrincipal};
+use crate::tools::{
+    Catalog, CurrentSessions, LOCAL_PRINCIPAL, Principal, ThinkServer, ToolsetsByPrincipal,
+};
 
 /// Where the sled database lives inside a data directory.
 pub fn ledger_dir(data_dir: &Path) -> PathBuf {
@@ -202,24 +204,31 @@ pub fn router(
 /// Longest principal name a proxy header may carry.
 const MAX_PRINCIPAL_LEN: usize = 256;
 
+/// The principal a trusted proxy names in `header`, if the request carries a usable name: not
+/// empty, at most [`MAX_PRINCIPAL_LEN`] bytes, no control characters, and not `local` (the
+/// unauthenticated owner, who acts for every memory owner: no header may claim it).
+pub(crate) fn proxied_principal(
+    headers: &axum::http::HeaderMap,
+    header: &HeaderName,
+) -> Option<Principal> {
+    let name = headers.get(header)?.to_str().ok()?.trim();
+    let usable = !name.is_empty()
+        && name.len() <= MAX_PRINCIPAL_LEN
+        && !name.chars().any(char::is_control)
+        && name != LOCAL_PRINCIPAL;
+    usable.then(|| Principal::member(name))
+}
+
 /// Takes the request's principal from the trusted proxy header, or refuses the request (401).
 async fn principal_from_header(
     header: HeaderName,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let name = request
-        .headers()
-        .get(&header)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| {
-            !v.is_empty() && v.len() <= MAX_PRINCIPAL_LEN && !v.chars().any(char::is_control)
-        })
-        .map(str::to_owned);
+    let name = proxied_principal(request.headers(), &header);
     match name {
-        Some(name) => {
-            request.extensions_mut().insert(Principal::member(name));
+        Some(principal) => {
+            request.extensions_mut().insert(principal);
             next.run(request).await
         }
         None => {

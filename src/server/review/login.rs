@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Form, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
@@ -29,7 +29,9 @@ pub(super) const LOGIN_PATH: &str = "/review/login";
 pub(super) fn viewer(review: &Review, request: &RequestParts<'_>) -> Result<Principal, Refusal> {
     match &review.viewers {
         Viewers::Open => Ok(Principal::member(LOCAL_PRINCIPAL)),
-        Viewers::Proxied(header) => proxied(request.headers, header).ok_or(Refusal::Missing),
+        Viewers::Proxied(header) => {
+            super::super::proxied_principal(request.headers, header).ok_or(Refusal::Missing)
+        }
         Viewers::Tokens(authenticator) => {
             let token = cookie(request.headers, COOKIE_NAME).ok_or(Refusal::Missing)?;
             authenticator.authenticate(token, SystemEffects.now())
@@ -40,17 +42,6 @@ pub(super) fn viewer(review: &Review, request: &RequestParts<'_>) -> Result<Prin
 /// What [`viewer`] reads of a request.
 pub(super) struct RequestParts<'a> {
     pub headers: &'a HeaderMap,
-}
-
-/// Longest principal name a proxy header may carry (as `/mcp` takes it).
-const MAX_PRINCIPAL_LEN: usize = 256;
-
-/// The member the trusted proxy names in `header`: one non-empty value without control
-/// characters, at most [`MAX_PRINCIPAL_LEN`] bytes, surrounding blanks trimmed.
-fn proxied(headers: &HeaderMap, header: &HeaderName) -> Option<Principal> {
-    let name = headers.get(header)?.to_str().ok()?.trim();
-    let fits = !name.is_empty() && name.len() <= MAX_PRINCIPAL_LEN;
-    (fits && !name.chars().any(char::is_control)).then(|| Principal::member(name))
 }
 
 /// The value of the cookie `name` among the request's `Cookie` headers.
@@ -163,14 +154,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_proxy_header_names_one_member() {
-        let header = HeaderName::from_static("x-forwarded-user");
+    fn a_proxy_header_names_one_member_and_never_the_owner() {
+        use crate::server::proxied_principal;
+        let header = axum::http::HeaderName::from_static("x-forwarded-user");
         let mut headers = HeaderMap::new();
-        assert_eq!(proxied(&headers, &header), None);
+        assert_eq!(proxied_principal(&headers, &header), None);
         headers.insert(&header, HeaderValue::from_static("  alice "));
-        assert_eq!(proxied(&headers, &header), Some(Principal::member("alice")));
-        headers.insert(&header, HeaderValue::from_static(" "));
-        assert_eq!(proxied(&headers, &header), None);
+        assert_eq!(
+            proxied_principal(&headers, &header),
+            Some(Principal::member("alice"))
+        );
+        for refused in [" ", "local"] {
+            headers.insert(&header, HeaderValue::from_static(refused));
+            assert_eq!(proxied_principal(&headers, &header), None, "{refused:?}");
+        }
     }
 
     #[test]
