@@ -166,6 +166,19 @@ fn date_filter(value: Option<&String>) -> Option<&str> {
     .then_some(value)
 }
 
+/// The signed-in viewer and the latest durable state, or the page that says why not (the login
+/// page, or the ledger's failure): what every page starts with.
+pub(super) async fn signed_in_view(
+    review: &Review,
+    viewer: Result<SignedIn, Refusal>,
+) -> Result<(SignedIn, Arc<crate::app::App>), Response> {
+    let viewer = viewer.map_err(|refusal| unauthenticated(review, refusal))?;
+    match read::state(&review.ledger).await {
+        Ok(app) => Ok((viewer, app)),
+        Err(e) => Err(unavailable(&viewer, &e.to_string())),
+    }
+}
+
 /// `GET /review`: the sessions the viewer may see, newest first, filtered by principal, date
 /// and tool.
 pub(super) async fn sessions(
@@ -173,13 +186,9 @@ pub(super) async fn sessions(
     Viewer(viewer): Viewer,
     Query(filters): Query<HashMap<String, String>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(refusal) => return unauthenticated(&review, refusal),
-    };
-    let app = match read::state(&review.ledger).await {
-        Ok(app) => app,
-        Err(e) => return unavailable(&viewer, &e.to_string()),
+    let (viewer, app) = match signed_in_view(&review, viewer).await {
+        Ok(both) => both,
+        Err(response) => return response,
     };
     let principal = filters
         .get("principal")
@@ -276,13 +285,9 @@ pub(super) async fn diff(
     Viewer(viewer): Viewer,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(refusal) => return unauthenticated(&review, refusal),
-    };
-    let app = match read::state(&review.ledger).await {
-        Ok(app) => app,
-        Err(e) => return unavailable(&viewer, &e.to_string()),
+    let (viewer, app) = match signed_in_view(&review, viewer).await {
+        Ok(both) => both,
+        Err(response) => return response,
     };
     let state = app.state();
     let find = |key: &str| {

@@ -13,8 +13,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 
 use super::Review;
-use super::login::unauthenticated;
-use super::pages::{Viewer, layout, no_such_session, unavailable, when};
+use super::pages::{Viewer, layout, no_such_session, signed_in_view, unavailable, when};
 use super::read::{self, Erasure, Row, may_see};
 use super::svg;
 use crate::events::SessionId;
@@ -28,13 +27,9 @@ pub(super) async fn page(
     Viewer(viewer): Viewer,
     Path(id): Path<String>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(refusal) => return unauthenticated(&review, refusal),
-    };
-    let app = match read::state(&review.ledger).await {
-        Ok(app) => app,
-        Err(e) => return unavailable(&viewer, &e.to_string()),
+    let (viewer, app) = match signed_in_view(&review, viewer).await {
+        Ok(both) => both,
+        Err(response) => return response,
     };
     let state = app.state();
     // Not parsable, not there, or not the viewer's: one answer.
