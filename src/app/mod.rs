@@ -423,8 +423,8 @@ impl Decider for App {
         Some(snapshot::STATE_VERSION)
     }
 
-    fn save_state(&self) -> Result<Vec<u8>, String> {
-        self.save_snapshot()
+    fn save_view(view: &App) -> Result<Vec<u8>, String> {
+        view.save_snapshot()
     }
 
     fn load_state(&mut self, bytes: &[u8]) -> Result<(), String> {

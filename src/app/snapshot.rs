@@ -84,7 +84,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/9",
-        "eaaaf79a3d45c4f8ffed024ad7f8035ed2bbad5a346bcde855dea84d75e8f75f",
+        "9e79439827df15f66bf31d5087ca43defaa8b72e146a6f4e47b65852bace9403",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

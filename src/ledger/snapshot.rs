@@ -160,7 +160,9 @@ impl Image {
     }
 }
 
-/// The bytes of a snapshot of the writer's state after event `seq` (whose hash is `hash`).
+/// The bytes of a snapshot of the writer's state after event `seq` (whose hash is `hash`): the
+/// decider's `state` bytes, with the header, tree and erased list put in front of them in
+/// place (the state, most of the bytes, is not copied into a second buffer).
 pub(crate) fn encode(
     ledger_id: &str,
     state_version: &str,
@@ -168,7 +170,7 @@ pub(crate) fn encode(
     hash: &str,
     tree: &MerkleTree<Blake3Hasher>,
     erased: &HashMap<[u8; 32], u64>,
-    state: &[u8],
+    state: Vec<u8>,
 ) -> Result<Vec<u8>, String> {
     let mut erased: Vec<(String, u64)> = erased.iter().map(|(c, s)| (hex(c), *s)).collect();
     erased.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
@@ -184,19 +186,19 @@ pub(crate) fn encode(
         state_bytes: state.len() as u64,
     };
     let header = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
-    let mut out = Vec::with_capacity(
-        MAGIC.len() + header.len() + 1 + nodes * 32 + erased.len() + state.len() + 32,
-    );
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&header);
-    out.push(b'\n');
+    let mut prefix = Vec::with_capacity(MAGIC.len() + header.len() + 1 + nodes * 32 + erased.len());
+    prefix.extend_from_slice(MAGIC);
+    prefix.extend_from_slice(&header);
+    prefix.push(b'\n');
     for level in tree.levels() {
         for node in level {
-            out.extend_from_slice(node);
+            prefix.extend_from_slice(node);
         }
     }
-    out.extend_from_slice(&erased);
-    out.extend_from_slice(state);
+    prefix.extend_from_slice(&erased);
+    let mut out = state;
+    out.reserve_exact(prefix.len() + 32);
+    out.splice(0..0, prefix);
     let digest = blake3::hash(&out);
     out.extend_from_slice(digest.as_bytes());
     Ok(out)
@@ -298,7 +300,12 @@ fn tree_from_nodes(leaves: u64, bytes: &[u8]) -> Result<MerkleTree<Blake3Hasher>
     MerkleTree::from_levels(Blake3Hasher, levels).map_err(|e| format!("its tree: {e}"))
 }
 
-/// Saves snapshots on a thread of its own, so the writer only pays for serializing its state.
+/// A snapshot to be made: its bytes, built on the snapshot thread (from a view of state that
+/// the writer no longer changes).
+pub(crate) type SnapshotJob = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
+
+/// Makes and saves snapshots on a thread of its own: the writer only hands over a view of its
+/// state, and serializing, hashing and writing happen here.
 ///
 /// Saves and erasures are ordered by one lock: [`SnapshotWorker::invalidate`] waits for a save
 /// in progress, removes the saved snapshot and raises a watermark below which queued saves are
@@ -308,13 +315,13 @@ pub(crate) struct SnapshotWorker {
     /// Snapshots anchored below this seq are never saved (an erasure came after them).
     watermark: Arc<Mutex<u64>>,
     busy: Arc<AtomicBool>,
-    tx: Option<std::sync::mpsc::Sender<(u64, Vec<u8>)>>,
+    tx: Option<std::sync::mpsc::Sender<(u64, SnapshotJob)>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl SnapshotWorker {
     pub fn start(store: Arc<dyn SnapshotStore>) -> std::io::Result<Self> {
-        let (tx, rx) = std::sync::mpsc::channel::<(u64, Vec<u8>)>();
+        let (tx, rx) = std::sync::mpsc::channel::<(u64, SnapshotJob)>();
         let watermark = Arc::new(Mutex::new(0u64));
         let busy = Arc::new(AtomicBool::new(false));
         let (thread_store, thread_watermark, thread_busy) =
@@ -322,14 +329,17 @@ impl SnapshotWorker {
         let thread = std::thread::Builder::new()
             .name("thinkledger-snapshot".into())
             .spawn(move || {
-                for (seq, bytes) in rx {
+                for (seq, job) in rx {
+                    let started = std::time::Instant::now();
+                    let made = job();
+                    let made_ms = started.elapsed().as_millis() as u64;
                     let floor = thread_watermark.lock().unwrap_or_else(|p| p.into_inner());
-                    if seq >= *floor {
-                        let started = std::time::Instant::now();
-                        match thread_store.save(&bytes) {
+                    match made {
+                        Ok(bytes) if seq >= *floor => match thread_store.save(&bytes) {
                             Ok(()) => tracing::info!(
                                 seq,
                                 bytes = bytes.len(),
+                                made_ms,
                                 took_ms = started.elapsed().as_millis() as u64,
                                 "snapshot saved"
                             ),
@@ -338,7 +348,9 @@ impl SnapshotWorker {
                                 error = %e,
                                 "saving a snapshot failed; the next open replays more of the log"
                             ),
-                        }
+                        },
+                        Ok(_) => {}
+                        Err(reason) => tracing::warn!(seq, %reason, "no snapshot could be made"),
                     }
                     drop(floor);
                     thread_busy.store(false, Ordering::Release);
@@ -358,11 +370,11 @@ impl SnapshotWorker {
         self.busy.load(Ordering::Acquire)
     }
 
-    /// Queues `bytes` (a snapshot anchored at `seq`) to be saved.
-    pub fn save(&self, seq: u64, bytes: Vec<u8>) {
+    /// Queues `job` (which makes a snapshot anchored at `seq`) to be made and saved.
+    pub fn save(&self, seq: u64, job: SnapshotJob) {
         if let Some(tx) = &self.tx {
             self.busy.store(true, Ordering::Release);
-            if tx.send((seq, bytes)).is_err() {
+            if tx.send((seq, job)).is_err() {
                 self.busy.store(false, Ordering::Release);
             }
         }
@@ -412,7 +424,7 @@ mod tests {
         for n in [0u64, 1, 2, 3, 7, 8, 100] {
             let tree = tree(n);
             let erased = HashMap::from([([7u8; 32], 5u64)]);
-            let bytes = encode("L", "v1", n, "h", &tree, &erased, b"{\"x\":1}").unwrap();
+            let bytes = encode("L", "v1", n, "h", &tree, &erased, b"{\"x\":1}".to_vec()).unwrap();
             let image = decode(bytes, "L", "v1").unwrap();
             assert_eq!(image.seq, n);
             assert_eq!(image.hash, "h");
@@ -426,7 +438,7 @@ mod tests {
 
     #[test]
     fn a_damaged_foreign_or_outdated_snapshot_is_refused_with_its_reason() {
-        let bytes = encode("L", "v1", 3, "h", &tree(3), &HashMap::new(), b"{}").unwrap();
+        let bytes = encode("L", "v1", 3, "h", &tree(3), &HashMap::new(), b"{}".to_vec()).unwrap();
         for at in [0, MAGIC.len() + 3, bytes.len() - 40, bytes.len() - 1] {
             let mut damaged = bytes.clone();
             damaged[at] ^= 1;
@@ -447,13 +459,13 @@ mod tests {
     fn an_erasure_drops_older_snapshots_saved_or_queued() {
         let store = Arc::new(MemSnapshots::default());
         let mut worker = SnapshotWorker::start(store.clone()).unwrap();
-        worker.save(5, b"five".to_vec());
+        worker.save(5, Box::new(|| Ok(b"five".to_vec())));
         worker.invalidate(6).unwrap();
-        worker.save(4, b"four".to_vec());
+        worker.save(4, Box::new(|| Ok(b"four".to_vec())));
         worker.finish();
         assert_eq!(store.load().unwrap(), None);
         let mut worker = SnapshotWorker::start(store.clone()).unwrap();
-        worker.save(7, b"seven".to_vec());
+        worker.save(7, Box::new(|| Ok(b"seven".to_vec())));
         worker.finish();
         assert_eq!(store.load().unwrap().as_deref(), Some(&b"seven"[..]));
     }

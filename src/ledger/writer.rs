@@ -115,14 +115,16 @@ pub trait Decider: Send + 'static {
     fn view(&self) -> Self::View;
     /// Answers a read-only query from a view of durable state (on the caller's task).
     fn answer(view: &Self::View, query: Self::Query) -> Self::Answer;
-    /// Names the layout and meaning of [`Decider::save_state`]'s bytes: a snapshot saved under
+    /// Names the layout and meaning of [`Decider::save_view`]'s bytes: a snapshot saved under
     /// another version is ignored and state is rebuilt from the log. `None` (the default): the
     /// decider keeps no snapshots.
     fn state_version(&self) -> Option<&'static str> {
         None
     }
-    /// The whole state, as bytes [`Decider::load_state`] turns back into it.
-    fn save_state(&self) -> Result<Vec<u8>, String> {
+    /// The whole state a view holds, as bytes [`Decider::load_state`] turns back into it.
+    /// Called on the snapshot thread, with a view the writer took when every event it covers
+    /// was durable.
+    fn save_view(_view: &Self::View) -> Result<Vec<u8>, String> {
         Err("this decider keeps no snapshots".into())
     }
     /// Replaces the state by the one `bytes` hold; on error the state is unchanged.
@@ -1271,35 +1273,27 @@ impl<S: Store, D: Decider> Writer<S, D> {
         since >= due && (idle || since >= due.saturating_mul(2))
     }
 
-    /// Serializes state (on the writer: it must not change meanwhile) and hands the bytes to the
-    /// snapshot thread, which hashes and saves them.
+    /// Hands a view of state (shared with the writer's, which goes on changing its own copy)
+    /// with a copy of the tree and the erased list to the snapshot thread, which serializes,
+    /// hashes and saves them: the writer pays for copying the tree's nodes, not for the state.
     fn take_snapshot(&mut self) {
         let (Some(worker), Some(version)) = (&self.snapshots, self.decider.state_version()) else {
             return;
         };
-        let started = Instant::now();
-        let bytes = self.decider.save_state().and_then(|state| {
-            snapshot::encode(
-                &self.meta.ledger_id,
-                version,
-                self.head.seq,
-                &self.head.hash,
-                &self.tree,
-                &self.erased,
-                &state,
-            )
-        });
-        match bytes {
-            Ok(bytes) => {
-                tracing::debug!(
-                    seq = self.head.seq,
-                    took_ms = started.elapsed().as_millis() as u64,
-                    "snapshot taken"
-                );
-                worker.save(self.head.seq, bytes);
-            }
-            Err(reason) => tracing::warn!(%reason, "no snapshot could be taken"),
-        }
+        let view = self.decider.view();
+        let (ledger_id, seq, hash) = (
+            self.meta.ledger_id.clone(),
+            self.head.seq,
+            self.head.hash.clone(),
+        );
+        let (tree, erased) = (self.tree.clone(), self.erased.clone());
+        worker.save(
+            seq,
+            Box::new(move || {
+                let state = D::save_view(&view)?;
+                snapshot::encode(&ledger_id, version, seq, &hash, &tree, &erased, state)
+            }),
+        );
         self.snapshot_seq = self.head.seq;
     }
 

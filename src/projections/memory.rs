@@ -48,11 +48,12 @@ pub struct Memory {
     pub context_session_id: String,
     /// Seq of the event that stored it.
     pub stored_seq: u64,
-    pub created_at: String,
+    /// Times as recorded (RFC 3339); one text shared by every memory an event touches.
+    pub created_at: Arc<str>,
     pub created_ms: i64,
     /// The current version (1 when stored) and when it became valid.
     pub version: u32,
-    pub valid_from: String,
+    pub valid_from: Arc<str>,
     pub primary_sector: String,
     pub sectors: Vec<String>,
     /// The content (a memory whose content text is erased leaves the state, see the module).
@@ -64,11 +65,10 @@ pub struct Memory {
     /// Strength at `strength_at_ms`; decay from there is computed at query time.
     pub strength: f64,
     pub strength_at_ms: i64,
-    pub last_accessed: String,
+    pub last_accessed: Arc<str>,
     pub last_accessed_ms: i64,
-    /// Waypoints to and from this memory (memory id → weight): a persistent map, so a
-    /// memory with many waypoints (some gather thousands) is copied cheaply when it changes.
-    pub links: OrdMap<String, f64>,
+    /// Waypoints to and from this memory (memory id → weight).
+    pub links: Links,
     pub soft_deleted: bool,
     /// The vector of the current content and its model. A snapshot holds the vector as the
     /// ledger records it (base64 of its little-endian components): a third of the bytes of
@@ -79,6 +79,107 @@ pub struct Memory {
     /// Every commitment of every version (content, metadata, vectors): what a hard delete
     /// erases.
     pub commitments: Commitments,
+}
+
+/// Most memories have this many waypoints or fewer (a store makes at most three, and a few
+/// more arrive from later stores); up to it they are kept in a sorted vector.
+const FEW_LINKS: usize = 16;
+
+/// A memory's waypoints (memory id → weight), in id order. A few are a sorted vector (a tenth
+/// of the bytes of a persistent map's smallest node); a memory that gathers more (some gather
+/// thousands) keeps them in a persistent map, so adding one copies a path, not every link.
+/// Either way they are saved as one JSON object in id order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Links {
+    /// At most [`FEW_LINKS`], sorted by id.
+    Few(Vec<(String, f64)>),
+    /// More.
+    Many(OrdMap<String, f64>),
+}
+
+impl Default for Links {
+    fn default() -> Self {
+        Self::Few(Vec::new())
+    }
+}
+
+impl Links {
+    /// How many.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Few(few) => few.len(),
+            Self::Many(many) => many.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each linked id and its weight, in id order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&String, &f64)> + '_> {
+        match self {
+            Self::Few(few) => Box::new(few.iter().map(|(id, w)| (id, w))),
+            Self::Many(many) => Box::new(many.iter()),
+        }
+    }
+
+    /// The linked ids, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> + '_ {
+        self.iter().map(|(id, _)| id)
+    }
+
+    /// Links `id` with `weight` (replacing its weight if linked already).
+    pub fn insert(&mut self, id: String, weight: f64) {
+        match self {
+            Self::Few(few) => match few.binary_search_by(|(k, _)| k.as_str().cmp(&id)) {
+                Ok(at) => few[at].1 = weight,
+                Err(_) if few.len() >= FEW_LINKS => {
+                    let mut many: OrdMap<String, f64> = few.drain(..).collect();
+                    many.insert(id, weight);
+                    *self = Self::Many(many);
+                }
+                Err(at) => few.insert(at, (id, weight)),
+            },
+            Self::Many(many) => {
+                many.insert(id, weight);
+            }
+        }
+    }
+
+    /// Unlinks `id`.
+    pub fn remove(&mut self, id: &str) {
+        match self {
+            Self::Few(few) => few.retain(|(k, _)| k != id),
+            Self::Many(many) => {
+                many.remove(id);
+            }
+        }
+    }
+}
+
+impl FromIterator<(String, f64)> for Links {
+    fn from_iter<I: IntoIterator<Item = (String, f64)>>(iter: I) -> Self {
+        let mut links = Links::default();
+        for (id, weight) in iter {
+            links.insert(id, weight);
+        }
+        links
+    }
+}
+
+impl Serialize for Links {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Links {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = std::collections::BTreeMap::<String, f64>::deserialize(d)?;
+        Ok(map.into_iter().collect())
+    }
 }
 
 /// Text commitments, each held as its 32 bytes when it is 64 lowercase hex digits (as every
@@ -330,13 +431,14 @@ impl MemoryState {
                 Fact::MemorySuperseded(f) => self.superseded(event, f, texts),
                 Fact::MemoriesRetrieved(f) => {
                     let at_ms = millis(&event.recorded_at);
+                    let at: Arc<str> = Arc::from(event.recorded_at.as_str());
                     let owner = self.upsert_owner(&f.user_id);
                     for access in &f.memories {
                         if let Some(m) = owner.memories.get_mut(&access.memory_id) {
                             let m = Arc::make_mut(m);
                             m.strength = access.strength;
                             m.strength_at_ms = at_ms;
-                            m.last_accessed.clone_from(&event.recorded_at);
+                            m.last_accessed = at.clone();
                             m.last_accessed_ms = at_ms;
                         }
                     }
@@ -382,15 +484,16 @@ impl MemoryState {
         };
         let metadata = metadata(texts, &f.metadata);
         let at_ms = millis(&event.recorded_at);
+        let at: Arc<str> = Arc::from(event.recorded_at.as_str());
         let memory = Memory {
             id: f.memory_id.clone(),
             user_id: f.user_id.clone(),
             context_session_id: f.context_session_id.clone(),
             stored_seq: event.seq,
-            created_at: event.recorded_at.clone(),
+            created_at: at.clone(),
             created_ms: at_ms,
             version: 1,
-            valid_from: event.recorded_at.clone(),
+            valid_from: at.clone(),
             primary_sector: f.primary_sector.clone(),
             sectors: f.sectors.clone(),
             content,
@@ -400,7 +503,7 @@ impl MemoryState {
             salience: f.salience,
             strength: f.strength,
             strength_at_ms: at_ms,
-            last_accessed: event.recorded_at.clone(),
+            last_accessed: at,
             last_accessed_ms: at_ms,
             links: f
                 .links
@@ -435,7 +538,7 @@ impl MemoryState {
         let mut m = (*current).clone();
         m.commitments.extend(call_texts(event));
         m.version = f.version;
-        m.valid_from.clone_from(&event.recorded_at);
+        m.valid_from = Arc::from(event.recorded_at.as_str());
         let at_ms = millis(&event.recorded_at);
         let mut reindex = false;
         if let Some(content) = &f.content {
@@ -585,5 +688,44 @@ mod vector_text {
         Embedding::from_base64(Arc::from(""), &text)
             .map(|e| Arc::from(e.into_vector()))
             .ok_or_else(|| serde::de::Error::custom("a vector is not base64 of f32 components"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Links behave as the persistent map they replace, on either side of [`FEW_LINKS`], and
+    /// save the same JSON object.
+    #[test]
+    fn links_act_and_save_as_a_map_of_any_size() {
+        let mut links = Links::default();
+        let mut map: OrdMap<String, f64> = OrdMap::new();
+        for i in [
+            7u32, 3, 11, 3, 40, 0, 25, 19, 2, 33, 8, 14, 5, 29, 1, 36, 22, 9, 17, 12,
+        ] {
+            let (id, weight) = (format!("m{i:02}"), f64::from(i) / 40.0);
+            links.insert(id.clone(), weight);
+            map.insert(id, weight);
+            assert_eq!(links.len(), map.len());
+            assert!(links.iter().eq(map.iter()), "{links:?}");
+        }
+        assert!(matches!(links, Links::Many(_)));
+        assert_eq!(
+            serde_json::to_string(&links).unwrap(),
+            serde_json::to_string(&map).unwrap()
+        );
+        let back: Links = serde_json::from_str(&serde_json::to_string(&map).unwrap()).unwrap();
+        assert!(back.iter().eq(map.iter()));
+        for id in ["m03", "m40", "m99"] {
+            links.remove(id);
+            map.remove(id);
+        }
+        assert!(links.keys().eq(map.keys()));
+        let few: Links = [("b".to_owned(), 0.5), ("a".to_owned(), 0.7)]
+            .into_iter()
+            .collect();
+        assert!(matches!(few, Links::Few(_)));
+        assert_eq!(serde_json::to_string(&few).unwrap(), r#"{"a":0.7,"b":0.5}"#);
     }
 }

@@ -43,7 +43,7 @@ pub(super) fn decide_update(call: &mut Call<'_>) -> Outcome {
         user_id: user.clone(),
         memory_id: memory.id.clone(),
         version: memory.version + 1,
-        superseded_valid_from: memory.valid_from.clone(),
+        superseded_valid_from: memory.valid_from.to_string(),
         content: None,
         metadata: None,
         keywords_extracted: None,

@@ -267,11 +267,11 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
         out.push(RetrievedMemory {
             id: s.memory.id.clone(),
             content: s.memory.content.to_string(),
-            created_at: s.memory.created_at.clone(),
+            created_at: s.memory.created_at.to_string(),
             last_accessed: if reinforces {
                 call.at.to_owned()
             } else {
-                s.memory.last_accessed.clone()
+                s.memory.last_accessed.to_string()
             },
             strength,
             salience: s.memory.salience,
@@ -475,7 +475,7 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
         out.push(FoundMemory {
             id: m.id.clone(),
             content: m.content.to_string(),
-            created_at: m.created_at.clone(),
+            created_at: m.created_at.to_string(),
             strength,
             salience: m.salience,
             primary_sector: m.primary_sector.clone(),

@@ -4,10 +4,11 @@
 //! Exact search is linear in the owner's memories, and at 100,000 memories of 64 dimensions the
 //! scan of 25.6 MB of floats is bound by memory bandwidth. So each row also keeps a copy
 //! quantized to 16-bit integers (its own scale; at most ±4095, less for long vectors, so that
-//! the products of a row sum in an `i32`: [`code_max`]), half the bytes: the scan computes every row's approximate cosine from them (an exact integer dot
-//! product) with a bound on its error, and only the rows that could be among the best `k` (whose upper bound
-//! reaches the `k`-th best lower bound) get their exact cosine, computed from the floats as
-//! before. The answer is the exact one, bit for bit and in the same order (cosine, then id): a
+//! the products of a row sum in an `i32`: [`code_max`]), half the bytes: the scan computes every
+//! row's approximate cosine from them (an exact integer dot product, in AVX2 when the CPU has
+//! it) with a bound on its error, and only the rows that could be among the best `k` (whose
+//! upper bound reaches the `k`-th best lower bound) get their exact cosine, computed from the
+//! floats as before. The answer is the exact one, bit for bit and in the same order (cosine, then id): a
 //! row of the exact best `k` always passes the bound (a test compares with the plain scan).
 //!
 //! The bound, for unit vectors `q` (query) and `v` (row), codes `c` with steps `s` (the largest
@@ -18,7 +19,7 @@
 //! Every owner's vectors share one model: a vector of another model or dimension is refused,
 //! both when stored and when queried, instead of being compared meaninglessly.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
@@ -115,23 +116,61 @@ fn quantize(v: &[f32]) -> Quantized {
     Quantized { codes, step, l1 }
 }
 
-/// The exact integer dot product of two code rows (in eight lanes, which the compiler turns
-/// into vector instructions; integer sums do not depend on their order).
+/// The exact integer dot product of two code rows (in sixteen lanes, which the compiler turns
+/// into vector instructions; integer sums do not depend on their order). Plain index loops
+/// over fixed-size arrays, so that it inlines into [`code_dots`]'s AVX2 body.
+#[inline(always)]
 fn code_dot(a: &[i16], b: &[i16]) -> i32 {
-    let (a8, a_rest) = a.as_chunks::<8>();
-    let (b8, b_rest) = b.as_chunks::<8>();
-    let mut lanes = [0_i32; 8];
-    for (x, y) in a8.iter().zip(b8) {
-        for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
-            *lane += i32::from(*x) * i32::from(*y);
+    const LANES: usize = 16;
+    let n = a.len().min(b.len());
+    let whole = n - n % LANES;
+    let mut lanes = [0_i32; LANES];
+    let mut at = 0;
+    while at < whole {
+        let x: &[i16; LANES] = a[at..at + LANES].try_into().unwrap_or(&[0; LANES]);
+        let y: &[i16; LANES] = b[at..at + LANES].try_into().unwrap_or(&[0; LANES]);
+        let mut j = 0;
+        while j < LANES {
+            lanes[j] += i32::from(x[j]) * i32::from(y[j]);
+            j += 1;
         }
+        at += LANES;
     }
-    let rest: i32 = a_rest
-        .iter()
-        .zip(b_rest)
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    lanes.iter().sum::<i32>() + rest
+    let mut sum = 0_i32;
+    while at < n {
+        sum += i32::from(a[at]) * i32::from(b[at]);
+        at += 1;
+    }
+    let mut j = 0;
+    while j < LANES {
+        sum += lanes[j];
+        j += 1;
+    }
+    sum
+}
+
+/// Each row's [`code_dot`] with `q` into `out` (one per row of `codes`), compiled for the
+/// widest vector instructions this CPU has (AVX2 when present, chosen at run time by `pulp`):
+/// the same integers on any CPU.
+fn code_dots(codes: &[i16], q: &[i16], out: &mut [i32]) {
+    let d = q.len();
+    pulp::Arch::new().dispatch(
+        #[inline(always)]
+        || {
+            let mut row = 0;
+            while row < out.len() {
+                out[row] = code_dot(&codes[row * d..(row + 1) * d], q);
+                row += 1;
+            }
+        },
+    );
+}
+
+thread_local! {
+    /// Each thread's scan buffers (dot products, upper bounds), reused from query to query.
+    static SCAN: std::cell::RefCell<(Vec<i32>, Vec<f64>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new()))
+    };
 }
 
 /// A candidate of a scan: ordered worst first, so a max-heap of them pops the worst (lower
@@ -164,24 +203,6 @@ impl PartialEq for Candidate<'_> {
 }
 
 impl Eq for Candidate<'_> {}
-
-/// A lower bound in the heap of the best `k` (a min-heap through `Reverse`).
-#[derive(PartialEq)]
-struct Bound(f64);
-
-impl Eq for Bound {}
-
-impl PartialOrd for Bound {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Bound {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
 
 impl OwnerVectors {
     fn check(&self, e: &Embedding) -> Result<(), IndexError> {
@@ -219,43 +240,46 @@ impl OwnerVectors {
         } = quantize(q);
         let (q_step, q_l1) = (f64::from(q_step), f64::from(q_l1));
         let n = f64::from(u32::try_from(d).unwrap_or(u32::MAX));
-        let mut lows: BinaryHeap<Reverse<Bound>> = BinaryHeap::with_capacity(k + 1);
-        let mut floor = f64::NEG_INFINITY;
-        let mut kept: Vec<(usize, f64)> = Vec::new();
         if d == 0 {
             return (0..self.ids.len()).collect();
         }
-        // First every row's integer dot product (a tight loop over the codes), then the bounds.
-        let dots: Vec<i32> = self
-            .codes
-            .chunks_exact(d)
-            .map(|codes| code_dot(codes, &q_codes))
-            .collect();
-        for (row, (&dot, &(step, l1))) in dots.iter().zip(&self.scales).enumerate() {
-            let step = f64::from(step);
-            let approx = step * q_step * f64::from(dot);
-            let error = step * q_l1 + q_step * (f64::from(l1) + n * step) + rounding_slack(n);
-            let (low, high) = (approx - error, approx + error);
-            if high >= floor {
-                kept.push((row, high));
+        // First every row's integer dot product (a tight loop over the codes), then each row's
+        // bounds and the `k` best lower bounds so far (a short sorted list, rarely touched),
+        // then the rows whose upper bound reaches the `k`-th best lower bound.
+        let rows = self.ids.len();
+        let slack = rounding_slack(n);
+        SCAN.with_borrow_mut(|(dots, highs)| {
+            dots.clear();
+            dots.resize(rows, 0);
+            highs.clear();
+            highs.reserve(rows);
+            code_dots(&self.codes, &q_codes, dots);
+            // The best `k` lower bounds, highest first.
+            let mut best: Vec<f64> = Vec::with_capacity(k + 1);
+            for (&dot, &(step, l1)) in dots.iter().zip(&self.scales) {
+                let step = f64::from(step);
+                let approx = step * q_step * f64::from(dot);
+                let error = step * q_l1 + q_step * (f64::from(l1) + n * step) + slack;
+                let low = approx - error;
+                highs.push(approx + error);
+                if k > 0 && (best.len() < k || best.last().is_some_and(|&last| low > last)) {
+                    let at = best.partition_point(|&b| b >= low);
+                    best.insert(at, low);
+                    best.truncate(k);
+                }
             }
-            if lows.len() < k {
-                lows.push(Reverse(Bound(low)));
-            } else if let Some(mut least) = lows.peek_mut()
-                && low > least.0.0
-            {
-                *least = Reverse(Bound(low));
-            }
-            if lows.len() == k
-                && let Some(least) = lows.peek()
-            {
-                floor = least.0.0;
-            }
-        }
-        kept.into_iter()
-            .filter(|&(_, high)| high >= floor)
-            .map(|(row, _)| row)
-            .collect()
+            let floor = if k > 0 && best.len() == k {
+                best[k - 1]
+            } else {
+                f64::NEG_INFINITY
+            };
+            highs
+                .iter()
+                .enumerate()
+                .filter(|&(_, &high)| high >= floor)
+                .map(|(row, _)| row)
+                .collect()
+        })
     }
 }
 
