@@ -1,7 +1,10 @@
 //! `detect_bias`'s rules: the seed's eight bias types, each a list of patterns (regular
 //! expressions over the lower-cased text, docs/cognition.md lists them) that mark a phrase
-//! typical of the bias, or a cue of it followed by a conclusion ("already paid … so"). A type is reported when one of its patterns matches; the finding names
-//! the phrase it matched (its evidence span, with offsets), a severity and a correction.
+//! typical of the bias, a cue of it followed by a conclusion ("already paid … so"), or (since
+//! bias/4) the bias's structure ("agreed with her … waved away the rest"); framing also by a
+//! figure and its complement in one comparison, computed ([`complementary_figures`]). A type
+//! is reported when one of its patterns matches; the finding names the phrase it matched (its
+//! evidence span, with offsets), a severity and a correction.
 //!
 //! Severity: 0.5 for one matched phrase, +0.15 for each further one, +0.15 when the text also
 //! makes an unsupported absolute claim (`always`, `never`, `everyone`, `certainly`, …), at most

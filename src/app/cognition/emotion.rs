@@ -3,14 +3,17 @@
 //!
 //! - valence is VADER's compound score (Hutto & Gilbert 2014, MIT, crate `vader_sentiment`),
 //!   with VADER's own negation, booster, capitals and punctuation rules, plus the emotion words
-//!   VADER has no entry for, valued by their emotions' pleasure anchors;
+//!   VADER has no entry for, valued by their emotions' pleasure anchors; when VADER is neutral
+//!   or its sign disagrees with the emotions found, the emotions decide (since emotion/4);
 //! - the discrete emotions come from `wn-affect-emotions.tsv`: the words of WordNet-Affect 1.1
 //!   (Strapparava & Valitutti 2004; CC BY 3.0, as part of WordNet Domains) whose affective
 //!   category falls under one of the eleven, by the category table in docs/cognition.md, and
 //!   thinkledger's own `emotion-additions.tsv` (words and phrases WN-Affect lacks). A word
 //!   naming an emotion counts for it alone; a lexicon word under several emotions is shared by
-//!   1 / vocabulary. A word counts 1, 1.5 after an intensifier, 0.5 after a downtoner, and
-//!   nothing when one of the three words before it negates it (VADER's window);
+//!   1 / vocabulary; since emotion/4 also the appraisal cues of [`appraisal`] (what happened,
+//!   and to whom). A word or cue counts 1, 1.5 after an intensifier, 0.5 after a downtoner,
+//!   and nothing when one of the three words before it negates it (VADER's window), unless
+//!   the negator's scope ends at a verb's object ([`reaches`]);
 //! - arousal and dominance are the emotions' PAD anchors (`ANCHORS`) weighted by their scores.
 //!
 //! Pure: text in, numbers out. Must not know MCP or the ledger.
