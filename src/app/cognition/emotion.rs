@@ -27,7 +27,7 @@ use serde::Serialize;
 use super::appraisal;
 
 /// The rule set and version every answer names.
-pub const RULES: &str = "thinkledger.cognition.emotion/4 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions and appraisal cues)";
+pub const RULES: &str = "thinkledger.cognition.emotion/5 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions and appraisal cues)";
 
 /// The seed's eleven discrete emotions, in its order.
 pub const EMOTIONS: [&str; 11] = [
@@ -229,12 +229,20 @@ const OBJECT_DETERMINERS: &[&str] = &[
     "the", "his", "her", "my", "their", "our", "your", "its", "this", "that", "these", "those",
 ];
 
+/// Verbs of stopping: a negator before one keeps what follows going ("can't stop smiling",
+/// "couldn't help laughing").
+const CESSATION: &[&str] = &["stop", "help", "resist", "quit"];
+
 /// Whether the negator at `j` reaches the word at `i` (j < i): not past a determiner opening
-/// the object of a verb other than a linking one, and not in "couldn't be prouder" / "couldn't
-/// be more proud" (a comparative after a negated *be* intensifies).
+/// the object of a verb other than a linking one, not past a verb of stopping (since
+/// emotion/5), and not in "couldn't be prouder" / "couldn't be more proud" (a comparative
+/// after a negated *be* intensifies).
 fn reaches(tokens: &[String], j: usize, i: usize) -> bool {
     let between = &tokens[j + 1..i];
     if let Some(first) = between.first() {
+        if CESSATION.contains(&first.as_str()) {
+            return false;
+        }
         let comparative = tokens[i].ends_with("er") || between.iter().any(|w| w == "more");
         if (first == "be" || first == "have") && comparative {
             return false;
@@ -280,7 +288,9 @@ fn for_vader(text: &str) -> String {
             && window
                 .iter()
                 .take_while(|&&i| !OBJECT_DETERMINERS.contains(&tokens[i].as_str()))
-                .all(|&i| !valued(i) || !reaches(&tokens, j, i));
+                .all(|&i| {
+                    !valued(i) || !reaches(&tokens, j, i) || CESSATION.contains(&tokens[i].as_str())
+                });
         if out_of_scope {
             drop.push((*start, *end));
         }
