@@ -3,14 +3,17 @@
 //!
 //! - valence is VADER's compound score (Hutto & Gilbert 2014, MIT, crate `vader_sentiment`),
 //!   with VADER's own negation, booster, capitals and punctuation rules, plus the emotion words
-//!   VADER has no entry for, valued by their emotions' pleasure anchors;
+//!   VADER has no entry for, valued by their emotions' pleasure anchors; when VADER is neutral
+//!   or its sign disagrees with the emotions found, the emotions decide (since emotion/4);
 //! - the discrete emotions come from `wn-affect-emotions.tsv`: the words of WordNet-Affect 1.1
 //!   (Strapparava & Valitutti 2004; CC BY 3.0, as part of WordNet Domains) whose affective
 //!   category falls under one of the eleven, by the category table in docs/cognition.md, and
 //!   thinkledger's own `emotion-additions.tsv` (words and phrases WN-Affect lacks). A word
 //!   naming an emotion counts for it alone; a lexicon word under several emotions is shared by
-//!   1 / vocabulary. A word counts 1, 1.5 after an intensifier, 0.5 after a downtoner, and
-//!   nothing when one of the three words before it negates it (VADER's window);
+//!   1 / vocabulary; since emotion/4 also the appraisal cues of [`appraisal`] (what happened,
+//!   and to whom). A word or cue counts 1, 1.5 after an intensifier, 0.5 after a downtoner,
+//!   and nothing when one of the three words before it negates it (VADER's window), unless
+//!   the negator's scope ends at a verb's object ([`reaches`]);
 //! - arousal and dominance are the emotions' PAD anchors (`ANCHORS`) weighted by their scores.
 //!
 //! Pure: text in, numbers out. Must not know MCP or the ledger.
@@ -21,8 +24,10 @@ use std::sync::LazyLock;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::appraisal;
+
 /// The rule set and version every answer names.
-pub const RULES: &str = "thinkledger.cognition.emotion/3 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions)";
+pub const RULES: &str = "thinkledger.cognition.emotion/5 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions and appraisal cues)";
 
 /// The seed's eleven discrete emotions, in its order.
 pub const EMOTIONS: [&str; 11] = [
@@ -92,6 +97,13 @@ const LEXICON_VALENCE_SCALE: f64 = 4.0;
 /// The vendored lexicon: `word<TAB>emotion`, one pair a line.
 const LEXICON_TSV: &str = include_str!("wn-affect-emotions.tsv");
 
+/// Lexicon words left out (since emotion/4): in everyday text they are rarely affective
+/// ("kid" is WN-Affect's verb *to kid*, "close" and "black" are senses of joy and shame,
+/// "humbled" before a mountain is awe, not shame; "shy" describes a person, not a feeling).
+const NOT_AFFECTIVE: &[&str] = &[
+    "kid", "close", "rag", "black", "dark", "down", "low", "bad", "humble", "chill", "shy",
+];
+
 static LEXICON: LazyLock<HashMap<&'static str, Vec<usize>>> = LazyLock::new(|| {
     let mut map: HashMap<&'static str, Vec<usize>> = HashMap::new();
     for line in LEXICON_TSV.lines() {
@@ -99,6 +111,9 @@ static LEXICON: LazyLock<HashMap<&'static str, Vec<usize>>> = LazyLock::new(|| {
         let (Some(word), Some(emotion)) = (cols.next(), cols.next()) else {
             continue;
         };
+        if NOT_AFFECTIVE.contains(&word) {
+            continue;
+        }
         if let Some(k) = EMOTIONS.iter().position(|e| *e == emotion) {
             let entry = map.entry(word).or_default();
             if !entry.contains(&k) {
@@ -199,6 +214,102 @@ const DOWNTONERS: &[&str] = &[
     "bit",
     "less",
 ];
+
+/// Verbs that link a subject to a state ("was not happy"): a negator before one of them keeps
+/// its scope over what follows.
+const LINKING: &[&str] = &[
+    "be", "am", "is", "are", "was", "were", "been", "being", "feel", "feels", "felt", "feeling",
+    "seem", "seems", "seemed", "look", "looks", "looked", "sound", "sounds", "sounded", "become",
+    "became", "get", "got", "getting",
+];
+
+/// Determiners that open a verb's object: a negator before another verb does not reach past
+/// one ("couldn't shake the guilt", "didn't hide her joy").
+const OBJECT_DETERMINERS: &[&str] = &[
+    "the", "his", "her", "my", "their", "our", "your", "its", "this", "that", "these", "those",
+];
+
+/// Verbs of stopping: a negator before one keeps what follows going ("can't stop smiling",
+/// "couldn't help laughing").
+const CESSATION: &[&str] = &["stop", "help", "resist", "quit"];
+
+/// Whether the negator at `j` reaches the word at `i` (j < i): not past a determiner opening
+/// the object of a verb other than a linking one, not past a verb of stopping (since
+/// emotion/5), and not in "couldn't be prouder" / "couldn't be more proud" (a comparative
+/// after a negated *be* intensifies).
+fn reaches(tokens: &[String], j: usize, i: usize) -> bool {
+    let between = &tokens[j + 1..i];
+    if let Some(first) = between.first() {
+        if CESSATION.contains(&first.as_str()) {
+            return false;
+        }
+        let comparative = tokens[i].ends_with("er") || between.iter().any(|w| w == "more");
+        if (first == "be" || first == "have") && comparative {
+            return false;
+        }
+        if !LINKING.contains(&first.as_str())
+            && between[1..]
+                .iter()
+                .any(|w| OBJECT_DETERMINERS.contains(&w.as_str()))
+        {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether the word at `i` is negated: a negator among the three words before it that reaches
+/// it ([`reaches`]).
+fn negated(tokens: &[String], i: usize) -> bool {
+    (i.saturating_sub(3)..i)
+        .any(|j| NEGATORS.contains(&tokens[j].as_str()) && reaches(tokens, j, i))
+}
+
+/// The text VADER scores: the text without the negators whose scope [`reaches`] says ends
+/// before any word VADER values ("He couldn't shake the guilt" is scored as "He shake the
+/// guilt"). Unchanged when there is none.
+fn for_vader(text: &str) -> String {
+    let spans: Vec<(usize, usize, String)> = WORD
+        .find_iter(text)
+        .map(|m| {
+            let w = words(m.as_str()).concat();
+            (m.start(), m.end(), w)
+        })
+        .collect();
+    let tokens: Vec<String> = spans.iter().map(|(_, _, w)| w.clone()).collect();
+    let mut drop: Vec<(usize, usize)> = Vec::new();
+    for (j, (start, end, w)) in spans.iter().enumerate() {
+        if !NEGATORS.contains(&w.as_str()) {
+            continue;
+        }
+        let window = (j + 1..tokens.len().min(j + 4)).collect::<Vec<_>>();
+        let valued = |k: usize| vader_word(&tokens[k]) != 0.0;
+        let out_of_scope = window.iter().any(|&i| valued(i) && !reaches(&tokens, j, i))
+            && window
+                .iter()
+                .take_while(|&&i| !OBJECT_DETERMINERS.contains(&tokens[i].as_str()))
+                .all(|&i| {
+                    !valued(i) || !reaches(&tokens, j, i) || CESSATION.contains(&tokens[i].as_str())
+                });
+        if out_of_scope {
+            drop.push((*start, *end));
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end) in drop {
+        out.push_str(&text[at..start]);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// A word as `words` splits them, with its place in the text.
+static WORD: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"[\p{L}\p{N}'’-]+")
+        .unwrap_or_else(|_| unreachable!("a constant regex compiles"))
+});
 
 /// One emotion's score.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -310,6 +421,7 @@ fn lookup(word: &str) -> Option<&'static Vec<usize>> {
     for (suffix, replacements) in [
         ("ies", &["y"][..]),
         ("ied", &["y"][..]),
+        ("ier", &["y"][..]),
         ("ily", &["y"][..]),
         ("ness", &[""][..]),
         ("fully", &["ful"][..]),
@@ -317,6 +429,7 @@ fn lookup(word: &str) -> Option<&'static Vec<usize>> {
         ("ing", &["", "e"][..]),
         ("ed", &["", "e", "ing"][..]),
         ("es", &["", "e"][..]),
+        ("er", &["", "e"][..]),
         ("s", &[""][..]),
     ] {
         if let Some(stem) = word.strip_suffix(suffix)
@@ -366,6 +479,15 @@ fn with_lexicon_valence(compound: f64, extra: f64) -> f64 {
     sum / (sum * sum + VADER_ALPHA).sqrt()
 }
 
+/// 1.5 after an intensifier, 0.5 after a downtoner, else 1.
+fn intensifier(tokens: &[String], i: usize) -> f64 {
+    match i.checked_sub(1).map(|j| tokens[j].as_str()) {
+        Some(w) if INTENSIFIERS.contains(&w) => 1.5,
+        Some(w) if DOWNTONERS.contains(&w) => 0.5,
+        _ => 1.0,
+    }
+}
+
 /// Reads the emotions of `text`.
 pub fn read(text: &str) -> Reading {
     let tokens = words(text);
@@ -375,8 +497,40 @@ pub fn read(text: &str) -> Reading {
     let mut matched = 0usize;
     // VADER's word scale sum of the emotion words VADER itself does not know.
     let mut unknown_to_vader = 0.0f64;
+    // Appraisal cues first; the words they span are not read again as lexicon words.
+    let mut covered = vec![false; tokens.len()];
+    // Emotions an appraisal cue points to: after a name, they win a tie.
+    let mut cued = [false; 11];
+    for cue in appraisal::find(&tokens) {
+        if covered[cue.start..cue.end].iter().any(|c| *c) || negated(&tokens, cue.start) {
+            continue;
+        }
+        covered[cue.start..cue.end]
+            .iter_mut()
+            .for_each(|c| *c = true);
+        let Some(k) = EMOTIONS.iter().position(|e| *e == cue.emotion) else {
+            continue;
+        };
+        let factor = intensifier(&tokens, cue.start);
+        matched += 1;
+        cued[k] = true;
+        weight[k] += factor * cue.weight;
+        if let Some(n) = tokens[cue.start..cue.end].iter().find_map(|w| named(w)) {
+            named_outright[n] = true;
+        }
+        if tokens[cue.start..cue.end]
+            .iter()
+            .all(|w| vader_word(w) == 0.0)
+        {
+            unknown_to_vader += factor * cue.weight * LEXICON_VALENCE_SCALE * ANCHORS[k].0;
+        }
+    }
     let mut i = 0;
     while i < tokens.len() {
+        if covered[i] {
+            i += 1;
+            continue;
+        }
         let token = &tokens[i];
         let (emotions, span) = match phrase_at(&tokens, i) {
             Some((k, n)) => (vec![k], n),
@@ -390,16 +544,11 @@ pub fn read(text: &str) -> Reading {
         };
         let start = i;
         i += span;
-        let before = &tokens[start.saturating_sub(3)..start];
-        if before.iter().any(|w| NEGATORS.contains(&w.as_str())) {
+        if negated(&tokens, start) {
             continue;
         }
         let i = start;
-        let factor = match i.checked_sub(1).map(|j| tokens[j].as_str()) {
-            Some(w) if INTENSIFIERS.contains(&w) => 1.5,
-            Some(w) if DOWNTONERS.contains(&w) => 0.5,
-            _ => 1.0,
-        };
+        let factor = intensifier(&tokens, i);
         matched += 1;
         let shares = shares(&emotions);
         for (&k, share) in emotions.iter().zip(&shares) {
@@ -426,12 +575,25 @@ pub fn read(text: &str) -> Reading {
         .collect();
     let valence = with_lexicon_valence(
         VADER
-            .polarity_scores(text)
+            .polarity_scores(&for_vader(text))
             .get("compound")
             .copied()
             .unwrap_or(0.0),
         unknown_to_vader,
     );
+    // When VADER is neutral, the emotions' pleasure is its sum; when VADER's sign disagrees
+    // with the emotions found, they decide: VADER reads words, and misreads a negator's scope,
+    // an idiom, or a kind word in a bad situation ("the cake saved for my brother").
+    let pleasure: f64 = weight
+        .iter()
+        .zip(ANCHORS)
+        .map(|(w, (p, _, _))| w * LEXICON_VALENCE_SCALE * p)
+        .sum();
+    let valence = if valence * pleasure < 0.0 || valence == 0.0 {
+        with_lexicon_valence(0.0, pleasure)
+    } else {
+        valence
+    };
     let total: f64 = scores.iter().sum();
     let (arousal, dominance) = if total > 0.0 {
         let a: f64 = scores.iter().zip(ANCHORS).map(|(s, (_, a, _))| s * a).sum();
@@ -458,17 +620,15 @@ pub fn read(text: &str) -> Reading {
             intensity: intensity(*s).to_owned(),
         })
         .collect();
-    // Highest score first; on a tie an emotion named outright first, then the seed's order.
-    let named_first = |e: &EmotionScore| {
-        EMOTIONS
-            .iter()
-            .position(|x| *x == e.emotion)
-            .is_some_and(|k| named_outright[k])
-    };
+    // Highest score first; on a tie an emotion named outright first, then one an appraisal
+    // cue points to, then the seed's order.
+    let index = |e: &EmotionScore| EMOTIONS.iter().position(|x| *x == e.emotion).unwrap_or(0);
     emotions.sort_by(|a, b| {
+        let (i, j) = (index(a), index(b));
         b.score
             .total_cmp(&a.score)
-            .then_with(|| named_first(b).cmp(&named_first(a)))
+            .then_with(|| named_outright[j].cmp(&named_outright[i]))
+            .then_with(|| cued[j].cmp(&cued[i]))
     });
     let (primary, basis) = match emotions.first() {
         Some(top) => (Some(top.emotion.clone()), Some("lexicon".to_owned())),

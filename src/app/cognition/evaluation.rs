@@ -118,16 +118,18 @@ fn emotion_figures(name: &str, tsv: &str) -> (usize, usize, Vec<String>) {
     (right, data.len(), wrong_sign)
 }
 
-/// The issue's thresholds on the third held-out set (written after the last rule changes,
+/// The issue's thresholds on the fifth held-out set (written after the emotion/5 rules,
 /// committed before its first run): primary emotion right for ≥ 3/4, valence sign right on
-/// every clearly signed sentence. Not met yet (12/22, 16/20 at its one run; docs/cognition.md):
-/// issue 13 stays open until a fresh held-out set passes. Run it with `--ignored`.
+/// every clearly signed sentence. Not met at its first run (8/26 primary, 11/24 signs, under
+/// emotion/5; the fourth set's first run, under emotion/4, was 16/26 and 20/24;
+/// docs/cognition.md): issue 13 stays open until a fresh held-out set passes. Run it with
+/// `--ignored`.
 #[test]
 #[ignore = "issue 13: the held-out emotion thresholds are not met yet (docs/cognition.md)"]
 fn emotion_held_out() {
     let (right, total, wrong_sign) = emotion_figures(
-        "heldout3",
-        include_str!("../../../tests/cognition/emotion_heldout3.tsv"),
+        "heldout5",
+        include_str!("../../../tests/cognition/emotion_heldout5.tsv"),
     );
     assert!(
         wrong_sign.is_empty(),
@@ -137,8 +139,9 @@ fn emotion_held_out() {
 }
 
 /// The earlier held-out sets, reported only: their misses informed later rule changes (made on
-/// the development set), so they no longer test held-out accuracy. The figures are the current
-/// rules' (docs/cognition.md gives each set's figures at its first run too).
+/// the development set), so they no longer test held-out accuracy; the third set's were looked
+/// at while writing emotion/4, the fourth set's while writing emotion/5. The figures are the
+/// current rules' (docs/cognition.md gives each set's figures at its first run too).
 #[test]
 fn emotion_earlier_held_out_sets_reported() {
     let first = emotion_figures(
@@ -149,8 +152,18 @@ fn emotion_earlier_held_out_sets_reported() {
         "heldout2",
         include_str!("../../../tests/cognition/emotion_heldout2.tsv"),
     );
+    let third = emotion_figures(
+        "heldout3",
+        include_str!("../../../tests/cognition/emotion_heldout3.tsv"),
+    );
+    let fourth = emotion_figures(
+        "heldout4",
+        include_str!("../../../tests/cognition/emotion_heldout4.tsv"),
+    );
     assert_eq!((first.0, first.1, first.2.len()), (12, 12, 0));
-    assert_eq!((second.0, second.1, second.2.len()), (21, 22, 0));
+    assert_eq!((second.0, second.1, second.2.len()), (22, 22, 0));
+    assert_eq!((third.0, third.1, third.2.len()), (22, 22, 0));
+    assert_eq!((fourth.0, fourth.1, fourth.2.len()), (25, 26, 0));
 }
 
 #[test]
@@ -202,15 +215,17 @@ fn bias_figures(name: &str, tsv: &str) -> (usize, usize) {
     (right, data.len())
 }
 
-/// The issue's threshold on the third held-out set: at least six of the eight types
-/// recognised from one plain example each. Not met yet (5/8 at its one run; docs/cognition.md):
-/// issue 13 stays open until a fresh held-out set passes. Run it with `--ignored`.
+/// The issue's threshold on the fifth held-out set (written under the bias/4 rules, unchanged
+/// since the fourth set, committed before its first run): at least six of the eight types
+/// recognised from one plain example each. Met on the fourth set's first run (7/8), not on the
+/// fifth's (2/8) under the same rules (docs/cognition.md): not met reliably. Run it with
+/// `--ignored`.
 #[test]
-#[ignore = "issue 13: the held-out bias threshold is not met yet (docs/cognition.md)"]
+#[ignore = "issue 13: the held-out bias threshold is not met reliably (docs/cognition.md)"]
 fn bias_held_out() {
     let (right, total) = bias_figures(
-        "heldout3",
-        include_str!("../../../tests/cognition/bias_heldout3.tsv"),
+        "heldout5",
+        include_str!("../../../tests/cognition/bias_heldout5.tsv"),
     );
     assert_eq!(total, 8, "one example per type");
     assert!(right >= 6, "{right}/8");
@@ -227,5 +242,16 @@ fn bias_earlier_held_out_sets_reported() {
         "heldout2",
         include_str!("../../../tests/cognition/bias_heldout2.tsv"),
     );
-    assert_eq!((first, second), ((8, 8), (8, 8)));
+    let third = bias_figures(
+        "heldout3",
+        include_str!("../../../tests/cognition/bias_heldout3.tsv"),
+    );
+    let fourth = bias_figures(
+        "heldout4",
+        include_str!("../../../tests/cognition/bias_heldout4.tsv"),
+    );
+    assert_eq!(
+        (first, second, third, fourth),
+        ((8, 8), (8, 8), (8, 8), (7, 8))
+    );
 }

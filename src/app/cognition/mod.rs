@@ -12,6 +12,7 @@
 //!
 //! Owns: the eight tools' arguments, answers and rules. Must not know any other family.
 
+mod appraisal;
 pub mod bias;
 pub mod decompose;
 pub mod emotion;
