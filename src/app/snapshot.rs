@@ -84,7 +84,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/9",
-        "9e79439827df15f66bf31d5087ca43defaa8b72e146a6f4e47b65852bace9403",
+        "690460a3698f9aa549b6f8ab4fc029fab95dac21b96661b6032c6cd3c5888ca5",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

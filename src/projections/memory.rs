@@ -85,9 +85,10 @@ pub struct Memory {
 /// more arrive from later stores); up to it they are kept in a sorted vector.
 const FEW_LINKS: usize = 16;
 
-/// A memory's waypoints (memory id → weight), in id order. A few are a sorted vector (a tenth
-/// of the bytes of a persistent map's smallest node); a memory that gathers more (some gather
-/// thousands) keeps them in a persistent map, so adding one copies a path, not every link.
+/// A memory's waypoints (memory id → weight), in id order. A few are a sorted vector (three
+/// take about a fifth of the bytes of a persistent map's smallest node); a memory that gathers
+/// more (some gather thousands) keeps them in a persistent map, so adding one copies a path,
+/// not every link.
 /// Either way they are saved as one JSON object in id order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Links {
