@@ -9,6 +9,12 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
 
+/// jemalloc, for every binary that links the crate (the server, benches, tests): it returns
+/// freed memory to the system from a background thread, where glibc's arenas kept what a
+/// snapshot or a restart freed (docs/benchmarks.md, "The allocator").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 pub mod agent;
 pub mod app;
 pub mod audit;
