@@ -84,7 +84,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/9",
-        "690460a3698f9aa549b6f8ab4fc029fab95dac21b96661b6032c6cd3c5888ca5",
+        "a21bb2b8cc04f275fd19fdf17ed4c220bf336c7917a2524bb51ba6bbb3953eaa",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -119,10 +119,10 @@ impl Links {
     }
 
     /// Each linked id and its weight, in id order.
-    pub fn iter(&self) -> Box<dyn Iterator<Item = (&String, &f64)> + '_> {
+    pub fn iter(&self) -> LinksIter<'_> {
         match self {
-            Self::Few(few) => Box::new(few.iter().map(|(id, w)| (id, w))),
-            Self::Many(many) => Box::new(many.iter()),
+            Self::Few(few) => LinksIter::Few(few.iter()),
+            Self::Many(many) => LinksIter::Many(many.iter()),
         }
     }
 
@@ -156,6 +156,25 @@ impl Links {
             Self::Many(many) => {
                 many.remove(id);
             }
+        }
+    }
+}
+
+/// [`Links::iter`]'s iterator (either representation, no allocation).
+pub enum LinksIter<'a> {
+    /// Over a sorted vector.
+    Few(std::slice::Iter<'a, (String, f64)>),
+    /// Over a persistent map.
+    Many(imbl::ordmap::Iter<'a, String, f64, imbl::shared_ptr::DefaultSharedPtr>),
+}
+
+impl<'a> Iterator for LinksIter<'a> {
+    type Item = (&'a String, &'a f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::Few(few) => few.next().map(|(id, w)| (id, w)),
+            Self::Many(many) => many.next(),
         }
     }
 }

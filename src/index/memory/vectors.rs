@@ -116,37 +116,24 @@ fn quantize(v: &[f32]) -> Quantized {
     Quantized { codes, step, l1 }
 }
 
-/// The exact integer dot product of two code rows (in sixteen lanes, which the compiler turns
-/// into vector instructions; integer sums do not depend on their order). Plain index loops
-/// over fixed-size arrays, so that it inlines into [`code_dots`]'s AVX2 body.
-#[inline(always)]
+/// The exact integer dot product of two code rows (in eight lanes, which the compiler turns
+/// into vector instructions; integer sums do not depend on their order): the portable path of
+/// [`code_dots`].
 fn code_dot(a: &[i16], b: &[i16]) -> i32 {
-    const LANES: usize = 16;
-    let n = a.len().min(b.len());
-    let whole = n - n % LANES;
-    let mut lanes = [0_i32; LANES];
-    let mut at = 0;
-    while at < whole {
-        let x: &[i16; LANES] = a[at..at + LANES].try_into().unwrap_or(&[0; LANES]);
-        let y: &[i16; LANES] = b[at..at + LANES].try_into().unwrap_or(&[0; LANES]);
-        let mut j = 0;
-        while j < LANES {
-            lanes[j] += i32::from(x[j]) * i32::from(y[j]);
-            j += 1;
+    let (a8, a_rest) = a.as_chunks::<8>();
+    let (b8, b_rest) = b.as_chunks::<8>();
+    let mut lanes = [0_i32; 8];
+    for (x, y) in a8.iter().zip(b8) {
+        for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
+            *lane += i32::from(*x) * i32::from(*y);
         }
-        at += LANES;
     }
-    let mut sum = 0_i32;
-    while at < n {
-        sum += i32::from(a[at]) * i32::from(b[at]);
-        at += 1;
-    }
-    let mut j = 0;
-    while j < LANES {
-        sum += lanes[j];
-        j += 1;
-    }
-    sum
+    let rest: i32 = a_rest
+        .iter()
+        .zip(b_rest)
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum();
+    lanes.iter().sum::<i32>() + rest
 }
 
 /// Each row's [`code_dot`] with `q` into `out` (one per row of `codes`): with AVX2 when the
