@@ -151,6 +151,9 @@ pub struct Command {
     /// The caller's view of the call while it is decided (progress, cancellation); never
     /// recorded.
     pub watch: call::Watch,
+    /// Work done for the call off the writer, which its decision checks instead of redoing;
+    /// never recorded.
+    pub precomputed: call::Precomputed,
 }
 
 impl Command {
@@ -173,6 +176,7 @@ impl Command {
             idempotency_key: None,
             prepared,
             watch: call::Watch::default(),
+            precomputed: call::Precomputed::default(),
         }
     }
 }
@@ -487,6 +491,12 @@ impl App {
             call::Decide::WithModel(tool) => Some(tool.plan),
             _ => None,
         }
+    }
+
+    /// *Precompute*: work `command`'s decision can check instead of redoing, done on a
+    /// published state before the command is sent to the writer ([`call::Precomputed`]).
+    pub fn precompute(&self, command: &mut Command) {
+        memory::precompute(self, command);
     }
 
     /// Whether `principal` already used idempotency `key`: a retry of a model-backed call then

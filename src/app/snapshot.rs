@@ -84,7 +84,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/9",
-        "a21bb2b8cc04f275fd19fdf17ed4c220bf336c7917a2524bb51ba6bbb3953eaa",
+        "d22400626f48a356296377793a46dc040aee53711edd97b14c4a0fe9cc3438f2",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -51,6 +51,7 @@ impl Given {
             idempotency_key: None,
             prepared: SystemEffects.prepare(),
             watch: Default::default(),
+            precomputed: Default::default(),
         };
         self.ledger.submit(command).await.unwrap()
     }

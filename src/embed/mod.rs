@@ -84,13 +84,22 @@ pub enum EmbedError {
 pub struct Embedding {
     /// The model id, e.g. `minishlab/potion-base-2M`; shared by every vector of one embedder.
     model: Arc<str>,
-    /// The components; its length is the dimension.
-    vector: Vec<f32>,
+    /// The components; its length is the dimension. Shared, so a stored memory and the index
+    /// built from it hold one copy.
+    vector: Arc<[f32]>,
 }
 
 impl Embedding {
     /// A vector made by `model`. Its dimension is `vector.len()`.
     pub fn new(model: Arc<str>, vector: Vec<f32>) -> Self {
+        Self {
+            model,
+            vector: Arc::from(vector),
+        }
+    }
+
+    /// A vector made by `model`, sharing `vector`'s components.
+    pub fn shared(model: Arc<str>, vector: Arc<[f32]>) -> Self {
         Self { model, vector }
     }
 
@@ -114,9 +123,14 @@ impl Embedding {
         &self.vector
     }
 
+    /// The components, shared.
+    pub fn vector_arc(&self) -> &Arc<[f32]> {
+        &self.vector
+    }
+
     /// The components, taken out.
     pub fn into_vector(self) -> Vec<f32> {
-        self.vector
+        self.vector.to_vec()
     }
 
     /// The components as the ledger records them: base64 (standard alphabet, padded) of each
@@ -124,7 +138,7 @@ impl Embedding {
     pub fn to_base64(&self) -> String {
         use base64::Engine;
         let mut bytes = Vec::with_capacity(self.vector.len() * 4);
-        for x in &self.vector {
+        for x in self.vector.iter() {
             bytes.extend_from_slice(&x.to_le_bytes());
         }
         base64::engine::general_purpose::STANDARD.encode(bytes)

@@ -124,7 +124,10 @@ const BLOB_CANDIDATE_BYTES: usize = 64 * 1024;
 /// [`SledStore::open_for_serving`]). Its default (1 GiB) fills with every page the replay at
 /// open reads once and never again, so a server's resident memory grew with the log (233 MB
 /// at 100,000 events); reads after open touch the newest pages and the session index only.
-pub const SERVING_CACHE_BYTES: u64 = 32 * 1024 * 1024;
+/// 16 MiB: a server's state is in its projections, so the pages are read again only by
+/// exports, replays and session reads (docs/benchmarks.md, "The waypoint search off the
+/// writer, shared texts").
+pub const SERVING_CACHE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// sled's own default, kept for one-shot commands: `verify` runs 7–12% faster with it.
 const ONE_SHOT_CACHE_BYTES: u64 = 1024 * 1024 * 1024;

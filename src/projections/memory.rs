@@ -29,10 +29,13 @@ use crate::index::memory::{MemoryDocument, MemoryIndex, MemoryIndexConfig};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryMetadata {
+    /// Keywords and tags: texts shared with the nearest memories' equal ones (a memory's
+    /// waypoints are the likeliest to repeat them) and, after a snapshot is loaded, with every
+    /// equal one of the owner.
     #[serde(default)]
-    pub keywords: Vec<String>,
+    pub keywords: Vec<Arc<str>>,
     #[serde(default)]
-    pub tags: Vec<String>,
+    pub tags: Vec<Arc<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,9 +46,11 @@ pub struct MemoryMetadata {
 /// One memory, current version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Memory {
-    pub id: String,
-    pub user_id: String,
-    pub context_session_id: String,
+    /// Its id; the owner's map and the waypoints of other memories share this text.
+    pub id: Arc<str>,
+    /// The owner; one text shared by all the owner's memories.
+    pub user_id: Arc<str>,
+    pub context_session_id: Arc<str>,
     /// Seq of the event that stored it.
     pub stored_seq: u64,
     /// Times as recorded (RFC 3339); one text shared by every memory an event touches.
@@ -54,12 +59,13 @@ pub struct Memory {
     /// The current version (1 when stored) and when it became valid.
     pub version: u32,
     pub valid_from: Arc<str>,
-    pub primary_sector: String,
-    pub sectors: Vec<String>,
+    /// Sector names are few: each is one text shared by every memory (`sector_names`).
+    pub primary_sector: Arc<str>,
+    pub sectors: Arc<[Arc<str>]>,
     /// The content (a memory whose content text is erased leaves the state, see the module).
     pub content: Arc<str>,
-    pub content_ref: TextRef,
-    pub metadata: MemoryMetadata,
+    pub content_ref: Arc<TextRef>,
+    pub metadata: Arc<MemoryMetadata>,
     pub keywords_extracted: bool,
     pub salience: f64,
     /// Strength at `strength_at_ms`; decay from there is computed at query time.
@@ -78,7 +84,7 @@ pub struct Memory {
     pub vector: Arc<[f32]>,
     /// Every commitment of every version (content, metadata, vectors): what a hard delete
     /// erases.
-    pub commitments: Commitments,
+    pub commitments: Arc<Commitments>,
 }
 
 /// Most memories have this many waypoints or fewer (a store makes at most three, and a few
@@ -93,9 +99,9 @@ const FEW_LINKS: usize = 16;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Links {
     /// At most [`FEW_LINKS`], sorted by id.
-    Few(Vec<(String, f64)>),
+    Few(Vec<(Arc<str>, f64)>),
     /// More.
-    Many(OrdMap<String, f64>),
+    Many(OrdMap<Arc<str>, f64>),
 }
 
 impl Default for Links {
@@ -127,17 +133,17 @@ impl Links {
     }
 
     /// The linked ids, in order.
-    pub fn keys(&self) -> impl Iterator<Item = &String> + '_ {
+    pub fn keys(&self) -> impl Iterator<Item = &Arc<str>> + '_ {
         self.iter().map(|(id, _)| id)
     }
 
     /// Links `id` with `weight` (replacing its weight if linked already).
-    pub fn insert(&mut self, id: String, weight: f64) {
+    pub fn insert(&mut self, id: Arc<str>, weight: f64) {
         match self {
-            Self::Few(few) => match few.binary_search_by(|(k, _)| k.as_str().cmp(&id)) {
+            Self::Few(few) => match few.binary_search_by(|(k, _)| (**k).cmp(&*id)) {
                 Ok(at) => few[at].1 = weight,
                 Err(_) if few.len() >= FEW_LINKS => {
-                    let mut many: OrdMap<String, f64> = few.drain(..).collect();
+                    let mut many: OrdMap<Arc<str>, f64> = few.drain(..).collect();
                     many.insert(id, weight);
                     *self = Self::Many(many);
                 }
@@ -152,7 +158,7 @@ impl Links {
     /// Unlinks `id`.
     pub fn remove(&mut self, id: &str) {
         match self {
-            Self::Few(few) => few.retain(|(k, _)| k != id),
+            Self::Few(few) => few.retain(|(k, _)| &**k != id),
             Self::Many(many) => {
                 many.remove(id);
             }
@@ -163,13 +169,13 @@ impl Links {
 /// [`Links::iter`]'s iterator (either representation, no allocation).
 pub enum LinksIter<'a> {
     /// Over a sorted vector.
-    Few(std::slice::Iter<'a, (String, f64)>),
+    Few(std::slice::Iter<'a, (Arc<str>, f64)>),
     /// Over a persistent map.
-    Many(imbl::ordmap::Iter<'a, String, f64, imbl::shared_ptr::DefaultSharedPtr>),
+    Many(imbl::ordmap::Iter<'a, Arc<str>, f64, imbl::shared_ptr::DefaultSharedPtr>),
 }
 
 impl<'a> Iterator for LinksIter<'a> {
-    type Item = (&'a String, &'a f64);
+    type Item = (&'a Arc<str>, &'a f64);
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
@@ -179,8 +185,8 @@ impl<'a> Iterator for LinksIter<'a> {
     }
 }
 
-impl FromIterator<(String, f64)> for Links {
-    fn from_iter<I: IntoIterator<Item = (String, f64)>>(iter: I) -> Self {
+impl FromIterator<(Arc<str>, f64)> for Links {
+    fn from_iter<I: IntoIterator<Item = (Arc<str>, f64)>>(iter: I) -> Self {
         let mut links = Links::default();
         for (id, weight) in iter {
             links.insert(id, weight);
@@ -197,7 +203,7 @@ impl Serialize for Links {
 
 impl<'de> Deserialize<'de> for Links {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let map = std::collections::BTreeMap::<String, f64>::deserialize(d)?;
+        let map = std::collections::BTreeMap::<Arc<str>, f64>::deserialize(d)?;
         Ok(map.into_iter().collect())
     }
 }
@@ -282,22 +288,22 @@ impl From<Commitments> for Vec<String> {
 impl Memory {
     /// The vector with its model.
     pub fn embedding(&self) -> Embedding {
-        Embedding::new(self.model.clone(), self.vector.to_vec())
+        Embedding::shared(self.model.clone(), Arc::clone(&self.vector))
     }
 
     fn document(&self) -> MemoryDocument {
         MemoryDocument {
-            id: self.id.clone(),
-            owner: self.user_id.clone(),
+            id: self.id.to_string(),
+            owner: self.user_id.to_string(),
             content: self.content.to_string(),
             keywords: self
                 .metadata
                 .keywords
                 .iter()
                 .chain(&self.metadata.tags)
-                .cloned()
+                .map(|k| k.to_string())
                 .collect(),
-            sector: self.primary_sector.clone(),
+            sector: self.primary_sector.to_string(),
             created_at_ms: self.created_ms,
         }
     }
@@ -305,10 +311,73 @@ impl Memory {
 
 /// One owner's memories.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "SavedOwner")]
 pub struct Owner {
-    pub memories: OrdMap<String, Arc<Memory>>,
+    pub memories: OrdMap<Arc<str>, Arc<Memory>>,
     /// How many memories this owner ever stored (erased ones included): the next id's ordinal.
     pub stored: u64,
+}
+
+/// An [`Owner`] as a snapshot holds it, before its memories share their texts again.
+#[derive(Deserialize)]
+struct SavedOwner {
+    memories: std::collections::BTreeMap<Arc<str>, Memory>,
+    stored: u64,
+}
+
+impl From<SavedOwner> for Owner {
+    /// The texts a fold shares (each memory's id with the map's key and with the waypoints
+    /// naming it, the owner's name, the sectors' names) are read from a snapshot as copies:
+    /// share them again, so a loaded state takes the memory the folded one did.
+    fn from(saved: SavedOwner) -> Self {
+        let ids: std::collections::BTreeSet<Arc<str>> = saved.memories.keys().cloned().collect();
+        let user_id = saved
+            .memories
+            .values()
+            .next()
+            .map(|m| Arc::clone(&m.user_id));
+        // Keywords, tags and sessions repeat across an owner's memories: one text each.
+        let mut words: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
+        let mut shared = |text: &mut Arc<str>| match words.get(text) {
+            Some(same) => *text = Arc::clone(same),
+            None => {
+                words.insert(Arc::clone(text));
+            }
+        };
+        let memories = saved
+            .memories
+            .into_iter()
+            .map(|(id, mut m)| {
+                m.id = Arc::clone(&id);
+                shared(&mut m.context_session_id);
+                let metadata = Arc::make_mut(&mut m.metadata);
+                metadata.keywords.iter_mut().for_each(&mut shared);
+                metadata.tags.iter_mut().for_each(&mut shared);
+                if let Some(user_id) = &user_id
+                    && *m.user_id == **user_id
+                {
+                    m.user_id = Arc::clone(user_id);
+                }
+                m.primary_sector = sector_name(&m.primary_sector);
+                m.sectors = m.sectors.iter().map(|n| sector_name(n)).collect();
+                m.links = m
+                    .links
+                    .iter()
+                    .map(|(other, w)| {
+                        (
+                            ids.get(other).map_or_else(|| Arc::clone(other), Arc::clone),
+                            *w,
+                        )
+                    })
+                    .collect();
+                (id, Arc::new(m))
+            })
+            .collect();
+        Self {
+            memories,
+            stored: saved.stored,
+        }
+    }
 }
 
 /// Every owner's memories, and the index derived from them.
@@ -363,6 +432,24 @@ impl MemoryState {
     /// every change at once (a store's waypoints need no commit).
     pub fn vectors(&self) -> Result<IndexGuard<'_>, String> {
         self.index_with(false)
+    }
+
+    /// The owner's `k` nearest memories to `embedding` as the index has them now, for a
+    /// decision to check ([`MemoryIndex::nearest_after`]): `None` when the index is not built
+    /// (the decision builds it), the owner has no vectors, or they are of another model. The
+    /// index's lock is held only to copy the owner's rows (a pointer per chunk of them); the
+    /// search runs after, beside the writer.
+    pub fn nearest_hint(
+        &self,
+        user_id: &str,
+        embedding: &Embedding,
+        k: usize,
+    ) -> Option<crate::index::memory::NearestHint> {
+        let rows = {
+            let cache = self.index.lock().ok()?;
+            cache.index.as_ref()?.rows_for(user_id, embedding).ok()??
+        };
+        Some(rows.hint(embedding, k))
     }
 
     fn index_with(&self, commit: bool) -> Result<IndexGuard<'_>, String> {
@@ -454,7 +541,7 @@ impl MemoryState {
                     let at: Arc<str> = Arc::from(event.recorded_at.as_str());
                     let owner = self.upsert_owner(&f.user_id);
                     for access in &f.memories {
-                        if let Some(m) = owner.memories.get_mut(&access.memory_id) {
+                        if let Some(m) = owner.memories.get_mut(access.memory_id.as_str()) {
                             let m = Arc::make_mut(m);
                             m.strength = access.strength;
                             m.strength_at_ms = at_ms;
@@ -466,7 +553,7 @@ impl MemoryState {
                 Fact::MemorySoftDeleted(f) => {
                     let at_ms = millis(&event.recorded_at);
                     let owner = self.upsert_owner(&f.user_id);
-                    if let Some(m) = owner.memories.get_mut(&f.memory_id) {
+                    if let Some(m) = owner.memories.get_mut(f.memory_id.as_str()) {
                         let m = Arc::make_mut(m);
                         m.soft_deleted = true;
                         m.strength = 0.0;
@@ -477,7 +564,7 @@ impl MemoryState {
                 Fact::TextsErased { commitments, .. } => {
                     // Any erasure of a memory's content (the operator's `erase` of a session,
                     // say) takes the memory with it: nothing can be shown or searched.
-                    let gone: Vec<(String, String)> = self
+                    let gone: Vec<(Arc<str>, Arc<str>)> = self
                         .owners
                         .values()
                         .flat_map(|o| o.memories.values())
@@ -502,52 +589,88 @@ impl MemoryState {
             owner.stored += 1;
             return;
         };
-        let metadata = metadata(texts, &f.metadata);
+        let mut metadata = metadata(texts, &f.metadata);
+        let mut context_session_id: Arc<str> = Arc::from(f.context_session_id.as_str());
         let at_ms = millis(&event.recorded_at);
         let at: Arc<str> = Arc::from(event.recorded_at.as_str());
+        let id: Arc<str> = Arc::from(f.memory_id.as_str());
+        let (user_id, links) = {
+            let owner = self.owner(&f.user_id);
+            // The owner's name and the linked memories' ids: texts already held, shared.
+            let user_id = owner
+                .and_then(|o| o.memories.values().next())
+                .map_or_else(|| Arc::from(f.user_id.as_str()), |m| Arc::clone(&m.user_id));
+            let links: Links = f
+                .links
+                .iter()
+                .map(|l| (shared_id(owner, &l.memory_id), l.weight))
+                .collect();
+            // The nearest memories are the likeliest to hold equal keywords, tags and session.
+            let near: Vec<Arc<str>> = f
+                .links
+                .iter()
+                .filter_map(|l| owner?.memories.get(l.memory_id.as_str()))
+                .flat_map(|m| {
+                    let m = m.as_ref();
+                    m.metadata
+                        .keywords
+                        .iter()
+                        .chain(&m.metadata.tags)
+                        .cloned()
+                        .chain([Arc::clone(&m.context_session_id)])
+                })
+                .collect();
+            let shared = |text: &mut Arc<str>| {
+                if let Some(same) = near.iter().find(|n| ***n == **text) {
+                    *text = Arc::clone(same);
+                }
+            };
+            metadata.keywords.iter_mut().for_each(shared);
+            metadata.tags.iter_mut().for_each(shared);
+            shared(&mut context_session_id);
+            (user_id, links)
+        };
         let memory = Memory {
-            id: f.memory_id.clone(),
-            user_id: f.user_id.clone(),
-            context_session_id: f.context_session_id.clone(),
+            id: Arc::clone(&id),
+            user_id,
+            context_session_id,
             stored_seq: event.seq,
             created_at: at.clone(),
             created_ms: at_ms,
             version: 1,
             valid_from: at.clone(),
-            primary_sector: f.primary_sector.clone(),
-            sectors: f.sectors.clone(),
+            primary_sector: sector_name(&f.primary_sector),
+            sectors: sector_names(&f.sectors),
             content,
-            content_ref: f.content.clone(),
-            metadata,
+            content_ref: Arc::new(f.content.clone()),
+            metadata: Arc::new(metadata),
             keywords_extracted: f.keywords_extracted,
             salience: f.salience,
             strength: f.strength,
             strength_at_ms: at_ms,
             last_accessed: at,
             last_accessed_ms: at_ms,
-            links: f
-                .links
-                .iter()
-                .map(|l| (l.memory_id.clone(), l.weight))
-                .collect(),
+            links,
             soft_deleted: false,
             model,
             vector,
-            commitments: call_texts(event)
-                .into_iter()
-                .chain([
-                    f.content.commitment.clone(),
-                    f.metadata.commitment.clone(),
-                    vector_ref,
-                ])
-                .collect(),
+            commitments: Arc::new(
+                call_texts(event)
+                    .into_iter()
+                    .chain([
+                        f.content.commitment.clone(),
+                        f.metadata.commitment.clone(),
+                        vector_ref,
+                    ])
+                    .collect(),
+            ),
         };
-        self.link_back(&f.user_id, &f.memory_id, &f.links);
+        self.link_back(&f.user_id, &id, &f.links);
         let document = memory.document();
         let embedding = memory.embedding();
         let owner = self.upsert_owner(&f.user_id);
         owner.stored += 1;
-        owner.memories.insert(f.memory_id.clone(), Arc::new(memory));
+        owner.memories.insert(id, Arc::new(memory));
         self.with_index(|index| index.upsert(&document, Some(&embedding)));
     }
 
@@ -556,7 +679,7 @@ impl MemoryState {
             return;
         };
         let mut m = (*current).clone();
-        m.commitments.extend(call_texts(event));
+        Arc::make_mut(&mut m.commitments).extend(call_texts(event));
         m.version = f.version;
         m.valid_from = Arc::from(event.recorded_at.as_str());
         let at_ms = millis(&event.recorded_at);
@@ -568,23 +691,24 @@ impl MemoryState {
                 return;
             };
             m.content = text;
-            m.content_ref = content.clone();
+            m.content_ref = Arc::new(content.clone());
             m.model = model;
             m.vector = vector;
-            m.commitments.push(content.commitment.clone());
-            m.commitments.push(vector_ref);
+            let commitments = Arc::make_mut(&mut m.commitments);
+            commitments.push(content.commitment.clone());
+            commitments.push(vector_ref);
             reindex = true;
         }
         if let Some(metadata_ref) = &f.metadata {
-            m.metadata = metadata(texts, metadata_ref);
-            m.commitments.push(metadata_ref.commitment.clone());
+            m.metadata = Arc::new(metadata(texts, metadata_ref));
+            Arc::make_mut(&mut m.commitments).push(metadata_ref.commitment.clone());
             reindex = true;
         }
         if let Some(extracted) = f.keywords_extracted {
             m.keywords_extracted = extracted;
         }
         if let Some(sectors) = &f.sectors {
-            m.sectors.clone_from(sectors);
+            m.sectors = sector_names(sectors);
         }
         if let Some(strength) = f.strength {
             m.strength = strength;
@@ -595,41 +719,42 @@ impl MemoryState {
             m.salience = salience;
         }
         if let Some(links) = &f.links {
-            let old: Vec<String> = m.links.keys().cloned().collect();
+            let old: Vec<Arc<str>> = m.links.keys().cloned().collect();
             self.unlink(&f.user_id, &f.memory_id, &old);
+            let owner = self.owner(&f.user_id);
             m.links = links
                 .iter()
-                .map(|l| (l.memory_id.clone(), l.weight))
+                .map(|l| (shared_id(owner, &l.memory_id), l.weight))
                 .collect();
-            self.link_back(&f.user_id, &f.memory_id, links);
+            self.link_back(&f.user_id, &m.id, links);
         }
         let document = m.document();
         let embedding = m.embedding();
         self.upsert_owner(&f.user_id)
             .memories
-            .insert(f.memory_id.clone(), Arc::new(m));
+            .insert(Arc::clone(&m.id), Arc::new(m));
         if reindex {
             self.with_index(|index| index.upsert(&document, Some(&embedding)));
         }
     }
 
     /// Adds the reverse of `links` (from `id`) to the linked memories.
-    fn link_back(&mut self, user_id: &str, id: &str, links: &[WaypointLink]) {
+    fn link_back(&mut self, user_id: &str, id: &Arc<str>, links: &[WaypointLink]) {
         let owner = self.upsert_owner(user_id);
         for link in links {
-            if let Some(other) = owner.memories.get_mut(&link.memory_id) {
+            if let Some(other) = owner.memories.get_mut(link.memory_id.as_str()) {
                 Arc::make_mut(other)
                     .links
-                    .insert(id.to_owned(), link.weight);
+                    .insert(Arc::clone(id), link.weight);
             }
         }
     }
 
     /// Removes the links between `id` and `others`, both ways.
-    fn unlink(&mut self, user_id: &str, id: &str, others: &[String]) {
+    fn unlink(&mut self, user_id: &str, id: &str, others: &[Arc<str>]) {
         let owner = self.upsert_owner(user_id);
         for other in others {
-            if let Some(m) = owner.memories.get_mut(other) {
+            if let Some(m) = owner.memories.get_mut(&**other) {
                 Arc::make_mut(m).links.remove(id);
             }
         }
@@ -639,7 +764,7 @@ impl MemoryState {
         let Some(memory) = self.memory(user_id, id).cloned() else {
             return;
         };
-        let others: Vec<String> = memory.links.keys().cloned().collect();
+        let others: Vec<Arc<str>> = memory.links.keys().cloned().collect();
         self.unlink(user_id, id, &others);
         self.upsert_owner(user_id).memories.remove(id);
         self.with_index(|index| {
@@ -647,6 +772,37 @@ impl MemoryState {
             index.purge_deleted()
         });
     }
+}
+
+/// `id` as the text `owner`'s memory of that id already holds (shared), or a new one.
+fn shared_id(owner: Option<&Owner>, id: &str) -> Arc<str> {
+    owner
+        .and_then(|o| o.memories.get(id))
+        .map_or_else(|| Arc::from(id), |m| Arc::clone(&m.id))
+}
+
+/// A sector's name: the five sectors' names are one shared text each (every memory names one
+/// to five of them); any other name (none is accepted today) is its own.
+fn sector_name(name: &str) -> Arc<str> {
+    static NAMES: std::sync::LazyLock<[Arc<str>; 5]> = std::sync::LazyLock::new(|| {
+        [
+            "episodic",
+            "semantic",
+            "procedural",
+            "emotional",
+            "reflective",
+        ]
+        .map(Arc::from)
+    });
+    NAMES
+        .iter()
+        .find(|n| ***n == *name)
+        .map_or_else(|| Arc::from(name), Arc::clone)
+}
+
+/// A memory's sectors, each name shared ([`sector_name`]).
+fn sector_names(names: &[String]) -> Arc<[Arc<str>]> {
+    names.iter().map(|n| sector_name(n)).collect()
 }
 
 /// The index, locked for one decision.
@@ -675,7 +831,7 @@ fn recorded_vector(
     let embedding = Embedding::from_base64(model.clone(), &text)?;
     Some((
         model,
-        Arc::from(embedding.into_vector()),
+        Arc::clone(embedding.vector_arc()),
         recorded.vector.commitment.clone(),
     ))
 }
@@ -700,13 +856,13 @@ mod vector_text {
     use crate::embed::Embedding;
 
     pub(super) fn serialize<S: Serializer>(vector: &Arc<[f32]>, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&Embedding::new(Arc::from(""), vector.to_vec()).to_base64())
+        s.serialize_str(&Embedding::shared(Arc::from(""), Arc::clone(vector)).to_base64())
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[f32]>, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
         Embedding::from_base64(Arc::from(""), &text)
-            .map(|e| Arc::from(e.into_vector()))
+            .map(|e| Arc::clone(e.vector_arc()))
             .ok_or_else(|| serde::de::Error::custom("a vector is not base64 of f32 components"))
     }
 }
@@ -720,11 +876,12 @@ mod tests {
     #[test]
     fn links_act_and_save_as_a_map_of_any_size() {
         let mut links = Links::default();
-        let mut map: OrdMap<String, f64> = OrdMap::new();
+        let mut map: OrdMap<Arc<str>, f64> = OrdMap::new();
         for i in [
             7u32, 3, 11, 3, 40, 0, 25, 19, 2, 33, 8, 14, 5, 29, 1, 36, 22, 9, 17, 12,
         ] {
-            let (id, weight) = (format!("m{i:02}"), f64::from(i) / 40.0);
+            let (id, weight): (Arc<str>, f64) =
+                (Arc::from(format!("m{i:02}")), f64::from(i) / 40.0);
             links.insert(id.clone(), weight);
             map.insert(id, weight);
             assert_eq!(links.len(), map.len());
@@ -742,7 +899,7 @@ mod tests {
             map.remove(id);
         }
         assert!(links.keys().eq(map.keys()));
-        let few: Links = [("b".to_owned(), 0.5), ("a".to_owned(), 0.7)]
+        let few: Links = [(Arc::from("b"), 0.5), (Arc::from("a"), 0.7)]
             .into_iter()
             .collect();
         assert!(matches!(few, Links::Few(_)));

@@ -52,7 +52,7 @@ use crate::app::call::model::{ModelStep, Plan as ModelPlan};
 use crate::app::{App, Command, ErrorCode};
 use crate::effects::{Effects, ModelFailure, Prepared, SystemEffects};
 use crate::events::{Actor, OutcomeStatus, SessionId};
-use crate::ledger::{Committed, LedgerError, LedgerHandle};
+use crate::ledger::{Admitted, Committed, LedgerError, LedgerHandle};
 use quotas::Quotas;
 
 /// How long clients may cache the prompt and resource lists (2026-07-28 `ttlMs`): they are
@@ -261,7 +261,17 @@ impl ThinkServer {
             idempotency_key,
             prepared,
             watch: reporter.watch(),
+            precomputed: Default::default(),
         };
+        // Precompute (what the decision can check instead of redo) on the latest published
+        // state, without waiting for this connection's earlier calls: nothing here is read
+        // back to the caller, and a decision that finds it stale does the work itself.
+        if matches!(effect, CallerEffect::Embeds(_))
+            && command.prepared.over_quota.is_none()
+            && let Ok(view) = self.ledger.view_after(Admitted::default()).await
+        {
+            view.precompute(&mut command);
+        }
         // A call over its quota is refused before any model is asked.
         let plan = App::model_plan(&command).filter(|_| command.prepared.over_quota.is_none());
         if let Some(plan) = plan {

@@ -41,6 +41,7 @@ impl ThinkServer {
             idempotency_key: None,
             prepared: self.effects.prepare(),
             watch: Default::default(),
+            precomputed: Default::default(),
         };
         match arrival::submit(&self.ledger, command).await {
             Ok(committed) => {

@@ -288,6 +288,7 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
                     idempotency_key: None,
                     prepared: SystemEffects.prepare(),
                     watch: Default::default(),
+                    precomputed: Default::default(),
                 };
                 let start = Instant::now();
                 let committed = ledger.submit(command).await.expect("submit");

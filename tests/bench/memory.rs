@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use thinkledger::app::{App, AppConfig, Command as AppCommand};
 use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
-use thinkledger::ledger::LedgerHandle;
+use thinkledger::ledger::{Admitted, LedgerHandle};
 use thinkledger::server;
 
 const OWNER: &str = "bench-user";
@@ -163,7 +163,13 @@ async fn call(ledger: &LedgerHandle<App>, tool: &str, arguments: Value) -> Value
     };
     let text = field.and_then(|f| arguments.get(f)).and_then(Value::as_str);
     let prepared = SystemEffects.prepare_embedding(text);
-    let command = AppCommand::tool_call(tool, arguments, actor(), SessionId::random(), prepared);
+    let mut command =
+        AppCommand::tool_call(tool, arguments, actor(), SessionId::random(), prepared);
+    let view = ledger
+        .view_after(Admitted::default())
+        .await
+        .expect("a view of state");
+    view.precompute(&mut command);
     let done = ledger.submit(command).await.expect("recorded");
     assert_eq!(done.status, OutcomeStatus::Ok, "{tool}: {}", done.body);
     done.body

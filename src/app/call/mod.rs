@@ -24,6 +24,17 @@ pub use context::{Call, PathStep};
 pub(crate) use session::{Target, owned_session, readable_session, target};
 pub use watch::{CallWatch, Watch};
 
+/// Work done for a command before it reaches the writer, on a published state, which its
+/// decision checks instead of redoing (*precompute*, [`App::precompute`]). Never recorded and
+/// never trusted: a decision given none, or one that no longer holds, does the work itself
+/// and reaches the same answer, so re-execution (which has none) gives the same events.
+#[derive(Debug, Clone, Default)]
+pub struct Precomputed {
+    /// The nearest stored vectors to the call's embedding, as the memory index had them
+    /// (`index::memory::NearestHint`).
+    pub nearest: Option<crate::index::memory::NearestHint>,
+}
+
 /// A refusal, attributed to the session it concerns (if that session exists).
 pub type Refusal = (Rejection, Option<SessionId>);
 

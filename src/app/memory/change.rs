@@ -6,7 +6,7 @@ use super::rules;
 use super::store::{embedding_used, metadata_json, waypoints};
 use super::{
     DeleteMemoryArgs, DeleteMemoryData, UpdateMemoryArgs, UpdateMemoryData, fail, owned, parse,
-    prepared_embedding, unit, user_id,
+    prepared_embedding, texts, unit, user_id,
 };
 use crate::app::ErrorCode;
 use crate::app::Outcome;
@@ -41,7 +41,7 @@ pub(super) fn decide_update(call: &mut Call<'_>) -> Outcome {
 
     let mut fact = MemorySuperseded {
         user_id: user.clone(),
-        memory_id: memory.id.clone(),
+        memory_id: memory.id.to_string(),
         version: memory.version + 1,
         superseded_valid_from: memory.valid_from.to_string(),
         content: None,
@@ -63,21 +63,21 @@ pub(super) fn decide_update(call: &mut Call<'_>) -> Outcome {
         fact.links = Some(links);
         fact.embedding = Some(embedding_used(embedding));
     }
-    let mut metadata = memory.metadata.clone();
+    let mut metadata = (*memory.metadata).clone();
     let mut keywords_extracted = memory.keywords_extracted;
     match given.keywords.clone() {
         Some(keywords) if !keywords.is_empty() => {
-            metadata.keywords = keywords;
+            metadata.keywords = texts(keywords);
             keywords_extracted = false;
         }
         _ => {
             if let (Some(content), true) = (&args.content, keywords_extracted) {
-                metadata.keywords = rules::extract_keywords(content);
+                metadata.keywords = texts(rules::extract_keywords(content));
             }
         }
     }
     if let Some(tags) = given.tags {
-        metadata.tags = tags;
+        metadata.tags = texts(tags);
     }
     if given.category.is_some() {
         metadata.category = given.category;
@@ -88,14 +88,14 @@ pub(super) fn decide_update(call: &mut Call<'_>) -> Outcome {
     if let Some(importance) = importance {
         metadata.importance = importance;
     }
-    if metadata != memory.metadata {
+    if metadata != *memory.metadata {
         fact.metadata = Some(call.derive_text(&metadata_json(&metadata)));
         fact.keywords_extracted = Some(keywords_extracted);
     }
 
     let now_ms = millis(call.at);
     let data = UpdateMemoryData {
-        memory_id: memory.id.clone(),
+        memory_id: memory.id.to_string(),
         embeddings_regenerated: fact.content.is_some(),
         connections_updated: links_made,
         strength: strength.unwrap_or_else(|| {
@@ -125,7 +125,7 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
     let session = Some(call.command.connection_session.clone());
     if args.soft.unwrap_or(false) {
         let data = DeleteMemoryData {
-            memory_id: memory.id.clone(),
+            memory_id: memory.id.to_string(),
             deletion_type: "soft".into(),
             message: "Memory soft-deleted: strength set to 0 and hidden from retrieval; \
                       update_memory with a strength above 0 restores it"
@@ -133,7 +133,7 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
         };
         let fact = MemorySoftDeleted {
             user_id: user,
-            memory_id: memory.id.clone(),
+            memory_id: memory.id.to_string(),
         };
         let body = call.seed_envelope(data, &["memoryRepository"]);
         return call.done(session, vec![Fact::MemorySoftDeleted(fact)], body);
@@ -144,7 +144,7 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
     let facts = vec![
         Fact::MemoryErased(MemoryErased {
             user_id: user,
-            memory_id: memory.id.clone(),
+            memory_id: memory.id.to_string(),
             versions: memory.version,
         }),
         Fact::TextsErased {
@@ -154,7 +154,7 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
         },
     ];
     let data = DeleteMemoryData {
-        memory_id: memory.id.clone(),
+        memory_id: memory.id.to_string(),
         deletion_type: "hard".into(),
         message: "Memory and all related data removed".into(),
     };

@@ -27,6 +27,8 @@ use super::{ErrorCode, Rejection, lenient};
 use crate::embed::Embedding;
 use crate::projections::memory::Memory;
 
+pub(crate) use store::precompute;
+
 /// The name of the `store_memory` tool: its spec, its catalog entry and every reference use this.
 pub const STORE_MEMORY_TOOL: &str = "store_memory";
 /// The name of the `retrieve_memories` tool: its spec, its catalog entry and every reference use this.
@@ -499,6 +501,11 @@ pub(super) fn prepared_embedding<'a>(call: &Call<'a>) -> Result<&'a Embedding, R
             "this call must come through the MCP server, which embeds its text first",
         )),
     }
+}
+
+/// Keywords or tags as a memory's metadata holds them.
+pub(super) fn texts(words: Vec<String>) -> Vec<std::sync::Arc<str>> {
+    words.into_iter().map(std::sync::Arc::from).collect()
 }
 
 /// The metadata JSON a memory shows (its stored metadata).

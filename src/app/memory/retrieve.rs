@@ -114,7 +114,7 @@ impl Filters {
             None => !m.soft_deleted,
             Some(min) => strength >= min,
         };
-        let has = |wanted: &[String], held: &[String]| {
+        let has = |wanted: &[String], held: &[std::sync::Arc<str>]| {
             wanted.is_empty()
                 || held
                     .iter()
@@ -124,8 +124,11 @@ impl Filters {
             && self
                 .sectors
                 .as_ref()
-                .is_none_or(|s| m.sectors.iter().any(|x| s.contains(x)))
-            && self.primary.as_ref().is_none_or(|p| *p == m.primary_sector)
+                .is_none_or(|s| m.sectors.iter().any(|x| s.iter().any(|w| **w == **x)))
+            && self
+                .primary
+                .as_ref()
+                .is_none_or(|p| **p == *m.primary_sector)
             && self.min_salience.is_none_or(|min| m.salience >= min)
             && self.start_ms.is_none_or(|t| m.created_ms >= t)
             && self.end_ms.is_none_or(|t| m.created_ms <= t)
@@ -235,8 +238,8 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
             })
             .map_err(|e| index_failure(&e))?;
         for r in ranked {
-            if let Some((id, _)) = owner.memories.get_key_value(&r.id) {
-                similarity.insert(id.as_str(), r.similarity);
+            if let Some((id, _)) = owner.memories.get_key_value(r.id.as_str()) {
+                similarity.insert(&**id, r.similarity);
             }
         }
     }
@@ -259,13 +262,13 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
             s.strength
         };
         accesses.push(MemoryAccess {
-            memory_id: s.memory.id.clone(),
+            memory_id: s.memory.id.to_string(),
             score: s.score,
             strength,
         });
-        scores.insert(s.memory.id.clone(), serde_json::json!(s.score));
+        scores.insert(s.memory.id.to_string(), serde_json::json!(s.score));
         out.push(RetrievedMemory {
-            id: s.memory.id.clone(),
+            id: s.memory.id.to_string(),
             content: s.memory.content.to_string(),
             created_at: s.memory.created_at.to_string(),
             last_accessed: if reinforces {
@@ -275,7 +278,7 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
             },
             strength,
             salience: s.memory.salience,
-            primary_sector: s.memory.primary_sector.clone(),
+            primary_sector: s.memory.primary_sector.to_string(),
             metadata: metadata_value(s.memory),
             score: s.score,
         });
@@ -319,7 +322,7 @@ fn score<'a>(
         let mut ids: std::collections::BTreeSet<&str> = similarity.keys().copied().collect();
         for (id, _) in best.iter().take(EXPANDED_HITS) {
             if let Some(m) = owner.memories.get(*id) {
-                ids.extend(m.links.keys().map(String::as_str));
+                ids.extend(m.links.keys().map(|k| &**k));
             }
         }
         ids.into_iter()
@@ -335,11 +338,11 @@ fn score<'a>(
             if !filters.passes(m, strength) {
                 return None;
             }
-            let sim = similarity.get(m.id.as_str()).copied().unwrap_or(0.0);
+            let sim = similarity.get(&*m.id).copied().unwrap_or(0.0);
             let link_weight = m
                 .links
                 .iter()
-                .filter_map(|(other, w)| similarity.get(other.as_str()).map(|s| s * w))
+                .filter_map(|(other, w)| similarity.get(&**other).map(|s| s * w))
                 .fold(0.0_f64, f64::max);
             if with_text && sim <= 0.0 && link_weight <= 0.0 {
                 return None;
@@ -403,7 +406,7 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
                 if r.bm25.is_none() {
                     continue;
                 }
-                let Some(m) = owner.memories.get(&r.id) else {
+                let Some(m) = owner.memories.get(r.id.as_str()) else {
                     continue;
                 };
                 let strength =
@@ -444,7 +447,7 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
                     .keywords
                     .iter()
                     .chain(&m.metadata.tags)
-                    .cloned()
+                    .map(|k| k.to_string())
                     .collect()
             })
             .collect();
@@ -468,17 +471,17 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
             *strength
         };
         accesses.push(MemoryAccess {
-            memory_id: m.id.clone(),
+            memory_id: m.id.to_string(),
             score: *rank,
             strength,
         });
         out.push(FoundMemory {
-            id: m.id.clone(),
+            id: m.id.to_string(),
             content: m.content.to_string(),
             created_at: m.created_at.to_string(),
             strength,
             salience: m.salience,
-            primary_sector: m.primary_sector.clone(),
+            primary_sector: m.primary_sector.to_string(),
             rank: *rank,
             highlight,
             matched_terms,

@@ -3,7 +3,8 @@
 
 use super::rules;
 use super::{
-    StoreMemoryArgs, StoreMemoryData, fail, own_user_id, parse, prepared_embedding, sector, unit,
+    StoreMemoryArgs, StoreMemoryData, fail, own_user_id, parse, prepared_embedding, sector, texts,
+    unit,
 };
 use crate::app::ErrorCode;
 use crate::app::Outcome;
@@ -33,12 +34,12 @@ pub(super) fn decide_store(call: &mut Call<'_>) -> Outcome {
 
     let keywords_extracted = given.keywords.as_ref().is_none_or(Vec::is_empty);
     let metadata = MemoryMetadata {
-        keywords: if keywords_extracted {
+        keywords: texts(if keywords_extracted {
             rules::extract_keywords(&args.content)
         } else {
             given.keywords.clone().unwrap_or_default()
-        },
-        tags: given.tags.clone().unwrap_or_default(),
+        }),
+        tags: texts(given.tags.clone().unwrap_or_default()),
         category: given.category.clone(),
         context: given.context.clone(),
         importance,
@@ -96,6 +97,36 @@ pub(super) fn metadata_json(metadata: &MemoryMetadata) -> String {
         .unwrap_or_else(|| value.to_string())
 }
 
+/// How many nearest memories a waypoint search asks for: one more than it links, so that the
+/// memory an update replaces can be left out.
+const WAYPOINT_CANDIDATES: usize = rules::MAX_LINKS + 1;
+
+/// *Precompute* for a call that makes waypoints (`store_memory`, `update_memory` with new
+/// content): the owner's nearest memories to its embedding, found on a published state off the
+/// writer, for [`waypoints`] to check against the memories stored since instead of scanning
+/// every one on the writer. Does nothing when the index is not built yet or the call is
+/// malformed (its decision refuses it, or scans itself).
+pub(crate) fn precompute(view: &crate::app::App, command: &mut crate::app::Command) {
+    let makes_waypoints = match command.tool.as_str() {
+        super::STORE_MEMORY_TOOL => true,
+        super::UPDATE_MEMORY_TOOL => command.arguments.get("content").is_some(),
+        _ => false,
+    };
+    let (true, Some(Ok(embedding)), Some(user)) = (
+        makes_waypoints,
+        &command.prepared.embedding,
+        command
+            .arguments
+            .get("userId")
+            .and_then(serde_json::Value::as_str),
+    ) else {
+        return;
+    };
+    command.precomputed.nearest =
+        view.memories()
+            .nearest_hint(user, embedding, WAYPOINT_CANDIDATES);
+}
+
 /// Up to [`rules::MAX_LINKS`] waypoints to the owner's live memories (not `except`) nearest
 /// `embedding`, each with a cosine of at least [`rules::MIN_LINK_COSINE`].
 pub(super) fn waypoints(
@@ -119,13 +150,19 @@ pub(super) fn waypoints(
         return Ok(Vec::new());
     }
     let index = memories.vectors().map_err(|e| internal(&e))?;
+    let hint = call.command.precomputed.nearest.as_ref();
     let nearest = index
-        .nearest(user, embedding, rules::MAX_LINKS + 1)
+        .nearest_after(user, embedding, WAYPOINT_CANDIDATES, hint)
         .map_err(|e| internal(&e.to_string()))?;
     Ok(nearest
         .into_iter()
         .filter(|(id, cos)| Some(id.as_str()) != except && *cos >= rules::MIN_LINK_COSINE)
-        .filter(|(id, _)| owner.memories.get(id).is_some_and(|m| !m.soft_deleted))
+        .filter(|(id, _)| {
+            owner
+                .memories
+                .get(id.as_str())
+                .is_some_and(|m| !m.soft_deleted)
+        })
         .take(rules::MAX_LINKS)
         .map(|(memory_id, cos)| WaypointLink {
             memory_id,

@@ -58,7 +58,15 @@ impl Harness {
             role: Default::default(),
             user_ids: Vec::new(),
         };
-        let command = Command::tool_call(tool, arguments, actor, self.connection.clone(), prepared);
+        let mut command =
+            Command::tool_call(tool, arguments, actor, self.connection.clone(), prepared);
+        // As the MCP layer does: the waypoints' nearest memories found off the writer first.
+        let view = self
+            .ledger
+            .view_after(crate::ledger::Admitted::default())
+            .await
+            .expect("a view of state");
+        view.precompute(&mut command);
         self.ledger.submit(command).await.expect("recorded")
     }
 
@@ -454,4 +462,62 @@ async fn a_hard_delete_leaves_no_byte_of_the_content_and_the_ledger_verifies() {
         )
         .await;
     assert_eq!(none["data"]["totalCount"], 1, "{none:#}");
+}
+
+/// A snapshot of memories loads back equal, with the texts the fold shares shared again: each
+/// memory's id is the map's key and every waypoint naming it, one owner name, one text per
+/// sector name, keyword and session (what keeps a loaded state as small as a folded one).
+#[tokio::test]
+async fn a_snapshot_of_memories_loads_back_equal_and_sharing_its_texts() {
+    let h = Harness::new();
+    for i in 0..6 {
+        h.store(
+            "u-1",
+            &format!("Alice reviewed the billing service on Monday, note {i}"),
+            "episodic",
+        )
+        .await;
+    }
+    let view = h
+        .ledger
+        .view_after(crate::ledger::Admitted::default())
+        .await
+        .expect("view");
+    let bytes = view.save_snapshot().expect("saved");
+    let mut loaded = App::new(AppConfig::default());
+    loaded.load_snapshot(&bytes).expect("loaded");
+    let (before, after) = (
+        view.memories().owner("u-1").expect("owner"),
+        loaded.memories().owner("u-1").expect("owner"),
+    );
+    assert_eq!(before, after);
+    let memories: Vec<_> = after.memories.iter().collect();
+    assert!(
+        memories.iter().any(|(_, m)| !m.links.is_empty()),
+        "no waypoints made"
+    );
+    let first = memories[0].1;
+    let mut words: std::collections::HashMap<String, std::sync::Arc<str>> = Default::default();
+    for (_, m) in &memories {
+        let texts = m.metadata.keywords.iter().chain([&m.context_session_id]);
+        for text in texts {
+            let one = words
+                .entry(text.to_string())
+                .or_insert_with(|| text.clone());
+            assert!(std::sync::Arc::ptr_eq(one, text), "{text} is a copy");
+        }
+    }
+    assert!(words.contains_key("alice"), "{words:?}");
+    for (id, m) in &memories {
+        assert!(std::sync::Arc::ptr_eq(id, &m.id));
+        assert!(std::sync::Arc::ptr_eq(&first.user_id, &m.user_id));
+        assert!(std::sync::Arc::ptr_eq(
+            &first.primary_sector,
+            &m.primary_sector
+        ));
+        for (other, _) in m.links.iter() {
+            let (key, _) = after.memories.get_key_value(&**other).expect("linked");
+            assert!(std::sync::Arc::ptr_eq(key, other), "{other} is a copy");
+        }
+    }
 }

@@ -753,6 +753,7 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
                 }),
         },
         watch: Default::default(),
+        precomputed: Default::default(),
     }))
 }
 

@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use fusion::{CosineScaling, Fusion};
+pub use vectors::{NearestHint, RowsToSearch};
 
 use crate::embed::Embedding;
 use fusion::Signals;
@@ -264,6 +265,28 @@ impl MemoryIndex {
         k: usize,
     ) -> Result<Vec<(String, f32)>, IndexError> {
         self.vectors.nearest(owner, embedding, k)
+    }
+
+    /// The owner's vectors, to search for a [`NearestHint`] after this index's lock is
+    /// released (`None`: the owner has none); fails for a query of another model.
+    pub fn rows_for(
+        &self,
+        owner: &str,
+        embedding: &Embedding,
+    ) -> Result<Option<RowsToSearch>, IndexError> {
+        self.vectors.rows_for(owner, embedding)
+    }
+
+    /// [`MemoryIndex::nearest`], the same answer, comparing only `hint`'s best and the vectors
+    /// added since it was found when it still holds.
+    pub fn nearest_after(
+        &self,
+        owner: &str,
+        embedding: &Embedding,
+        k: usize,
+        hint: Option<&NearestHint>,
+    ) -> Result<Vec<(String, f32)>, IndexError> {
+        self.vectors.nearest_after(owner, embedding, k, hint)
     }
 
     /// How many of the owner's committed memories match `text` (the query parser's syntax,

@@ -1,15 +1,17 @@
-//! The vector half of the memory index: per owner, one unit vector per memory, searched by exact
-//! cosine (a dot product over unit vectors, in a fixed order, so equal inputs give equal bits).
+//! The vector half of the memory index: per owner, one vector per memory, searched by exact
+//! cosine (a dot product of unit vectors, in a fixed order, so equal inputs give equal bits).
 //!
-//! Exact search is linear in the owner's memories, and at 100,000 memories of 64 dimensions the
-//! scan of 25.6 MB of floats is bound by memory bandwidth. So each row also keeps a copy
+//! Exact search is linear in the owner's memories, and at 100,000 memories of 64 dimensions a
+//! scan of 25.6 MB of floats is bound by memory bandwidth. So each row keeps its vector
 //! quantized to 16-bit integers (its own scale; at most ±4095, less for long vectors, so that
 //! the products of a row sum in an `i32`: [`code_max`]), half the bytes: the scan computes every
 //! row's approximate cosine from them (an exact integer dot product, in AVX2 when the CPU has
 //! it) with a bound on its error, and only the rows that could be among the best `k` (whose
-//! upper bound reaches the `k`-th best lower bound) get their exact cosine, computed from the
-//! floats as before. The answer is the exact one, bit for bit and in the same order (cosine, then id): a
-//! row of the exact best `k` always passes the bound (a test compares with the plain scan).
+//! upper bound reaches the `k`-th best lower bound) get their exact cosine, from the row's
+//! float vector scaled to unit length then, as it always was. The floats are not copied here:
+//! a row holds the vector its memory holds (one shared allocation). The answer is the exact
+//! one, bit for bit and in the same order (cosine, then id): a row of the exact best `k` always
+//! passes the bound (a test compares with the plain scan).
 //!
 //! The bound, for unit vectors `q` (query) and `v` (row), codes `c` with steps `s` (the largest
 //! component over [`code_max`]): each component is off by at most one step, so
@@ -22,6 +24,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use crate::embed::Embedding;
 
@@ -44,23 +47,92 @@ fn code_max(dimension: usize) -> f32 {
     most
 }
 
-/// One owner's vectors.
-#[derive(Debug, Default)]
-struct OwnerVectors {
-    /// The model every vector here came from (set by the first one).
-    model: Option<Arc<str>>,
-    /// Their dimension.
-    dimension: usize,
+/// Generations of [`Rows`]: unique in the process, so a [`NearestHint`] can never be checked
+/// against another owner's rows, or rows rebuilt since.
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
+
+fn next_generation() -> u64 {
+    GENERATIONS.fetch_add(1, AtomicOrdering::Relaxed)
+}
+
+/// Rows per [`Chunk`]: what a change copies when a reader still holds the chunk.
+const CHUNK_ROWS: usize = 256;
+
+/// Up to [`CHUNK_ROWS`] consecutive rows.
+#[derive(Debug, Clone, Default)]
+struct Chunk {
     /// Memory ids, row by row.
-    ids: Vec<String>,
-    /// Row-major unit vectors, `ids.len() * dimension` floats: the exact cosines.
-    rows: Vec<f32>,
+    ids: Vec<Arc<str>>,
+    /// Each row's vector as stored (shared with the memory it came from, not copied): its
+    /// exact cosine is taken with [`unit`] of it, computed when the row is a candidate, which
+    /// gives the same bits as a unit vector kept beside it would.
+    vectors: Vec<Arc<[f32]>>,
     /// Row-major integer codes of the same vectors: the scan's approximate cosines.
     codes: Vec<i16>,
     /// Per row: the value of one code step, and the row's ‖v‖₁ (for the error bound).
     scales: Vec<(f32, f32)>,
+}
+
+/// One owner's rows, in chunks shared by copies: a copy costs one pointer per chunk, so a
+/// search can take one under the index's lock and scan it after releasing the lock, while the
+/// writer goes on changing the rows (a chunk it changes is copied first if a search holds it).
+#[derive(Debug, Clone)]
+struct Rows {
+    /// Changes whenever a row already here is replaced or removed (appending a row keeps it):
+    /// rows `0..n` of one generation are the same vectors as long as it lasts.
+    generation: u64,
+    /// Their dimension.
+    dimension: usize,
+    len: usize,
+    chunks: Vec<Arc<Chunk>>,
+}
+
+/// One owner's vectors.
+#[derive(Debug)]
+struct OwnerVectors {
+    /// The model every vector here came from (set by the first one).
+    model: Option<Arc<str>>,
+    rows: Rows,
     /// Row of each id.
-    row_of: HashMap<String, usize>,
+    row_of: HashMap<Arc<str>, usize>,
+}
+
+impl Default for OwnerVectors {
+    fn default() -> Self {
+        Self {
+            model: None,
+            rows: Rows {
+                generation: next_generation(),
+                dimension: 0,
+                len: 0,
+                chunks: Vec::new(),
+            },
+            row_of: HashMap::new(),
+        }
+    }
+}
+
+/// The nearest rows to a query among an owner's first `rows` rows of one generation, found
+/// off the writer ([`RowsToSearch::hint`]): the
+/// writer then compares only those and the rows added since, instead of every row
+/// ([`VectorStore::nearest_after`]). Never recorded: a decision without it scans every row and
+/// reaches the same answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NearestHint {
+    owner: String,
+    limit: usize,
+    generation: u64,
+    rows: usize,
+    /// The best `limit` of those rows' ids.
+    ids: Vec<Arc<str>>,
+}
+
+/// An owner's rows taken from the index for a search after its lock is released
+/// ([`VectorStore::rows_for`]).
+#[derive(Debug, Clone)]
+pub struct RowsToSearch {
+    owner: String,
+    rows: Rows,
 }
 
 /// Vectors of every owner, in memory (rebuilt with the rest of the index from the log).
@@ -71,12 +143,25 @@ pub(super) struct VectorStore {
 
 /// `v` scaled to unit length (a zero vector stays zero: it matches nothing).
 fn unit(v: &[f32]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(v.len());
+    unit_into(v, &mut out);
+    out
+}
+
+/// [`unit`] into `out` (cleared first).
+fn unit_into(v: &[f32], out: &mut Vec<f32>) {
+    out.clear();
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 && norm.is_finite() {
-        v.iter().map(|x| x / norm).collect()
+        out.extend(v.iter().map(|x| x / norm));
     } else {
-        vec![0.0; v.len()]
+        out.resize(v.len(), 0.0);
     }
+}
+
+thread_local! {
+    /// A row scaled to unit length, for [`Rows::cosine`].
+    static UNIT: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The exact cosine of two unit vectors (the order of operations is part of the answer).
@@ -210,8 +295,8 @@ impl pulp::NullaryFnOnce for Avx2Dots<'_> {
 
 thread_local! {
     /// Each thread's scan buffers (dot products, upper bounds), reused from query to query.
-    static SCAN: std::cell::RefCell<(Vec<i32>, Vec<f64>)> = const {
-        std::cell::RefCell::new((Vec::new(), Vec::new()))
+    static SCAN: std::cell::RefCell<(Vec<i32>, Vec<f64>, Vec<f64>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new()))
     };
 }
 
@@ -246,29 +331,124 @@ impl PartialEq for Candidate<'_> {
 
 impl Eq for Candidate<'_> {}
 
-impl OwnerVectors {
-    fn check(&self, e: &Embedding) -> Result<(), IndexError> {
-        match &self.model {
-            Some(model) if **model != *e.model() || self.dimension != e.dimension() => {
-                Err(IndexError::ModelMismatch {
-                    stored: format!("{model} ({} dimensions)", self.dimension),
-                    given: format!("{} ({} dimensions)", e.model(), e.dimension()),
-                })
-            }
-            _ => Ok(()),
+impl Rows {
+    fn chunk(&self, row: usize) -> &Chunk {
+        &self.chunks[row / CHUNK_ROWS]
+    }
+
+    fn id(&self, row: usize) -> &Arc<str> {
+        &self.chunk(row).ids[row % CHUNK_ROWS]
+    }
+
+    /// The exact cosine of row `row` with the unit vector `q`.
+    fn cosine(&self, row: usize, q: &[f32]) -> f32 {
+        UNIT.with_borrow_mut(|v| {
+            unit_into(&self.chunk(row).vectors[row % CHUNK_ROWS], v);
+            dot(v, q)
+        })
+    }
+
+    /// Appends a row; its number.
+    fn push(&mut self, id: Arc<str>, vector: &Arc<[f32]>) -> usize {
+        let row = self.len;
+        if row.is_multiple_of(CHUNK_ROWS) {
+            self.chunks.push(Arc::new(Chunk::default()));
         }
-    }
-
-    fn row(&self, i: usize) -> &[f32] {
-        &self.rows[i * self.dimension..(i + 1) * self.dimension]
-    }
-
-    fn set_row(&mut self, i: usize, v: &[f32]) {
         let d = self.dimension;
-        let q = quantize(v);
-        self.rows[i * d..(i + 1) * d].copy_from_slice(v);
-        self.codes[i * d..(i + 1) * d].copy_from_slice(&q.codes);
-        self.scales[i] = (q.step, q.l1);
+        if let Some(last) = self.chunks.last_mut() {
+            let chunk = Arc::make_mut(last);
+            chunk.ids.push(id);
+            chunk.vectors.push(Arc::clone(vector));
+            chunk.codes.resize(chunk.codes.len() + d, 0);
+            chunk.scales.push((0.0, 0.0));
+        }
+        self.len += 1;
+        self.set(row, vector);
+        row
+    }
+
+    /// Sets row `row`'s vector (and codes).
+    fn set(&mut self, row: usize, vector: &Arc<[f32]>) {
+        let d = self.dimension;
+        let q = quantize(&unit(vector));
+        let at = row % CHUNK_ROWS;
+        let chunk = Arc::make_mut(&mut self.chunks[row / CHUNK_ROWS]);
+        chunk.vectors[at] = Arc::clone(vector);
+        chunk.codes[at * d..(at + 1) * d].copy_from_slice(&q.codes);
+        chunk.scales[at] = (q.step, q.l1);
+    }
+
+    /// Removes row `row` by moving the last row into its place; the id of the row moved, if
+    /// one was.
+    fn swap_remove(&mut self, row: usize) -> Option<Arc<str>> {
+        let last = self.len.checked_sub(1)?;
+        let d = self.dimension;
+        self.generation = next_generation();
+        let moved = (row != last).then(|| {
+            let from = self.chunk(last);
+            let at = last % CHUNK_ROWS;
+            (
+                Arc::clone(&from.ids[at]),
+                Arc::clone(&from.vectors[at]),
+                from.codes[at * d..(at + 1) * d].to_vec(),
+                from.scales[at],
+            )
+        });
+        let moved_id = moved.as_ref().map(|(id, ..)| Arc::clone(id));
+        if let Some((id, vector, codes, scale)) = moved {
+            let at = row % CHUNK_ROWS;
+            let chunk = Arc::make_mut(&mut self.chunks[row / CHUNK_ROWS]);
+            chunk.ids[at] = id;
+            chunk.vectors[at] = vector;
+            chunk.codes[at * d..(at + 1) * d].copy_from_slice(&codes);
+            chunk.scales[at] = scale;
+        }
+        if let Some(tail) = self.chunks.last_mut() {
+            let chunk = Arc::make_mut(tail);
+            chunk.ids.pop();
+            chunk.vectors.pop();
+            chunk.codes.truncate(chunk.codes.len().saturating_sub(d));
+            chunk.scales.pop();
+            if chunk.ids.is_empty() {
+                self.chunks.pop();
+            }
+        }
+        self.len = last;
+        moved_id
+    }
+
+    /// The best `limit` of `rows` by exact cosine with the unit vector `q` (ties by id), best
+    /// first: (row, cosine).
+    fn best(
+        &self,
+        q: &[f32],
+        limit: usize,
+        rows: impl Iterator<Item = usize>,
+    ) -> Vec<(usize, f32)> {
+        let mut best: BinaryHeap<Candidate<'_>> = BinaryHeap::with_capacity(limit + 1);
+        for row in rows {
+            let candidate = Candidate {
+                cosine: self.cosine(row, q),
+                row,
+                id: self.id(row),
+            };
+            if best.len() < limit {
+                best.push(candidate);
+            } else if let Some(mut worst) = best.peek_mut()
+                && candidate < *worst
+            {
+                *worst = candidate;
+            }
+        }
+        best.into_sorted_vec()
+            .into_iter()
+            .map(|c| (c.row, c.cosine))
+            .collect()
+    }
+
+    /// The best `limit` rows for the unit vector `q`, scanning every row.
+    fn nearest(&self, q: &[f32], limit: usize) -> Vec<(usize, f32)> {
+        self.best(q, limit, self.candidates(q, limit).into_iter())
     }
 
     /// The rows that may be among the `k` of highest cosine with the unit vector `q` (a
@@ -283,31 +463,47 @@ impl OwnerVectors {
         let (q_step, q_l1) = (f64::from(q_step), f64::from(q_l1));
         let n = f64::from(u32::try_from(d).unwrap_or(u32::MAX));
         if d == 0 {
-            return (0..self.ids.len()).collect();
+            return (0..self.len).collect();
         }
-        // First every row's integer dot product (a tight loop over the codes), then each row's
-        // bounds and the `k` best lower bounds so far (a short sorted list, rarely touched),
-        // then the rows whose upper bound reaches the `k`-th best lower bound.
-        let rows = self.ids.len();
+        // First every row's integer dot product (a tight loop over each chunk's codes), then
+        // every row's bounds (a loop without branches, which the compiler vectorizes), then the
+        // `k`-th best lower bound (a short sorted list, rarely touched), then the rows whose
+        // upper bound reaches it.
         let slack = rounding_slack(n);
-        SCAN.with_borrow_mut(|(dots, highs)| {
+        SCAN.with_borrow_mut(|(dots, lows, highs)| {
             dots.clear();
-            dots.resize(rows, 0);
+            dots.resize(self.len, 0);
+            lows.clear();
+            lows.resize(self.len, 0.0);
             highs.clear();
-            highs.reserve(rows);
-            code_dots(&self.codes, &q_codes, dots);
+            highs.resize(self.len, 0.0);
+            let rows = dots
+                .chunks_mut(CHUNK_ROWS)
+                .zip(lows.chunks_mut(CHUNK_ROWS))
+                .zip(highs.chunks_mut(CHUNK_ROWS));
+            for (chunk, ((dots, lows), highs)) in self.chunks.iter().zip(rows) {
+                code_dots(&chunk.codes, &q_codes, dots);
+                let bounds = dots
+                    .iter()
+                    .zip(&chunk.scales)
+                    .zip(lows.iter_mut().zip(highs));
+                for ((&dot, &(step, l1)), (low, high)) in bounds {
+                    let step = f64::from(step);
+                    let approx = step * q_step * f64::from(dot);
+                    let error = step * q_l1 + q_step * (f64::from(l1) + n * step) + slack;
+                    *low = approx - error;
+                    *high = approx + error;
+                }
+            }
             // The best `k` lower bounds, highest first.
             let mut best: Vec<f64> = Vec::with_capacity(k + 1);
-            for (&dot, &(step, l1)) in dots.iter().zip(&self.scales) {
-                let step = f64::from(step);
-                let approx = step * q_step * f64::from(dot);
-                let error = step * q_l1 + q_step * (f64::from(l1) + n * step) + slack;
-                let low = approx - error;
-                highs.push(approx + error);
-                if k > 0 && (best.len() < k || best.last().is_some_and(|&last| low > last)) {
-                    let at = best.partition_point(|&b| b >= low);
-                    best.insert(at, low);
-                    best.truncate(k);
+            if k > 0 {
+                for &low in lows.iter() {
+                    if best.len() < k || best.last().is_some_and(|&last| low > last) {
+                        let at = best.partition_point(|&b| b >= low);
+                        best.insert(at, low);
+                        best.truncate(k);
+                    }
                 }
             }
             let floor = if k > 0 && best.len() == k {
@@ -325,6 +521,58 @@ impl OwnerVectors {
     }
 }
 
+impl OwnerVectors {
+    fn check(&self, e: &Embedding) -> Result<(), IndexError> {
+        match &self.model {
+            Some(model) if **model != *e.model() || self.rows.dimension != e.dimension() => {
+                Err(IndexError::ModelMismatch {
+                    stored: format!("{model} ({} dimensions)", self.rows.dimension),
+                    given: format!("{} ({} dimensions)", e.model(), e.dimension()),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl OwnerVectors {
+    /// The rows `hint` names, when it still holds: it is of this owner's rows of this
+    /// generation (nothing it saw was replaced or removed since), and each id it names is one
+    /// of the rows it saw.
+    fn hinted_rows(&self, owner: &str, hint: &NearestHint) -> Option<Vec<usize>> {
+        if hint.owner != owner
+            || hint.generation != self.rows.generation
+            || hint.rows > self.rows.len
+        {
+            return None;
+        }
+        hint.ids
+            .iter()
+            .map(|id| self.row_of.get(id).copied().filter(|&row| row < hint.rows))
+            .collect()
+    }
+}
+
+impl RowsToSearch {
+    /// [`VectorStore::nearest`]'s answer from these rows, as a hint for a decision to check
+    /// ([`VectorStore::nearest_after`]). `query` was checked against the owner's model when
+    /// the rows were taken.
+    pub fn hint(&self, query: &Embedding, limit: usize) -> NearestHint {
+        let q = unit(query.vector());
+        let best = self.rows.nearest(&q, limit);
+        NearestHint {
+            owner: self.owner.clone(),
+            limit,
+            generation: self.rows.generation,
+            rows: self.rows.len,
+            ids: best
+                .iter()
+                .map(|&(row, _)| Arc::clone(self.rows.id(row)))
+                .collect(),
+        }
+    }
+}
+
 impl VectorStore {
     /// Stores (or replaces) the vector of `owner`'s memory `id`.
     pub(super) fn upsert(
@@ -337,22 +585,19 @@ impl VectorStore {
         o.check(e)?;
         if o.model.is_none() {
             o.model = Some(Arc::clone(e.model_arc()));
-            o.dimension = e.dimension();
+            o.rows.dimension = e.dimension();
         }
-        let v = unit(e.vector());
-        let row = match o.row_of.get(id) {
-            Some(&row) => row,
-            None => {
-                let row = o.ids.len();
-                o.rows.resize(o.rows.len() + o.dimension, 0.0);
-                o.codes.resize(o.codes.len() + o.dimension, 0);
-                o.scales.push((0.0, 0.0));
-                o.row_of.insert(id.to_owned(), row);
-                o.ids.push(id.to_owned());
-                row
+        match o.row_of.get(id) {
+            Some(&row) => {
+                o.rows.generation = next_generation();
+                o.rows.set(row, e.vector_arc());
             }
-        };
-        o.set_row(row, &v);
+            None => {
+                let id: Arc<str> = Arc::from(id);
+                let row = o.rows.push(Arc::clone(&id), e.vector_arc());
+                o.row_of.insert(id, row);
+            }
+        }
         Ok(())
     }
 
@@ -364,22 +609,27 @@ impl VectorStore {
         let Some(row) = o.row_of.remove(id) else {
             return false;
         };
-        let Some(last) = o.ids.len().checked_sub(1) else {
-            return false;
-        };
-        let d = o.dimension;
-        if row != last {
-            o.rows.copy_within(last * d..(last + 1) * d, row * d);
-            o.codes.copy_within(last * d..(last + 1) * d, row * d);
-            o.scales[row] = o.scales[last];
-            o.ids.swap(row, last);
-            o.row_of.insert(o.ids[row].clone(), row);
+        if let Some(moved) = o.rows.swap_remove(row) {
+            o.row_of.insert(moved, row);
         }
-        o.ids.pop();
-        o.rows.truncate(last * d);
-        o.codes.truncate(last * d);
-        o.scales.truncate(last);
         true
+    }
+
+    /// The owner's rows for a search made after the index's lock is released (`None` when the
+    /// owner has none); fails when `query` is of another model than the owner's vectors.
+    pub(super) fn rows_for(
+        &self,
+        owner: &str,
+        query: &Embedding,
+    ) -> Result<Option<RowsToSearch>, IndexError> {
+        let Some(o) = self.owners.get(owner) else {
+            return Ok(None);
+        };
+        o.check(query)?;
+        Ok(Some(RowsToSearch {
+            owner: owner.to_owned(),
+            rows: o.rows.clone(),
+        }))
     }
 
     /// The owner's `limit` memories nearest to `query` by cosine, best first, ties by id.
@@ -389,6 +639,20 @@ impl VectorStore {
         query: &Embedding,
         limit: usize,
     ) -> Result<Vec<(String, f32)>, IndexError> {
+        self.nearest_after(owner, query, limit, None)
+    }
+
+    /// [`VectorStore::nearest`], the same answer bit for bit, from `hint` when it still holds:
+    /// the best of its rows are among the best of the rows it saw (unchanged, its generation
+    /// says), so only they and the rows added since are compared. Without a hint, or with one
+    /// that no longer holds, every row is scanned.
+    pub(super) fn nearest_after(
+        &self,
+        owner: &str,
+        query: &Embedding,
+        limit: usize,
+        hint: Option<&NearestHint>,
+    ) -> Result<Vec<(String, f32)>, IndexError> {
         let Some(o) = self.owners.get(owner) else {
             return Ok(Vec::new());
         };
@@ -396,26 +660,18 @@ impl VectorStore {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        let rows = &o.rows;
         let q = unit(query.vector());
-        let mut best: BinaryHeap<Candidate<'_>> = BinaryHeap::with_capacity(limit + 1);
-        for row in o.candidates(&q, limit) {
-            let candidate = Candidate {
-                cosine: dot(o.row(row), &q),
-                row,
-                id: &o.ids[row],
-            };
-            if best.len() < limit {
-                best.push(candidate);
-            } else if let Some(mut worst) = best.peek_mut()
-                && candidate < *worst
-            {
-                *worst = candidate;
-            }
-        }
+        let seen = hint
+            .filter(|h| h.limit == limit)
+            .and_then(|h| o.hinted_rows(owner, h).map(|seen| (seen, h.rows)));
+        let best = match seen {
+            Some((seen, since)) => rows.best(&q, limit, seen.into_iter().chain(since..rows.len)),
+            None => rows.nearest(&q, limit),
+        };
         Ok(best
-            .into_sorted_vec()
             .into_iter()
-            .map(|c| (o.ids[c.row].clone(), c.cosine))
+            .map(|(row, cosine)| (rows.id(row).to_string(), cosine))
             .collect())
     }
 
@@ -434,7 +690,7 @@ impl VectorStore {
         let q = unit(query.vector());
         Ok(ids
             .iter()
-            .map(|id| o.row_of.get(*id).map(|&row| dot(o.row(row), &q)))
+            .map(|id| o.row_of.get(*id).map(|&row| o.rows.cosine(row, &q)))
             .collect())
     }
 }
@@ -576,6 +832,137 @@ mod tests {
                 "{seed}: {exact} vs {approx} ± {error}"
             );
         }
+    }
+
+    /// Whether `hint` would be used for `owner` (rather than a scan of every row).
+    fn holds(store: &VectorStore, owner: &str, hint: &NearestHint) -> bool {
+        store
+            .owners
+            .get(owner)
+            .is_some_and(|o| o.hinted_rows(owner, hint).is_some())
+    }
+
+    /// A hint found on a copy of the rows gives the full scan's answer, bit for bit, while rows
+    /// are only added (the new ones compared too); any replacement or removal, or another
+    /// store (an index rebuilt), makes it stale, and the answer is still the full scan's.
+    #[test]
+    fn a_hint_gives_the_full_scans_answer_and_goes_stale_on_any_change() {
+        let dimension = 64;
+        let mut store = VectorStore::default();
+        let stored = |store: &mut VectorStore, i: u64| {
+            let v = if i.is_multiple_of(7) {
+                vector(7, dimension)
+            } else {
+                vector(i, dimension)
+            };
+            store
+                .upsert("o", &format!("m{i:04}"), &embedding(v))
+                .expect("stored");
+        };
+        for i in 0..600 {
+            stored(&mut store, i);
+        }
+        let query = embedding(vector(7, dimension));
+        let bits = |v: &[(String, f32)]| {
+            v.iter()
+                .map(|(id, c)| (id.clone(), c.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        for limit in [1, 4, 30] {
+            let rows = store.rows_for("o", &query).expect("rows").expect("some");
+            let hint = rows.hint(&query, limit);
+            assert_eq!(
+                bits(
+                    &store
+                        .nearest_after("o", &query, limit, Some(&hint))
+                        .expect("scan")
+                ),
+                bits(&store.nearest("o", &query, limit).expect("scan"))
+            );
+            // Rows added since (some nearer than any the hint saw: exact duplicates of the
+            // query, whose ids sort first) are compared too.
+            for i in 600..650 {
+                stored(&mut store, i);
+            }
+            assert!(holds(&store, "o", &hint));
+            let with_hint = store
+                .nearest_after("o", &query, limit, Some(&hint))
+                .expect("scan");
+            assert_eq!(
+                bits(&with_hint),
+                bits(&store.nearest("o", &query, limit).expect("scan"))
+            );
+            // A removal moves a row: stale.
+            assert!(store.remove("o", "m0003"));
+            assert!(!holds(&store, "o", &hint));
+            assert_eq!(
+                bits(
+                    &store
+                        .nearest_after("o", &query, limit, Some(&hint))
+                        .expect("scan")
+                ),
+                bits(&store.nearest("o", &query, limit).expect("scan"))
+            );
+            for i in 600..650 {
+                assert!(store.remove("o", &format!("m{i:04}")));
+            }
+            stored(&mut store, 3);
+        }
+        // A replaced vector: stale.
+        let rows = store.rows_for("o", &query).expect("rows").expect("some");
+        let hint = rows.hint(&query, 4);
+        assert!(holds(&store, "o", &hint));
+        store
+            .upsert("o", "m0014", &embedding(vector(99, dimension)))
+            .expect("replaced");
+        assert!(!holds(&store, "o", &hint));
+        // Another store with the same rows (an index rebuilt): stale.
+        let mut rebuilt = VectorStore::default();
+        for i in 0..600 {
+            stored(&mut rebuilt, i);
+        }
+        let hint = rebuilt
+            .rows_for("o", &query)
+            .expect("rows")
+            .expect("some")
+            .hint(&query, 4);
+        assert!(holds(&rebuilt, "o", &hint));
+        assert!(!holds(&store, "o", &hint));
+        assert!(!holds(&rebuilt, "other", &hint));
+    }
+
+    /// Removing rows until chunks empty keeps every answer the plain scan's.
+    #[test]
+    fn removals_across_chunks_keep_the_plain_scans_answer() {
+        let dimension = 16;
+        let mut store = VectorStore::default();
+        let mut rows: Vec<(String, Vec<f32>)> = Vec::new();
+        for i in 0..(2 * CHUNK_ROWS as u64 + 10) {
+            let v = vector(i, dimension);
+            let id = format!("m{i:04}");
+            store
+                .upsert("o", &id, &embedding(v.clone()))
+                .expect("stored");
+            rows.push((id, unit(&v)));
+        }
+        let q = unit(&vector(4242, dimension));
+        for round in 0..(CHUNK_ROWS + 20) {
+            let gone = rows.remove((round * 7) % rows.len()).0;
+            assert!(store.remove("o", &gone));
+            if round % 29 == 0 {
+                let mut want: Vec<(String, f32)> = rows
+                    .iter()
+                    .map(|(id, v)| (id.clone(), reference_dot(v, &q)))
+                    .collect();
+                want.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                want.truncate(10);
+                let got = store.nearest("o", &embedding(q.clone()), 10).expect("scan");
+                assert_eq!(got, want, "round {round}");
+            }
+        }
+        let o = &store.owners["o"];
+        assert_eq!(o.rows.len, rows.len());
+        assert_eq!(o.rows.chunks.len(), rows.len().div_ceil(CHUNK_ROWS));
     }
 
     #[test]
