@@ -868,41 +868,27 @@ mod tests {
                 .map(|(id, c)| (id.clone(), c.to_bits()))
                 .collect::<Vec<_>>()
         };
+        // The answer with the hint is the full scan's, bit for bit.
+        let as_full_scan = |store: &VectorStore, hint: &NearestHint, limit: usize| {
+            let with_hint = store.nearest_after("o", &query, limit, Some(hint));
+            let full = store.nearest("o", &query, limit);
+            assert_eq!(bits(&with_hint.expect("scan")), bits(&full.expect("scan")));
+        };
         for limit in [1, 4, 30] {
             let rows = store.rows_for("o", &query).expect("rows").expect("some");
             let hint = rows.hint(&query, limit);
-            assert_eq!(
-                bits(
-                    &store
-                        .nearest_after("o", &query, limit, Some(&hint))
-                        .expect("scan")
-                ),
-                bits(&store.nearest("o", &query, limit).expect("scan"))
-            );
+            as_full_scan(&store, &hint, limit);
             // Rows added since (some nearer than any the hint saw: exact duplicates of the
             // query, whose ids sort first) are compared too.
             for i in 600..650 {
                 stored(&mut store, i);
             }
             assert!(holds(&store, "o", &hint));
-            let with_hint = store
-                .nearest_after("o", &query, limit, Some(&hint))
-                .expect("scan");
-            assert_eq!(
-                bits(&with_hint),
-                bits(&store.nearest("o", &query, limit).expect("scan"))
-            );
+            as_full_scan(&store, &hint, limit);
             // A removal moves a row: stale.
             assert!(store.remove("o", "m0003"));
             assert!(!holds(&store, "o", &hint));
-            assert_eq!(
-                bits(
-                    &store
-                        .nearest_after("o", &query, limit, Some(&hint))
-                        .expect("scan")
-                ),
-                bits(&store.nearest("o", &query, limit).expect("scan"))
-            );
+            as_full_scan(&store, &hint, limit);
             for i in 600..650 {
                 assert!(store.remove("o", &format!("m{i:04}")));
             }
