@@ -41,6 +41,13 @@ def main():
     # Mean pooling: /v1/embeddings refuses the model's own pooling ("none") as not OpenAI-like.
     params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
     params.warmup = False
+    # Every request computed from its own prompt alone. With llama.cpp's prompt cache (a slot's
+    # KV cache reused for a shared prefix, and idle slots' states kept in RAM and restored), a
+    # temperature-0 chat once answered differently after other requests, embeddings among them,
+    # had run on the same slot; the tests' prompts are short, so recomputing costs little.
+    params.cache_prompt = False
+    params.cache_idle_slots = False
+    params.cache_ram_mib = 0
     # ChatML with a tools section (see the template's header): plain chats render as SmolLM2's
     # own template does when they start with a system message.
     here = os.path.dirname(os.path.abspath(__file__))
