@@ -84,7 +84,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/9",
-        "d22400626f48a356296377793a46dc040aee53711edd97b14c4a0fe9cc3438f2",
+        "7ed0a340758107f4b7e21db7c38355adb40d7e98698e420144fafc073f322db0",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

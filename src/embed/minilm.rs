@@ -35,8 +35,9 @@ pub const MINILM_DIMENSION: usize = 384;
 pub const MAX_TOKENS: usize = 256;
 
 /// The BM25 share of a weighted fusion with all-MiniLM-L6-v2's clamped cosine
-/// ([`Embedder::fusion_text_weight`]), chosen on LoCoMo-10's tuning half (docs/benchmarks.md).
-pub const MINILM_FUSION_TEXT_WEIGHT: f64 = 0.4;
+/// ([`Embedder::fusion_text_weight`]), chosen on LoCoMo-10's tuning half with the default
+/// session context (docs/benchmarks.md).
+pub const MINILM_FUSION_TEXT_WEIGHT: f64 = 0.3;
 
 /// Texts per forward pass in [`Embedder::embed`]: large enough to keep the matrix products busy,
 /// small enough that padding to the longest text of a batch wastes little.

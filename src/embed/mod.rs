@@ -174,10 +174,10 @@ pub trait Embedder: Send + Sync {
     /// The share a weighted fusion should give BM25 (best-scaled) against this model's cosine
     /// (clamped to [0, 1]), the rest going to the cosine: a property of how informative the
     /// model's cosines are, measured on LoCoMo-10's tuning half (docs/benchmarks.md). The
-    /// embedder knows no index: the caller builds its fusion from this number. 0.5 (an even
-    /// split, potion-base-2M's best) unless a tier measured otherwise.
+    /// embedder knows no index: the caller builds its fusion from this number. 0.4
+    /// (potion-base-2M's best) unless a tier measured otherwise.
     fn fusion_text_weight(&self) -> f64 {
-        0.5
+        0.4
     }
 
     /// One vector per text, in order.

@@ -305,6 +305,8 @@ impl Memory {
                 .collect(),
             sector: self.primary_sector.to_string(),
             created_at_ms: self.created_ms,
+            session: self.context_session_id.to_string(),
+            position: self.stored_seq,
         }
     }
 }
@@ -500,7 +502,10 @@ impl MemoryState {
             None => MemoryIndex::in_ram(config)?,
         };
         for owner in self.owners.values() {
-            for memory in owner.memories.values() {
+            // In the order they were stored: each takes its place in its session at the end.
+            let mut memories: Vec<&Arc<Memory>> = owner.memories.values().collect();
+            memories.sort_by_key(|m| m.stored_seq);
+            for memory in memories {
                 index.upsert(&memory.document(), Some(&memory.embedding()))?;
             }
         }

@@ -1,7 +1,8 @@
 //! Memory retrieval on LoCoMo-10 (the protocol of `../shared/data/locomo/README.md`), run on the
 //! retrieval core directly (`thinkledger::index::memory` and `thinkledger::embed`): one owner per
 //! conversation, each dialogue turn one memory `"<speaker>: <text>"` (plus
-//! ` [image: <blip_caption>]` where the turn has one), sector `episodic`; for every question of
+//! ` [image: <blip_caption>]` where the turn has one), sector `episodic`, in its session
+//! (`session_N`, turns in their order: the neighbours the default fusion's context reads); for every question of
 //! categories 1–4 with evidence, a query with the question's text and limit 10; a hit at k when
 //! any evidence turn is among the first k results. Recall@1, @5 and @10 for BM25 alone, vectors
 //! alone (potion-base-2M) and the fused default, over all ten conversations, the tuning half
@@ -92,6 +93,7 @@ fn conversation(name: &str, v: &Value) -> Conversation {
     let mut turns = Vec::new();
     for (session, list) in sessions {
         let created = 1_600_000_000_000 + i64::from(session) * 86_400_000;
+        let session_id = format!("session_{session}");
         for t in list {
             let s = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default();
             let mut content = format!("{}: {}", s("speaker"), s("text"));
@@ -105,6 +107,8 @@ fn conversation(name: &str, v: &Value) -> Conversation {
                 keywords: Vec::new(),
                 sector: "episodic".to_owned(),
                 created_at_ms: created,
+                session: session_id.clone(),
+                position: turns.len() as u64,
             });
         }
     }
@@ -280,7 +284,10 @@ fn describe(f: Fusion) -> String {
             text_weight,
             vector_weight,
             cosine,
-        } => format!("{text_weight:.2}×BM25/best + {vector_weight:.2}×cos ({cosine:?})"),
+            context,
+        } => format!(
+            "{text_weight:.2}×BM25/best + {vector_weight:.2}×cos ({cosine:?}), context {context:.1}"
+        ),
         Fusion::ReciprocalRank { k } => format!("RRF k={k}"),
     }
 }
@@ -346,9 +353,14 @@ fn static_tier(convs: &[Conversation], full: bool) {
     let (index, build_secs) = build(convs, &vectors, default_analysis);
 
     let names: Vec<&str> = convs.iter().map(|c| c.name.as_str()).collect();
+    let without_context = Fusion::DEFAULT.with_context(0.0).expect("weighted");
     let methods = [
         ("BM25 alone", Retrieval::Lexical),
         ("vectors alone (potion-base-2M)", Retrieval::Vector),
+        (
+            "fused, no session context",
+            Retrieval::Hybrid(without_context),
+        ),
         ("fused default", Retrieval::default()),
     ];
     println!(
@@ -411,6 +423,7 @@ fn static_tier(convs: &[Conversation], full: bool) {
     for w in [0.3, 0.4, 0.5, 0.6, 0.7, 0.8] {
         fusions.push(Fusion::weighted(w, CosineScaling::MinMax).expect("weight in range"));
     }
+    fusions.extend(context_sweep());
     for stop_words in [false, true] {
         let analysis = TextAnalysis {
             stem: true,
@@ -425,7 +438,7 @@ fn static_tier(convs: &[Conversation], full: bool) {
                 ""
             };
             println!(
-                "  stem, stop words {stop_words:5} {:42} {}{marker}",
+                "  stem, stop words {stop_words:5} {:60} {}{marker}",
                 describe(fusion),
                 subset(&per, TUNING).row()
             );
@@ -444,6 +457,20 @@ fn static_tier(convs: &[Conversation], full: bool) {
         percentile(&hybrid_latencies, 0.95),
         hybrid_latencies.len()
     );
+}
+
+/// Weighted fusions (clamped cosine) with BM25 at 0.3–0.6 and each memory lent 0–0.7 of its
+/// best session neighbour's similarity: the grid that chose the default context.
+fn context_sweep() -> Vec<Fusion> {
+    let mut out = Vec::new();
+    for w in [0.3, 0.4, 0.5, 0.6] {
+        for context in [0.0, 0.2, 0.3, 0.4, 0.5, 0.7] {
+            let f =
+                Fusion::weighted(w, CosineScaling::Clamped).and_then(|f| f.with_context(context));
+            out.push(f.expect("weights in range"));
+        }
+    }
+    out
 }
 
 /// all-MiniLM-L6-v2 alone and fused with BM25 (the default weights and the tier's own); with
@@ -472,10 +499,14 @@ fn minilm_tier(convs: &[Conversation], dir: &Path, full: bool) {
     let (vectors, times) = embed_all(&embedder, convs);
     let (index, _) = build(convs, &vectors, TextAnalysis::default());
     let tier_weight = embedder.fusion_text_weight();
-    let tier = Fusion::weighted(tier_weight, CosineScaling::Clamped).expect("weight in range");
+    let tier_plain =
+        Fusion::weighted(tier_weight, CosineScaling::Clamped).expect("weight in range");
+    let tier = tier_plain
+        .with_context(Fusion::DEFAULT.context())
+        .expect("weighted");
     let names: Vec<&str> = convs.iter().map(|c| c.name.as_str()).collect();
     println!(
-        "{:34} {:^17} | {:^17} | {:^17}",
+        "{:46} {:^17} | {:^17} | {:^17}",
         "method (R@1 R@5 R@10, %)", "all", "tuning half", "held-out half"
     );
     let mut tier_latencies = Vec::new();
@@ -487,6 +518,10 @@ fn minilm_tier(convs: &[Conversation], dir: &Path, full: bool) {
             Retrieval::Hybrid(Fusion::DEFAULT),
         ),
         (
+            format!("fused, tier weights ({tier_weight:.2} BM25), no context"),
+            Retrieval::Hybrid(tier_plain),
+        ),
+        (
             format!("fused, tier weights ({tier_weight:.2} BM25)"),
             Retrieval::Hybrid(tier),
         ),
@@ -494,7 +529,7 @@ fn minilm_tier(convs: &[Conversation], dir: &Path, full: bool) {
         let (per, latencies) = evaluate(&index, convs, &vectors, retrieval);
         let all = subset(&per, &names);
         println!(
-            "{label:34} {} | {} | {}",
+            "{label:46} {} | {} | {}",
             all.row(),
             subset(&per, TUNING).row(),
             subset(&per, HELD_OUT).row()
@@ -528,6 +563,7 @@ fn minilm_tier(convs: &[Conversation], dir: &Path, full: bool) {
             fusions.push(Fusion::weighted(w, scaling).expect("weight in range"));
         }
     }
+    fusions.extend(context_sweep());
     let mut best: Option<(Fusion, [usize; 3])> = None;
     for &fusion in &fusions {
         let (per, _) = evaluate(&index, &tuning, &vectors, Retrieval::Hybrid(fusion));
@@ -537,7 +573,7 @@ fn minilm_tier(convs: &[Conversation], dir: &Path, full: bool) {
         } else {
             ""
         };
-        println!("  {:42} {}{marker}", describe(fusion), r.row());
+        println!("  {:60} {}{marker}", describe(fusion), r.row());
         let key = [r.at[2], r.at[1], r.at[0]];
         if best.is_none_or(|(_, b)| key > b) {
             best = Some((fusion, key));

@@ -10,7 +10,8 @@
 //! - search: one caller, QUERIES `search_memories` (full text, boolean syntax): p50/p95;
 //! - RSS of the process (the server is in process) after the queries;
 //! - restart: the ledger is shut down and started again: time until it is open (snapshot
-//!   loaded) and the first retrieval (which rebuilds the index from the loaded memories).
+//!   loaded) and the first retrieval (which rebuilds the index from the loaded memories); RSS
+//!   then, and 3 s and 10 s later.
 //!
 //! The memories are sentences made from fixed vocabularies by a seeded generator, so every
 //! run stores the same texts. After the run the ledger is verified (intact, every event there).
@@ -341,6 +342,12 @@ fn main() {
             us(again.elapsed().as_secs_f64() * 1e6),
             rss_parts()
         );
+        // What the restarted server holds once the allocator has handed back what the load
+        // and the rebuild freed (jemalloc purges dirty pages after 1 s, .cargo/config.toml).
+        for (wait, label) in [(3, "3 s"), (7, "10 s")] {
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+            println!("  RSS after restart, {label} later: {}", rss_parts());
+        }
         ledger.shutdown().await;
     });
     let expected = memories + 2 * queries + 2;

@@ -42,15 +42,19 @@ pub const COMPOSITE: [f64; 4] = [0.6, 0.2, 0.1, 0.1];
 
 /// How BM25 and the cosine are fused for a query embedded by `model`: the share of BM25
 /// measured best for that model's tier on the tuning half of LoCoMo-10 (docs/benchmarks.md):
-/// 0.4 for all-MiniLM-L6-v2, 0.5 (the default) otherwise; the cosine clamped at 0. The model id
-/// is recorded with the call, so a re-execution fuses the same way.
+/// 0.3 for all-MiniLM-L6-v2, 0.4 (the default) otherwise; the cosine clamped at 0; half the
+/// best session neighbour's similarity added (the default's context). The model id is
+/// recorded with the call, so a re-execution fuses the same way.
 pub fn fusion_for(model: &str) -> Fusion {
-    let text_weight = if model == crate::embed::ALL_MINILM_L6_V2 {
-        crate::embed::MINILM_FUSION_TEXT_WEIGHT
-    } else {
+    if model != crate::embed::ALL_MINILM_L6_V2 {
         return Fusion::DEFAULT;
-    };
-    Fusion::weighted(text_weight, CosineScaling::Clamped).unwrap_or(Fusion::DEFAULT)
+    }
+    Fusion::weighted(
+        crate::embed::MINILM_FUSION_TEXT_WEIGHT,
+        CosineScaling::Clamped,
+    )
+    .and_then(|f| f.with_context(Fusion::DEFAULT.context()))
+    .unwrap_or(Fusion::DEFAULT)
 }
 
 /// At most this many waypoints are made when a memory is stored.

@@ -7,7 +7,8 @@
 //! by cosine (`C` = max(limit, [`CANDIDATES`](super::CANDIDATES))). A candidate outside the BM25
 //! list counts BM25 0; every candidate's cosine is exact (each memory's vector is at hand).
 //!
-//! [`Fusion::Weighted`] (the default, 0.5 and 0.5 with the clamped cosine, see [`Fusion::DEFAULT`]):
+//! [`Fusion::Weighted`] (the default: 0.4 and 0.6 with the clamped cosine and context 0.5, see
+//! [`Fusion::DEFAULT`]):
 //! `similarity = text_weight × bm25 / max_bm25 + vector_weight × cos'`, where `max_bm25` is the
 //! best BM25 among the candidates (BM25 is unbounded; dividing by the best makes the top lexical
 //! match 1 and keeps ratios), and `cos'` is the cosine clamped to [0, 1]
@@ -15,6 +16,12 @@
 //! ([`CosineScaling::MinMax`]). The weights are non-negative and sum to 1, so the similarity
 //! is in [0, 1]. When the query has no text hits the BM25 term is 0; without a query vector the
 //! cosine term is 0.
+//!
+//! A weighted fusion may also give each memory part of its session neighbours' similarity
+//! (`context` > 0; see `episodes`): `(s + context × max(s of its neighbours)) / (1 + context)`,
+//! where `s` is the weighted sum above and a neighbour's `s` counts its BM25 when it is among
+//! BM25's top `C` and its exact cosine always. The neighbours of every candidate become
+//! candidates too. Dividing by `1 + context` keeps the similarity in [0, 1].
 //!
 //! [`Fusion::ReciprocalRank`]: `Σ 1 / (k + rank)` over the lists a candidate is in (rank from
 //! 1), divided by its largest possible value (`lists / (k + 1)`), so again in [0, 1].
@@ -30,6 +37,8 @@ pub enum Fusion {
         vector_weight: f64,
         /// How the cosine is brought into [0, 1].
         cosine: CosineScaling,
+        /// The share of the best session neighbour's similarity a memory adds (0: none).
+        context: f64,
     },
     /// Reciprocal rank fusion with constant `k`.
     ReciprocalRank {
@@ -49,15 +58,16 @@ pub enum CosineScaling {
 
 impl Fusion {
     /// The default, the best measured on the tuning half of LoCoMo-10 (docs/benchmarks.md):
-    /// 0.5 × BM25 / best + 0.5 × clamped cosine.
+    /// 0.4 × BM25 / best + 0.6 × clamped cosine, plus half the best session neighbour's.
     pub const DEFAULT: Fusion = Fusion::Weighted {
-        text_weight: 0.5,
-        vector_weight: 0.5,
+        text_weight: 0.4,
+        vector_weight: 0.6,
         cosine: CosineScaling::Clamped,
+        context: 0.5,
     };
 
-    /// A weighted fusion giving `text_weight` to BM25 and the rest to the cosine; `None` unless
-    /// `text_weight` is in [0, 1].
+    /// A weighted fusion giving `text_weight` to BM25 and the rest to the cosine, without
+    /// neighbours; `None` unless `text_weight` is in [0, 1].
     pub fn weighted(text_weight: f64, cosine: CosineScaling) -> Option<Fusion> {
         (0.0..=1.0)
             .contains(&text_weight)
@@ -65,7 +75,35 @@ impl Fusion {
                 text_weight,
                 vector_weight: 1.0 - text_weight,
                 cosine,
+                context: 0.0,
             })
+    }
+
+    /// This weighted fusion with `context` of the best session neighbour's similarity added;
+    /// `None` for rank fusion or unless `context` is finite and ≥ 0.
+    pub fn with_context(self, context: f64) -> Option<Fusion> {
+        match self {
+            Fusion::Weighted {
+                text_weight,
+                vector_weight,
+                cosine,
+                ..
+            } if context.is_finite() && context >= 0.0 => Some(Fusion::Weighted {
+                text_weight,
+                vector_weight,
+                cosine,
+                context,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The share of the best neighbour's similarity a memory adds (0 for rank fusion).
+    pub fn context(self) -> f64 {
+        match self {
+            Fusion::Weighted { context, .. } => context,
+            Fusion::ReciprocalRank { .. } => 0.0,
+        }
     }
 }
 
@@ -77,12 +115,21 @@ impl std::fmt::Display for Fusion {
                 text_weight,
                 vector_weight,
                 cosine,
+                context,
             } => {
                 let cos = match cosine {
                     CosineScaling::Clamped => "max(cosine, 0)",
                     CosineScaling::MinMax => "minmax(cosine)",
                 };
-                write!(f, "{text_weight}·bm25/best + {vector_weight}·{cos}")
+                write!(f, "{text_weight}·bm25/best + {vector_weight}·{cos}")?;
+                if *context > 0.0 {
+                    write!(
+                        f,
+                        ", plus {context}× the best same-session neighbour's, over {}",
+                        1.0 + context
+                    )?;
+                }
+                Ok(())
             }
             Fusion::ReciprocalRank { k } => write!(f, "reciprocal rank fusion, k = {k}"),
         }
@@ -105,6 +152,7 @@ pub(super) fn fuse(fusion: Fusion, candidates: &[Signals]) -> Vec<f64> {
             text_weight,
             vector_weight,
             cosine,
+            ..
         } => {
             let best_bm25 = candidates
                 .iter()
@@ -150,6 +198,22 @@ pub(super) fn fuse(fusion: Fusion, candidates: &[Signals]) -> Vec<f64> {
                 .collect()
         }
     }
+}
+
+/// Each memory's similarity with `context` of its best neighbour's added (see the module doc):
+/// `own[i]` its own, `neighbours[i]` the indexes of its neighbours in `own`.
+pub(super) fn with_neighbours(
+    own: &[f64],
+    neighbours: &[[Option<usize>; 2]],
+    context: f64,
+) -> Vec<f64> {
+    own.iter()
+        .zip(neighbours)
+        .map(|(s, n)| {
+            let best = n.iter().flatten().map(|&j| own[j]).fold(0.0_f64, f64::max);
+            ((s + context * best) / (1.0 + context)).clamp(0.0, 1.0)
+        })
+        .collect()
 }
 
 /// A small count as f64 (exact below 2^53).
@@ -222,5 +286,28 @@ mod tests {
             assert_eq!(bits(fuse(f, &sample())), bits(fuse(f, &sample())));
         }
         assert!(Fusion::weighted(1.5, CosineScaling::Clamped).is_none());
+    }
+
+    #[test]
+    fn a_neighbour_lends_its_share_and_the_result_stays_in_unit_range() {
+        let own = [0.9, 0.2, 0.4, 1.0];
+        // 1 sits between 0 and 2; 3 has no neighbours.
+        let n = [
+            [None, Some(1)],
+            [Some(0), Some(2)],
+            [Some(1), None],
+            [None, None],
+        ];
+        let s = with_neighbours(&own, &n, 0.5);
+        assert!((s[1] - (0.2 + 0.5 * 0.9) / 1.5).abs() < 1e-12, "{s:?}");
+        assert!((s[0] - (0.9 + 0.5 * 0.2) / 1.5).abs() < 1e-12, "{s:?}");
+        assert!((s[3] - 1.0 / 1.5).abs() < 1e-12, "{s:?}");
+        assert_eq!(with_neighbours(&own, &n, 0.0), own.to_vec());
+        assert!(Fusion::DEFAULT.with_context(-0.1).is_none());
+        assert!(Fusion::ReciprocalRank { k: 60 }.with_context(0.5).is_none());
+        assert_eq!(Fusion::DEFAULT.context(), 0.5);
+        assert!(Fusion::DEFAULT.to_string().contains("neighbour"));
+        let plain = Fusion::weighted(0.5, CosineScaling::Clamped).expect("valid weight");
+        assert_eq!(plain.to_string(), "0.5·bm25/best + 0.5·max(cosine, 0)");
     }
 }

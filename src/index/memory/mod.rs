@@ -18,6 +18,7 @@
 //! bytes are in the index's files (a hard delete runs it; a test searches the files for them).
 //! What the file system does with freed blocks is beyond the index.
 
+mod episodes;
 mod fusion;
 mod statistics;
 mod text;
@@ -26,13 +27,15 @@ mod vectors;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 pub use fusion::{CosineScaling, Fusion};
 pub use vectors::{NearestHint, RowsToSearch};
 
 use crate::embed::Embedding;
+use episodes::Episodes;
 use fusion::Signals;
 use text::TextIndex;
 use vectors::VectorStore;
@@ -104,6 +107,11 @@ pub struct MemoryDocument {
     pub sector: String,
     /// Creation time, milliseconds since the Unix epoch.
     pub created_at_ms: i64,
+    /// The session it was told in (`sessionId`), and its place there: memories of one owner
+    /// and session are in `position` order, and each one's neighbours lend it context.
+    pub session: String,
+    /// Orders the session's memories (the seq of the event that stored the memory).
+    pub position: u64,
 }
 
 /// Which signals a query uses, and how they are fused.
@@ -190,6 +198,7 @@ pub struct MemoryResults {
 pub struct MemoryIndex {
     text: TextIndex,
     vectors: VectorStore,
+    episodes: Episodes,
     config: MemoryIndexConfig,
 }
 
@@ -220,6 +229,7 @@ impl MemoryIndex {
         Self {
             text,
             vectors: VectorStore::default(),
+            episodes: Episodes::default(),
             config,
         }
     }
@@ -239,15 +249,24 @@ impl MemoryIndex {
     ) -> Result<(), IndexError> {
         self.text.upsert(doc)?;
         self.vectors.remove(&doc.owner, &doc.id);
-        match embedding {
+        let stored = match embedding {
             Some(e) => self.vectors.upsert(&doc.owner, &doc.id, e),
             None => Ok(()),
-        }
+        };
+        // The id's text is the vectors' when they hold it.
+        let id = self
+            .vectors
+            .id_text(&doc.owner, &doc.id)
+            .unwrap_or_else(|| doc.id.as_str().into());
+        self.episodes
+            .upsert(&doc.owner, id, &doc.session, doc.position);
+        stored
     }
 
     /// Stages the removal of `owner`'s memory `id` (its vector goes at once).
     pub fn delete(&mut self, owner: &str, id: &str) {
         self.text.delete(owner, id);
+        self.episodes.remove(owner, id);
         self.vectors.remove(owner, id);
     }
 
@@ -350,6 +369,41 @@ impl MemoryIndex {
                 c.cosine = Some(cos);
                 c.cosine_rank = Some(rank + 1);
             }
+        }
+        let context = match query.signals {
+            Retrieval::Hybrid(fusion) => fusion.context(),
+            _ => 0.0,
+        };
+        // With context, the candidates' neighbours are candidates too, and their own
+        // neighbours are scored to lend them theirs (`lenders`, not ranked themselves). Each
+        // memory's neighbours are looked up once.
+        let mut lenders: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        let mut neighbours_of: HashMap<String, [Option<Arc<str>>; 2]> = HashMap::new();
+        if context > 0.0 {
+            let mut ring: Vec<String> = candidates.keys().cloned().collect();
+            for round in 0..2 {
+                let mut next = Vec::new();
+                for id in ring {
+                    let n = self.episodes.neighbours(query.owner, &id);
+                    for x in n.iter().flatten() {
+                        if !candidates.contains_key(&**x) && !lenders.contains(&**x) {
+                            if round == 0 {
+                                candidates.entry(x.to_string()).or_default();
+                                next.push(x.to_string());
+                            } else {
+                                lenders.insert(x.to_string());
+                            }
+                        }
+                    }
+                    neighbours_of.insert(id, n);
+                }
+                ring = next;
+            }
+            for id in &lenders {
+                candidates.entry(id.clone()).or_default();
+            }
+        }
+        if let Some(e) = vector_query {
             let missing: Vec<&str> = candidates
                 .iter()
                 .filter(|(_, c)| c.cosine.is_none())
@@ -373,16 +427,37 @@ impl MemoryIndex {
                 text_weight: 1.0,
                 vector_weight: 0.0,
                 cosine: CosineScaling::Clamped,
+                context: 0.0,
             },
             Retrieval::Vector => Fusion::Weighted {
                 text_weight: 0.0,
                 vector_weight: 1.0,
                 cosine: CosineScaling::Clamped,
+                context: 0.0,
             },
         };
         let (ids, signals): (Vec<String>, Vec<Signals>) = candidates.into_iter().unzip();
-        let similarity = fusion::fuse(fusion, &signals);
-        let mut order: Vec<usize> = (0..ids.len()).collect();
+        let mut similarity = fusion::fuse(fusion, &signals);
+        if context > 0.0 {
+            let at: HashMap<&str, usize> = ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.as_str(), i))
+                .collect();
+            let neighbours: Vec<[Option<usize>; 2]> = ids
+                .iter()
+                .map(|id| match neighbours_of.get(id) {
+                    Some(n) => n
+                        .each_ref()
+                        .map(|x| x.as_ref().and_then(|x| at.get(&**x).copied())),
+                    None => [None, None],
+                })
+                .collect();
+            similarity = fusion::with_neighbours(&similarity, &neighbours, context);
+        }
+        let mut order: Vec<usize> = (0..ids.len())
+            .filter(|&i| !lenders.contains(&ids[i]))
+            .collect();
         order.sort_by(|&a, &b| {
             similarity[b]
                 .total_cmp(&similarity[a])

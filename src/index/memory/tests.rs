@@ -20,6 +20,9 @@ fn doc(owner: &str, id: &str, content: &str) -> MemoryDocument {
         keywords: Vec::new(),
         sector: "episodic".to_owned(),
         created_at_ms: 1_700_000_000_000,
+        // A session of its own: no neighbours unless a test gives them.
+        session: id.to_owned(),
+        position: 0,
     }
 }
 
@@ -345,4 +348,66 @@ fn kept_statistics_equal_the_counts_over_the_postings() {
     check(&index);
     index.purge_deleted().expect("purge");
     check(&index);
+}
+
+/// A conversation: the answer shares no word with the question; the turn before it asked.
+const TALK: &[(&str, &str, u64)] = &[
+    ("t1", "Bob: did you ever go sailing on the lake?", 1),
+    ("t2", "Alice: yes, every Sunday with my father", 2),
+    ("t3", "Bob: I bought new running shoes today", 3),
+    ("t4", "Alice: my garden tomatoes are ripe", 4),
+];
+
+fn talk_index(order: &[usize]) -> MemoryIndex {
+    let mut index = MemoryIndex::in_ram(MemoryIndexConfig::default()).expect("index");
+    for &i in order {
+        let (id, text, position) = TALK[i];
+        let mut d = doc("alice", id, text);
+        d.session = "day-1".to_owned();
+        d.position = position;
+        add(&mut index, &d);
+    }
+    index.commit().expect("commit");
+    index
+}
+
+#[test]
+fn a_memory_borrows_context_from_its_session_neighbours_in_any_feeding_order() {
+    let question = "Who goes sailing on the lake with Alice?";
+    let index = talk_index(&[0, 1, 2, 3]);
+    let plain = Fusion::DEFAULT.with_context(0.0).expect("weighted");
+    let without = search(&index, "alice", question, Retrieval::Hybrid(plain));
+    let with = search(&index, "alice", question, Retrieval::default());
+    // Lexically t2 matches only "Alice", as t4 does; its neighbour t1 matches the question.
+    assert_eq!(ids(&with)[..2], ["t1", "t2"], "{:?}", ids(&with));
+    // t2's similarity is its own plus half of t1's, over 1.5.
+    let s =
+        |r: &MemoryResults, id: &str| r.hits.iter().find(|h| h.id == id).expect("hit").similarity;
+    let expected = (s(&without, "t2") + 0.5 * s(&without, "t1").max(s(&without, "t3"))) / 1.5;
+    assert!((s(&with, "t2") - expected).abs() < 1e-12);
+
+    // Fed in another order, the same neighbours and the same scores, bit for bit.
+    let shuffled = talk_index(&[3, 1, 0, 2]);
+    let again = search(&shuffled, "alice", question, Retrieval::default());
+    let bits = |r: &MemoryResults| {
+        r.hits
+            .iter()
+            .map(|h| (h.id.clone(), h.similarity.to_bits()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&with), bits(&again));
+
+    // Deleted, t1 lends nothing: t2 has no neighbour before it.
+    let mut index = talk_index(&[0, 1, 2, 3]);
+    index.delete("alice", "t1");
+    index.commit().expect("commit");
+    let after = search(&index, "alice", question, Retrieval::default());
+    let own = search(&index, "alice", question, Retrieval::Hybrid(plain));
+    assert!(!ids(&after).contains(&"t1"));
+    let lone = (s(&own, "t2") + 0.5 * s(&own, "t3")) / 1.5;
+    assert!(
+        (s(&after, "t2") - lone).abs() < 1e-9,
+        "{} vs {lone}",
+        s(&after, "t2")
+    );
 }

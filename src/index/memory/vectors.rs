@@ -675,6 +675,12 @@ impl VectorStore {
             .collect())
     }
 
+    /// The text of `owner`'s id `id`, shared, when it has a vector here.
+    pub(super) fn id_text(&self, owner: &str, id: &str) -> Option<Arc<str>> {
+        let (id, _) = self.owners.get(owner)?.row_of.get_key_value(id)?;
+        Some(Arc::clone(id))
+    }
+
     /// The cosine of each of `owner`'s memories `ids` with `query` (`None` for one without a
     /// vector), in the order given.
     pub(super) fn cosines(
