@@ -174,6 +174,11 @@ mod tests {
         put(&mut e, "u", "c", "s2", 30);
         assert_eq!(ids(e.neighbours("u", "x")), [None, some("c")]);
         assert_eq!(ids(e.neighbours("u", "a")), [None, None]);
+        // "a" is s1's last now: a memory told after it follows it.
+        put(&mut e, "u", "d", "s1", 40);
+        assert_eq!(ids(e.neighbours("u", "a")), [None, some("d")]);
+        assert_eq!(ids(e.neighbours("u", "d")), [some("a"), None]);
+        e.remove("u", "d");
         e.remove("u", "a");
         e.remove("u", "x");
         e.remove("u", "c");
