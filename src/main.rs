@@ -259,8 +259,11 @@ struct ServeArgs {
     /// maxential (reset, search, tag, export, visualize), audit (replay_reasoning_session,
     /// diff_sessions, export_reasoning_audit), deliberation (the ReasonKit Think v2 workspace:
     /// modes, thought graph, scoring, assumptions, verification, checkpoints, consensus),
-    /// default (thinking,maxential) or all. list_toolsets, enable_toolset and disable_toolset
-    /// are always offered: a client enables the other families at run time.
+    /// memory (store, retrieve, update, delete and search memories), lux (model-backed:
+    /// confer, traced_reasoning, planner, biased_reasoning), cognition (ThoughtMCP's
+    /// reasoning, bias, emotion and confidence tools), default (thinking,maxential) or all.
+    /// list_toolsets, enable_toolset and disable_toolset are always offered: a client enables
+    /// the other families at run time.
     #[arg(long, default_value = "default", value_name = "LIST")]
     toolsets: String,
     /// With --http: an extra Host header value to accept besides loopback names (repeatable).

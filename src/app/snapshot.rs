@@ -84,7 +84,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/9",
-        "7ed0a340758107f4b7e21db7c38355adb40d7e98698e420144fafc073f322db0",
+        "8951058eb2b64d0fabc4e0d77065b873958250b8c3f1e852226f70609e3a392c",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

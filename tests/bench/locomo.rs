@@ -20,15 +20,23 @@
 //! `LOCOMO_DIR` (default `../shared/data/locomo`, relative to the main checkout), file
 //! `locomo10.zip`; without it the bench says so and does nothing.
 //!
-//! `cargo bench --bench locomo` (≈ 1 min in release, ≈ 5 more with MiniLM); under `cargo test`
+//! Then the protocol exactly as written, through the server: the built binary over stdio, each
+//! turn a `store_memory` call and each question a `retrieve_memories` call, ranked by the
+//! tool's composite score (similarity with salience, recency and waypoint links), for the
+//! zero-config tier and, given the model, `--embedding-model`.
+//!
+//! `cargo bench --bench locomo` (≈ 2 min in release, ≈ 8 more with MiniLM); under `cargo test`
 //! a smoke run on one conversation.
 
-use std::collections::{BTreeMap, HashSet};
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde_json::Value;
+use common::stdio::StdioClient;
+use serde_json::{Value, json};
 use thinkledger::embed::{Embedder, Embedding, MiniLmEmbedder, StaticEmbedder};
 use thinkledger::index::memory::{
     CosineScaling, Fusion, MemoryDocument, MemoryIndex, MemoryIndexConfig, MemoryQuery, Retrieval,
@@ -308,13 +316,130 @@ fn main() {
         convs.truncate(1);
     }
     static_tier(&convs, full);
-    match minilm_dir(&args) {
-        Some(dir) => minilm_tier(&convs, &dir, full),
+    let minilm = minilm_dir(&args);
+    match &minilm {
+        Some(dir) => minilm_tier(&convs, dir, full),
         None => println!(
             "\nMiniLM tier: skipped (give --minilm DIR or THINKLEDGER_MINILM_DIR, a directory \
              holding all-MiniLM-L6-v2's model.safetensors, tokenizer.json and config.json)"
         ),
     }
+    println!(
+        "\nThrough the server (the protocol as written): the built binary over stdio, every turn \
+         a `store_memory` call, every question a `retrieve_memories` call (text, limit {LIMIT}), \
+         composite score 0.6×similarity + 0.2×salience + 0.1×recency + 0.1×links"
+    );
+    println!(
+        "{:34} {:^17} | {:^17} | {:^17}",
+        "tier (R@1 R@5 R@10, %)", "all", "tuning half", "held-out half"
+    );
+    let zero_config = through_server(&convs, None);
+    if !full {
+        assert!(
+            zero_config > 40.0,
+            "Recall@10 through retrieve_memories {zero_config:.1}% on one conversation"
+        );
+    }
+    if let Some(dir) = &minilm {
+        // Under `cargo test` too: the one run of `serve --embedding-model` end to end.
+        let minilm = through_server(&convs, Some(dir));
+        assert!(
+            full || minilm > 40.0,
+            "MiniLM Recall@10 through retrieve_memories {minilm:.1}% on one conversation"
+        );
+    }
+}
+
+/// The protocol end to end: `thinkledger serve` (zero configuration, or `--embedding-model
+/// DIR`) on a fresh data dir, each conversation's turns stored in order through `store_memory`
+/// (owner `conv-N`, the turn's session as `sessionId`, sector `episodic`), then each question
+/// asked through `retrieve_memories`. Prints the recall row and the calls' rates; returns
+/// Recall@10 over all conversations given.
+fn through_server(convs: &[Conversation], minilm: Option<&Path>) -> f64 {
+    let dir = common::temp_data_dir();
+    let mut command = std::process::Command::new(common::server_binary());
+    command
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["serve", "--toolsets", "memory"]);
+    if let Some(model) = minilm {
+        command.arg("--embedding-model").arg(model);
+    }
+    let mut client = StdioClient::spawn_command(command, &dir.path().join("server.log"));
+    client.initialize();
+    let envelope = |result: Value, what: &str| -> Value {
+        let body = &result["structuredContent"];
+        assert_eq!(body["success"], json!(true), "{what}: {result}");
+        body["data"].clone()
+    };
+    let (mut stores, mut store_secs, mut queries, mut query_secs) = (0usize, 0.0, 0usize, 0.0);
+    let mut per = BTreeMap::new();
+    for c in convs {
+        let owner = format!("conv-{}", c.name);
+        let mut turn_of: HashMap<String, String> = HashMap::new();
+        let start = Instant::now();
+        for t in &c.turns {
+            let data = envelope(
+                client.call_tool(
+                    "store_memory",
+                    json!({"content": t.content, "userId": owner, "sessionId": t.session,
+                           "primarySector": "episodic"}),
+                ),
+                "store_memory",
+            );
+            let id = data["memoryId"].as_str().expect("memoryId").to_owned();
+            turn_of.insert(id, t.id.clone());
+        }
+        store_secs += start.elapsed().as_secs_f64();
+        stores += c.turns.len();
+        let mut r = Recall::default();
+        let start = Instant::now();
+        for q in &c.questions {
+            let data = envelope(
+                client.call_tool(
+                    "retrieve_memories",
+                    json!({"text": q.text, "userId": owner, "limit": LIMIT}),
+                ),
+                "retrieve_memories",
+            );
+            let first = data["memories"]
+                .as_array()
+                .expect("memories")
+                .iter()
+                .filter_map(|m| turn_of.get(m["id"].as_str()?))
+                .position(|turn| q.evidence.contains(turn));
+            for (i, k) in [1, 5, 10].into_iter().enumerate() {
+                if first.is_some_and(|p| p < k) {
+                    r.at[i] += 1;
+                }
+            }
+            r.n += 1;
+        }
+        query_secs += start.elapsed().as_secs_f64();
+        queries += c.questions.len();
+        per.insert(c.name.clone(), r);
+    }
+    client.finish();
+    let names: Vec<&str> = convs.iter().map(|c| c.name.as_str()).collect();
+    let all = subset(&per, &names);
+    let label = match minilm {
+        Some(_) => "MiniLM (--embedding-model)",
+        None => "zero configuration",
+    };
+    println!(
+        "{label:34} {} | {} | {}",
+        all.row(),
+        subset(&per, TUNING).row(),
+        subset(&per, HELD_OUT).row()
+    );
+    println!(
+        "{:34} {stores} stores at {:.0}/s, {queries} retrievals at {:.0}/s (one at a time, \
+         each a durable event)",
+        "",
+        stores as f64 / store_secs,
+        queries as f64 / query_secs
+    );
+    all.pct(2)
 }
 
 /// The MiniLM model directory: `--minilm DIR`, `--minilm=DIR`, or `THINKLEDGER_MINILM_DIR`.

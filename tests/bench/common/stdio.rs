@@ -128,6 +128,15 @@ impl StdioClient {
         (end - start, response)
     }
 
+    /// One `tools/call` of `tool`; returns its result (`isError`, `content`,
+    /// `structuredContent`) as the server sent it, or panics on a JSON-RPC error.
+    pub fn call_tool(&mut self, tool: &str, arguments: Value) -> Value {
+        let (id, bytes) = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let (mut response, _) = self.round_trip(id, &bytes);
+        assert!(response["result"].is_object(), "{tool} failed: {response}");
+        response["result"].take()
+    }
+
     /// Closes stdin (the server then syncs and exits) and waits for a clean exit.
     pub fn finish(mut self) {
         drop(self.stdin.take());
