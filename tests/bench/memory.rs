@@ -317,6 +317,10 @@ fn main() {
         let ledger = server::start(dir.path(), AppConfig::default()).expect("restart");
         let answering = reopened.elapsed();
         ledger.opened().await.expect("reopen");
+        println!(
+            "  RSS once open (before the index is rebuilt): {}",
+            rss_parts()
+        );
         let open = reopened.elapsed();
         let first = Instant::now();
         call(

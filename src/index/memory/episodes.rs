@@ -126,8 +126,24 @@ impl Episodes {
     }
 
     /// The memories just before and just after `id` in its session, when there are.
+    #[cfg(test)]
     pub(super) fn neighbours(&self, owner: &str, id: &str) -> [Option<Arc<str>>; 2] {
-        match self.owners.get(owner).and_then(|o| o.place_of.get(id)) {
+        self.of(owner).neighbours(id)
+    }
+
+    /// `owner`'s sessions, for many lookups.
+    pub(super) fn of(&self, owner: &str) -> OwnersEpisodes<'_> {
+        OwnersEpisodes(self.owners.get(owner))
+    }
+}
+
+/// One owner's sessions ([`Episodes::of`]).
+pub(super) struct OwnersEpisodes<'a>(Option<&'a OwnerEpisodes>);
+
+impl OwnersEpisodes<'_> {
+    /// [`Episodes::neighbours`] of this owner's memory `id`.
+    pub(super) fn neighbours(&self, id: &str) -> [Option<Arc<str>>; 2] {
+        match self.0.and_then(|o| o.place_of.get(id)) {
             Some(p) => [p.before.clone(), p.after.clone()],
             None => [None, None],
         }

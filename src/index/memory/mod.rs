@@ -27,7 +27,7 @@ mod vectors;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -194,6 +194,30 @@ pub struct MemoryResults {
     pub warnings: Vec<String>,
 }
 
+/// A query's candidates: each memory once, in the order first met, with its signals.
+#[derive(Default)]
+struct Candidates {
+    ids: Vec<Arc<str>>,
+    signals: Vec<Signals>,
+    at: HashMap<Arc<str>, usize>,
+}
+
+impl Candidates {
+    /// The place of `id`, added (with no signals yet) if new.
+    fn slot(&mut self, id: Arc<str>) -> usize {
+        match self.at.entry(id) {
+            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let at = self.ids.len();
+                self.ids.push(Arc::clone(e.key()));
+                self.signals.push(Signals::default());
+                e.insert(at);
+                at
+            }
+        }
+    }
+}
+
 /// The memory index (see the module doc).
 pub struct MemoryIndex {
     text: TextIndex,
@@ -349,23 +373,21 @@ impl MemoryIndex {
         }
         let pool = query.limit.max(CANDIDATES);
 
-        let mut candidates: BTreeMap<String, Signals> = BTreeMap::new();
+        let mut candidates = Candidates::default();
         if use_text && owner_has_text {
             let hits = self
                 .text
                 .search(searcher, stats, query.owner, parsed, pool)?;
             for (rank, hit) in hits.into_iter().enumerate() {
-                candidates.entry(hit.id).or_default().bm25 = Some((hit.score, rank + 1));
+                let at = candidates.slot(hit.id);
+                candidates.signals[at].bm25 = Some((hit.score, rank + 1));
             }
         }
         if let Some(e) = vector_query {
-            for (rank, (id, cos)) in self
-                .vectors
-                .nearest(query.owner, e, pool)?
-                .into_iter()
-                .enumerate()
-            {
-                let c = candidates.entry(id).or_default();
+            let nearest = self.vectors.nearest_shared(query.owner, e, pool, None)?;
+            for (rank, (id, cos)) in nearest.into_iter().enumerate() {
+                let at = candidates.slot(id);
+                let c = &mut candidates.signals[at];
                 c.cosine = Some(cos);
                 c.cosine_rank = Some(rank + 1);
             }
@@ -377,48 +399,39 @@ impl MemoryIndex {
         // With context, the candidates' neighbours are candidates too, and their own
         // neighbours are scored to lend them theirs (`lenders`, not ranked themselves). Each
         // memory's neighbours are looked up once.
-        let mut lenders: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-        let mut neighbours_of: HashMap<String, [Option<Arc<str>>; 2]> = HashMap::new();
+        // Candidates `..ranked` are ranked: the hits, then (with context) their neighbours
+        // (ring 1); those after lend only (ring 2, the neighbours of ring 1).
+        let mut ranked = candidates.ids.len();
+        let mut neighbours: Vec<[Option<usize>; 2]> = Vec::new();
         if context > 0.0 {
-            let mut ring: Vec<String> = candidates.keys().cloned().collect();
+            let sessions = self.episodes.of(query.owner);
+            let mut ring = 0..candidates.ids.len();
             for round in 0..2 {
-                let mut next = Vec::new();
-                for id in ring {
-                    let n = self.episodes.neighbours(query.owner, &id);
-                    for x in n.iter().flatten() {
-                        if !candidates.contains_key(&**x) && !lenders.contains(&**x) {
-                            if round == 0 {
-                                candidates.entry(x.to_string()).or_default();
-                                next.push(x.to_string());
-                            } else {
-                                lenders.insert(x.to_string());
-                            }
-                        }
-                    }
-                    neighbours_of.insert(id, n);
+                for i in ring.clone() {
+                    let n = sessions
+                        .neighbours(&candidates.ids[i])
+                        .map(|x| x.map(|x| candidates.slot(x)));
+                    neighbours.push(n);
                 }
-                ring = next;
+                if round == 0 {
+                    ranked = candidates.ids.len();
+                }
+                ring = ring.end..candidates.ids.len();
             }
-            for id in &lenders {
-                candidates.entry(id.clone()).or_default();
-            }
+            // The lenders' own neighbours are not looked up.
+            neighbours.resize(candidates.ids.len(), [None, None]);
         }
+        let Candidates {
+            ids, mut signals, ..
+        } = candidates;
         if let Some(e) = vector_query {
-            let missing: Vec<&str> = candidates
-                .iter()
-                .filter(|(_, c)| c.cosine.is_none())
-                .map(|(id, _)| id.as_str())
+            let missing: Vec<usize> = (0..ids.len())
+                .filter(|&i| signals[i].cosine.is_none())
                 .collect();
-            let cosines = self.vectors.cosines(query.owner, &missing, e)?;
-            let found: Vec<(String, Option<f32>)> = missing
-                .into_iter()
-                .map(str::to_owned)
-                .zip(cosines)
-                .collect();
-            for (id, cosine) in found {
-                if let Some(c) = candidates.get_mut(&id) {
-                    c.cosine = cosine;
-                }
+            let names: Vec<&str> = missing.iter().map(|&i| &*ids[i]).collect();
+            let cosines = self.vectors.cosines(query.owner, &names, e)?;
+            for (i, cosine) in missing.into_iter().zip(cosines) {
+                signals[i].cosine = cosine;
             }
         }
         let fusion = match query.signals {
@@ -436,28 +449,11 @@ impl MemoryIndex {
                 context: 0.0,
             },
         };
-        let (ids, signals): (Vec<String>, Vec<Signals>) = candidates.into_iter().unzip();
         let mut similarity = fusion::fuse(fusion, &signals);
         if context > 0.0 {
-            let at: HashMap<&str, usize> = ids
-                .iter()
-                .enumerate()
-                .map(|(i, id)| (id.as_str(), i))
-                .collect();
-            let neighbours: Vec<[Option<usize>; 2]> = ids
-                .iter()
-                .map(|id| match neighbours_of.get(id) {
-                    Some(n) => n
-                        .each_ref()
-                        .map(|x| x.as_ref().and_then(|x| at.get(&**x).copied())),
-                    None => [None, None],
-                })
-                .collect();
             similarity = fusion::with_neighbours(&similarity, &neighbours, context);
         }
-        let mut order: Vec<usize> = (0..ids.len())
-            .filter(|&i| !lenders.contains(&ids[i]))
-            .collect();
+        let mut order: Vec<usize> = (0..ranked).collect();
         order.sort_by(|&a, &b| {
             similarity[b]
                 .total_cmp(&similarity[a])
@@ -467,7 +463,7 @@ impl MemoryIndex {
         Ok(order
             .into_iter()
             .map(|i| RankedMemory {
-                id: ids[i].clone(),
+                id: ids[i].to_string(),
                 similarity: similarity[i],
                 bm25: signals[i].bm25.map(|(s, _)| s),
                 cosine: signals[i].cosine,

@@ -160,6 +160,13 @@ impl Statistics {
         self.owners.get(owner)
     }
 
+    /// Whether no owner but `owner` has a committed live memory.
+    pub(super) fn only_owner(&self, owner: &str) -> bool {
+        self.owners
+            .iter()
+            .all(|(name, terms)| name == owner || terms.docs() == 0)
+    }
+
     /// The memory id of the document with this ordinal.
     pub(super) fn name(&self, ordinal: u64) -> Option<&Arc<str>> {
         self.names.get(&ordinal)

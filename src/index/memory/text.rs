@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
@@ -78,7 +79,7 @@ const ORDINAL: &str = "ordinal";
 /// One lexical hit: the memory id and its BM25 score under the owner's statistics.
 #[derive(Debug, Clone)]
 pub(super) struct LexicalHit {
-    pub(super) id: String,
+    pub(super) id: Arc<str>,
     pub(super) score: f32,
 }
 
@@ -367,18 +368,22 @@ impl TextIndex {
         if stats.docs == 0 || limit == 0 {
             return Ok(Vec::new());
         }
-        let scoped = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(ConstScoreQuery::new(Box::new(self.owner_query(owner)), 0.0)),
-            ),
-            (Occur::Must, query.query.box_clone()),
-        ]);
-        let top = searcher.search_with_statistics_provider(
-            &scoped,
-            &TopDocs::with_limit(limit).order_by_score(),
-            stats,
-        )?;
+        let top_docs = TopDocs::with_limit(limit).order_by_score();
+        let top = if stats.docs == searcher.num_docs() && self.statistics.only_owner(owner) {
+            // Every live document is the owner's (the searcher's count and the statistics
+            // agree): the owner clause would only cost an intersection with a posting list as
+            // long as the index.
+            searcher.search_with_statistics_provider(query.query.as_ref(), &top_docs, stats)?
+        } else {
+            let scoped = BooleanQuery::new(vec![
+                (
+                    Occur::Must,
+                    Box::new(ConstScoreQuery::new(Box::new(self.owner_query(owner)), 0.0)),
+                ),
+                (Occur::Must, query.query.box_clone()),
+            ]);
+            searcher.search_with_statistics_provider(&scoped, &top_docs, stats)?
+        };
         let mut hits = Vec::with_capacity(top.len());
         let mut ordinals: BTreeMap<u32, tantivy::columnar::Column<u64>> = BTreeMap::new();
         for (score, address) in top {
@@ -391,11 +396,16 @@ impl TextIndex {
                         .u64(ORDINAL)?,
                 ),
             };
-            let id = column
+            // Every committed document has its name; one without is no memory to return.
+            if let Some(name) = column
                 .first(address.doc_id)
                 .and_then(|ordinal| self.statistics.name(ordinal))
-                .map_or_else(String::new, |name| name.to_string());
-            hits.push(LexicalHit { id, score });
+            {
+                hits.push(LexicalHit {
+                    id: Arc::clone(name),
+                    score,
+                });
+            }
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
         Ok(hits)

@@ -7,8 +7,9 @@
 //! the products of a row sum in an `i32`: [`code_max`]), half the bytes: the scan computes every
 //! row's approximate cosine from them (an exact integer dot product, in AVX2 when the CPU has
 //! it) with a bound on its error, and only the rows that could be among the best `k` (whose
-//! upper bound reaches the `k`-th best lower bound) get their exact cosine, from the row's
-//! float vector scaled to unit length then, as it always was. The floats are not copied here:
+//! upper bound reaches the `k`-th best lower bound) get their exact cosine: the float dot
+//! product of the row's vector with the unit query, divided by the row's norm (kept per row,
+//! so a candidate costs one pass over its floats and one division). The floats are not copied here:
 //! a row holds the vector its memory holds (one shared allocation). The answer is the exact
 //! one, bit for bit and in the same order (cosine, then id): a row of the exact best `k` always
 //! passes the bound (a test compares with the plain scan).
@@ -16,7 +17,8 @@
 //! The bound, for unit vectors `q` (query) and `v` (row), codes `c` with steps `s` (the largest
 //! component over [`code_max`]): each component is off by at most one step, so
 //! `|q·v − s_q·s_v·Σ c_q c_v| ≤ s_v·‖q‖₁ + s_q·(‖v‖₁ + n·s_v)`, plus `n · 2⁻²²` for the
-//! rounding of the float sums (each at most `n · 2⁻²⁴` off for unit vectors).
+//! rounding of the float sums (the exact cosine's dot product, relative to ‖v‖, and its norm
+//! are each at most about `n · 2⁻²⁴` off, its division `2⁻²⁴`).
 //!
 //! Every owner's vectors share one model: a vector of another model or dimension is refused,
 //! both when stored and when queried, instead of being compared meaninglessly.
@@ -63,10 +65,10 @@ const CHUNK_ROWS: usize = 256;
 struct Chunk {
     /// Memory ids, row by row.
     ids: Vec<Arc<str>>,
-    /// Each row's vector as stored (shared with the memory it came from, not copied): its
-    /// exact cosine is taken with [`unit`] of it, computed when the row is a candidate, which
-    /// gives the same bits as a unit vector kept beside it would.
+    /// Each row's vector as stored (shared with the memory it came from, not copied).
     vectors: Vec<Arc<[f32]>>,
+    /// Each row's Euclidean norm: its exact cosine is `dot(v, q) / norm` ([`Rows::cosine`]).
+    norms: Vec<f32>,
     /// Row-major integer codes of the same vectors: the scan's approximate cosines.
     codes: Vec<i16>,
     /// Per row: the value of one code step, and the row's ‖v‖₁ (for the error bound).
@@ -141,30 +143,22 @@ pub(super) struct VectorStore {
     owners: HashMap<String, OwnerVectors>,
 }
 
-/// `v` scaled to unit length (a zero vector stays zero: it matches nothing).
-fn unit(v: &[f32]) -> Vec<f32> {
-    let mut out = Vec::with_capacity(v.len());
-    unit_into(v, &mut out);
-    out
+/// The Euclidean norm of `v`.
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt()
 }
 
-/// [`unit`] into `out` (cleared first).
-fn unit_into(v: &[f32], out: &mut Vec<f32>) {
-    out.clear();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+/// `v` scaled to unit length (a zero vector stays zero: it matches nothing).
+fn unit(v: &[f32]) -> Vec<f32> {
+    let norm = norm(v);
     if norm > 0.0 && norm.is_finite() {
-        out.extend(v.iter().map(|x| x / norm));
+        v.iter().map(|x| x / norm).collect()
     } else {
-        out.resize(v.len(), 0.0);
+        vec![0.0; v.len()]
     }
 }
 
-thread_local! {
-    /// A row scaled to unit length, for [`Rows::cosine`].
-    static UNIT: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// The exact cosine of two unit vectors (the order of operations is part of the answer).
+/// The dot product of two vectors (the order of operations is part of the answer).
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -340,12 +334,17 @@ impl Rows {
         &self.chunk(row).ids[row % CHUNK_ROWS]
     }
 
-    /// The exact cosine of row `row` with the unit vector `q`.
+    /// The exact cosine of row `row` with the unit vector `q` (0 for a zero vector: it
+    /// matches nothing).
     fn cosine(&self, row: usize, q: &[f32]) -> f32 {
-        UNIT.with_borrow_mut(|v| {
-            unit_into(&self.chunk(row).vectors[row % CHUNK_ROWS], v);
-            dot(v, q)
-        })
+        let chunk = self.chunk(row);
+        let at = row % CHUNK_ROWS;
+        let norm = chunk.norms[at];
+        if norm > 0.0 && norm.is_finite() {
+            dot(&chunk.vectors[at], q) / norm
+        } else {
+            0.0
+        }
     }
 
     /// Appends a row; its number.
@@ -361,6 +360,7 @@ impl Rows {
             chunk.vectors.push(Arc::clone(vector));
             chunk.codes.resize(chunk.codes.len() + d, 0);
             chunk.scales.push((0.0, 0.0));
+            chunk.norms.push(0.0);
         }
         self.len += 1;
         self.set(row, vector);
@@ -376,6 +376,7 @@ impl Rows {
         chunk.vectors[at] = Arc::clone(vector);
         chunk.codes[at * d..(at + 1) * d].copy_from_slice(&q.codes);
         chunk.scales[at] = (q.step, q.l1);
+        chunk.norms[at] = norm(vector);
     }
 
     /// Removes row `row` by moving the last row into its place; the id of the row moved, if
@@ -392,16 +393,18 @@ impl Rows {
                 Arc::clone(&from.vectors[at]),
                 from.codes[at * d..(at + 1) * d].to_vec(),
                 from.scales[at],
+                from.norms[at],
             )
         });
         let moved_id = moved.as_ref().map(|(id, ..)| Arc::clone(id));
-        if let Some((id, vector, codes, scale)) = moved {
+        if let Some((id, vector, codes, scale, norm)) = moved {
             let at = row % CHUNK_ROWS;
             let chunk = Arc::make_mut(&mut self.chunks[row / CHUNK_ROWS]);
             chunk.ids[at] = id;
             chunk.vectors[at] = vector;
             chunk.codes[at * d..(at + 1) * d].copy_from_slice(&codes);
             chunk.scales[at] = scale;
+            chunk.norms[at] = norm;
         }
         if let Some(tail) = self.chunks.last_mut() {
             let chunk = Arc::make_mut(tail);
@@ -409,6 +412,7 @@ impl Rows {
             chunk.vectors.pop();
             chunk.codes.truncate(chunk.codes.len().saturating_sub(d));
             chunk.scales.pop();
+            chunk.norms.pop();
             if chunk.ids.is_empty() {
                 self.chunks.pop();
             }
@@ -653,6 +657,21 @@ impl VectorStore {
         limit: usize,
         hint: Option<&NearestHint>,
     ) -> Result<Vec<(String, f32)>, IndexError> {
+        Ok(self
+            .nearest_shared(owner, query, limit, hint)?
+            .into_iter()
+            .map(|(id, cosine)| (id.to_string(), cosine))
+            .collect())
+    }
+
+    /// [`VectorStore::nearest_after`] with the ids as the rows hold them (shared texts).
+    pub(super) fn nearest_shared(
+        &self,
+        owner: &str,
+        query: &Embedding,
+        limit: usize,
+        hint: Option<&NearestHint>,
+    ) -> Result<Vec<(Arc<str>, f32)>, IndexError> {
         let Some(o) = self.owners.get(owner) else {
             return Ok(Vec::new());
         };
@@ -671,7 +690,7 @@ impl VectorStore {
         };
         Ok(best
             .into_iter()
-            .map(|(row, cosine)| (rows.id(row).to_string(), cosine))
+            .map(|(row, cosine)| (Arc::clone(rows.id(row)), cosine))
             .collect())
     }
 
@@ -708,6 +727,17 @@ mod tests {
     /// The cosine as the scan computed it row by row before the two passes.
     fn reference_dot(a: &[f32], b: &[f32]) -> f32 {
         a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    /// The exact cosine by its definition: the row's dot product with the unit query over
+    /// the row's norm.
+    fn reference_cosine(v: &[f32], q: &[f32]) -> f32 {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 && norm.is_finite() {
+            reference_dot(v, q) / norm
+        } else {
+            0.0
+        }
     }
 
     fn vector(seed: u64, dimension: usize) -> Vec<f32> {
@@ -773,7 +803,7 @@ mod tests {
             store
                 .upsert("o", &id, &embedding(v.clone()))
                 .expect("stored");
-            rows.push((id, unit(&v)));
+            rows.push((id, v));
         }
         // A removal moves the last row into the hole.
         assert!(store.remove("o", "m007"));
@@ -787,7 +817,7 @@ mod tests {
             let q = unit(&query);
             let mut expected: Vec<(String, f32)> = rows
                 .iter()
-                .map(|(id, v)| (id.clone(), reference_dot(v, &q)))
+                .map(|(id, v)| (id.clone(), reference_cosine(v, &q)))
                 .collect();
             expected.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             let bits = |v: &[(String, f32)]| {
@@ -809,7 +839,7 @@ mod tests {
             for ((id, v), c) in rows.iter().zip(cosines) {
                 assert_eq!(
                     c.map(f32::to_bits),
-                    Some(reference_dot(v, &q).to_bits()),
+                    Some(reference_cosine(v, &q).to_bits()),
                     "{id}"
                 );
             }
@@ -935,7 +965,7 @@ mod tests {
             store
                 .upsert("o", &id, &embedding(v.clone()))
                 .expect("stored");
-            rows.push((id, unit(&v)));
+            rows.push((id, v));
         }
         let q = unit(&vector(4242, dimension));
         for round in 0..(CHUNK_ROWS + 20) {
@@ -944,7 +974,7 @@ mod tests {
             if round % 29 == 0 {
                 let mut want: Vec<(String, f32)> = rows
                     .iter()
-                    .map(|(id, v)| (id.clone(), reference_dot(v, &q)))
+                    .map(|(id, v)| (id.clone(), reference_cosine(v, &q)))
                     .collect();
                 want.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
                 want.truncate(10);
