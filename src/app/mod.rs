@@ -404,6 +404,10 @@ impl Decider for App {
         }
     }
 
+    fn close(&mut self) {
+        self.memory.close_index();
+    }
+
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.state.apply(event, texts);
         self.deliberation.apply(event, texts);

@@ -16,7 +16,7 @@ use crate::projections::{
 };
 
 /// The version of the snapshot state (see the module's documentation).
-pub const STATE_VERSION: &str = "app-state/9";
+pub const STATE_VERSION: &str = "app-state/10";
 
 #[derive(Serialize)]
 struct Saved<'a> {
@@ -44,6 +44,9 @@ struct Loaded {
 
 impl App {
     pub(super) fn save_snapshot(&self) -> Result<Vec<u8>, String> {
+        // The memory index on disk as current as the snapshot, so that an open from it
+        // reopens the index instead of rebuilding it.
+        self.memory.commit_index();
         serde_json::to_vec(&Saved {
             thinking: &self.state,
             deliberation: &self.deliberation,
@@ -83,8 +86,8 @@ mod tests {
     /// [`super::STATE_VERSION`] and the digest of the sources that define the snapshot state
     /// when it was last set.
     const PINNED: (&str, &str) = (
-        "app-state/9",
-        "8951058eb2b64d0fabc4e0d77065b873958250b8c3f1e852226f70609e3a392c",
+        "app-state/10",
+        "74b2744a342a0252c7f47aa0aaa92fbef969a3d1024639eaf1a86b48805fa233",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

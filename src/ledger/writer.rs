@@ -109,6 +109,10 @@ pub trait Decider: Send + 'static {
     fn failed(&self, command: &Self::Command, reason: &str) -> Draft;
     /// Folds one event into state. Cannot fail: a recorded event is a fact.
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>);
+    /// Called once as the ledger shuts down, after its final sync and snapshot: lets go of
+    /// what the state holds beside the log (a derived index's files), so the ledger can be
+    /// opened again at once, in this process too. The default holds nothing.
+    fn close(&mut self) {}
     /// The state as it is now, for queries. The writer takes one after every durable batch, so
     /// it must be cheap at any size: share structure with the state (persistent maps, `Arc`s
     /// copied on write), never copy it whole.
@@ -1204,6 +1208,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     if !stopped {
                         self.final_snapshot();
                     }
+                    self.decider.close();
                     // Close the store (and release its file lock) before the caller hears that
                     // the ledger is shut, so it may be reopened at once.
                     drop(self);

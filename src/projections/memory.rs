@@ -393,6 +393,11 @@ impl From<SavedOwner> for Owner {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MemoryState {
     owners: HashMap<String, Arc<Owner>>,
+    /// The seq of the last event that changed what the index holds (a memory stored, its
+    /// content or metadata superseded, or erased): a directory index committed at that seq is
+    /// reopened instead of rebuilt ([`MemoryIndex::reopen`]).
+    #[serde(default)]
+    index_seq: u64,
     #[serde(skip)]
     index: Arc<Mutex<IndexCache>>,
 }
@@ -404,6 +409,9 @@ struct IndexCache {
     index: Option<MemoryIndex>,
     /// Text changes staged since the last commit.
     dirty: bool,
+    /// Closed with its ledger: never built again (its directory may be another ledger's by
+    /// then).
+    closed: bool,
 }
 
 /// Milliseconds since the Unix epoch of an RFC 3339 time (0 if it does not parse).
@@ -466,6 +474,9 @@ impl MemoryState {
             .index
             .lock()
             .map_err(|_| "the memory index lock is poisoned".to_owned())?;
+        if cache.closed {
+            return Err("the memory index is closed: the ledger is shutting down".to_owned());
+        }
         if cache.index.is_none() {
             let built = self.build(cache.dir.as_ref()).map_err(|e| e.to_string())?;
             cache.index = Some(built);
@@ -480,6 +491,34 @@ impl MemoryState {
             cache.dirty = false;
         }
         Ok(IndexGuard(cache))
+    }
+
+    /// Commits the index's staged changes, if it is built and has any, so that a directory
+    /// index on disk is as current as it can be (called when a snapshot is saved: the next open
+    /// then reopens it instead of rebuilding). A failure drops the index (rebuilt on next use).
+    /// An index not built is left so (it is built from the writer's state, never a view's).
+    pub fn commit_index(&self) {
+        let Ok(mut cache) = self.index.lock() else {
+            return;
+        };
+        if !cache.dirty {
+            return;
+        }
+        if let Some(Err(e)) = cache.index.as_mut().map(MemoryIndex::commit) {
+            tracing::warn!(error = %e, "memory index dropped; it is rebuilt on next use");
+            cache.index = None;
+        }
+        cache.dirty = false;
+    }
+
+    /// Commits the index and lets go of it (and of its directory's lock), for good: the
+    /// ledger is shutting down. Later uses of the index fail.
+    pub fn close_index(&self) {
+        self.commit_index();
+        if let Ok(mut cache) = self.index.lock() {
+            cache.index = None;
+            cache.closed = true;
+        }
     }
 
     /// Keeps `other`'s index (and its directory) for this state: after a snapshot is loaded,
@@ -498,6 +537,11 @@ impl MemoryState {
         dir: Option<&PathBuf>,
     ) -> Result<MemoryIndex, crate::index::memory::IndexError> {
         let config = MemoryIndexConfig::default();
+        if let Some(dir) = dir
+            && let Some(index) = self.reopen(dir, config)
+        {
+            return Ok(index);
+        }
         let mut index = match dir {
             Some(dir) => {
                 // A cache: whatever the directory held is replaced by what the state says.
@@ -516,20 +560,75 @@ impl MemoryState {
                 index.upsert(&memory.document(), Some(&memory.embedding()))?;
             }
         }
+        index.anchor_at(self.index_seq);
         index.commit()?;
         Ok(index)
     }
 
-    /// Runs `change` on the index when it is built; an index that fails is dropped (rebuilt on
-    /// next use).
+    /// The index in `dir` as its last commit left it, when that was anchored at this state's
+    /// `index_seq` and holds as many documents as there are memories: only the vectors and
+    /// sessions are fed (in memory), not the text. `None` (logged) otherwise: rebuild.
+    fn reopen(&self, dir: &std::path::Path, config: MemoryIndexConfig) -> Option<MemoryIndex> {
+        if self.index_seq == 0 || !dir.exists() {
+            return None;
+        }
+        let started = std::time::Instant::now();
+        let mut index = match MemoryIndex::reopen(dir, config, self.index_seq) {
+            Ok(Some(index)) => index,
+            Ok(None) => {
+                tracing::info!(
+                    seq = self.index_seq,
+                    "memory index on disk is not at this state's seq; rebuilding it"
+                );
+                return None;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "memory index on disk does not open; rebuilding it");
+                return None;
+            }
+        };
+        let memories: usize = self.owners.values().map(|o| o.memories.len()).sum();
+        if index.live_documents() != memories as u64 {
+            tracing::warn!(
+                documents = index.live_documents(),
+                memories,
+                "memory index on disk holds another set of memories; rebuilding it"
+            );
+            return None;
+        }
+        for owner in self.owners.values() {
+            let mut memories: Vec<&Arc<Memory>> = owner.memories.values().collect();
+            memories.sort_by_key(|m| m.stored_seq);
+            for memory in memories {
+                if let Err(e) = index.adopt(&memory.document(), Some(&memory.embedding())) {
+                    tracing::warn!(error = %e, "memory index on disk not adopted; rebuilding it");
+                    return None;
+                }
+            }
+        }
+        tracing::info!(
+            seq = self.index_seq,
+            memories,
+            ms = started.elapsed().as_millis(),
+            "memory index reopened from disk"
+        );
+        Some(index)
+    }
+
+    /// Runs `change` (the index's part of event `seq`) on the index when it is built, and
+    /// records `seq` as the last change of what it holds; an index that fails is dropped
+    /// (rebuilt on next use).
     fn with_index(
-        &self,
+        &mut self,
+        seq: u64,
         change: impl FnOnce(&mut MemoryIndex) -> Result<(), crate::index::memory::IndexError>,
     ) {
+        self.index_seq = seq;
         let Ok(mut cache) = self.index.lock() else {
             return;
         };
         if let Some(index) = cache.index.as_mut() {
+            index.anchor_at(seq);
             if let Err(e) = change(index) {
                 tracing::warn!(error = %e, "memory index dropped; it is rebuilt on next use");
                 cache.index = None;
@@ -572,7 +671,7 @@ impl MemoryState {
                         m.strength_at_ms = at_ms;
                     }
                 }
-                Fact::MemoryErased(f) => self.erase(&f.user_id, &f.memory_id),
+                Fact::MemoryErased(f) => self.erase(event.seq, &f.user_id, &f.memory_id),
                 Fact::TextsErased { commitments, .. } => {
                     // Any erasure of a memory's content (the operator's `erase` of a session,
                     // say) takes the memory with it: nothing can be shown or searched.
@@ -584,7 +683,7 @@ impl MemoryState {
                         .map(|m| (m.user_id.clone(), m.id.clone()))
                         .collect();
                     for (user, id) in gone {
-                        self.erase(&user, &id);
+                        self.erase(event.seq, &user, &id);
                     }
                 }
                 _ => {}
@@ -683,7 +782,7 @@ impl MemoryState {
         let owner = self.upsert_owner(&f.user_id);
         owner.stored += 1;
         owner.memories.insert(id, Arc::new(memory));
-        self.with_index(|index| index.upsert(&document, Some(&embedding)));
+        self.with_index(event.seq, |index| index.upsert(&document, Some(&embedding)));
     }
 
     fn superseded(&mut self, event: &Event, f: &MemorySuperseded, texts: &TextLookup<'_>) {
@@ -746,7 +845,7 @@ impl MemoryState {
             .memories
             .insert(Arc::clone(&m.id), Arc::new(m));
         if reindex {
-            self.with_index(|index| index.upsert(&document, Some(&embedding)));
+            self.with_index(event.seq, |index| index.upsert(&document, Some(&embedding)));
         }
     }
 
@@ -772,14 +871,14 @@ impl MemoryState {
         }
     }
 
-    fn erase(&mut self, user_id: &str, id: &str) {
+    fn erase(&mut self, seq: u64, user_id: &str, id: &str) {
         let Some(memory) = self.memory(user_id, id).cloned() else {
             return;
         };
         let others: Vec<Arc<str>> = memory.links.keys().cloned().collect();
         self.unlink(user_id, id, &others);
         self.upsert_owner(user_id).memories.remove(id);
-        self.with_index(|index| {
+        self.with_index(seq, |index| {
             index.delete(user_id, id);
             index.purge_deleted()
         });

@@ -521,3 +521,89 @@ async fn a_snapshot_of_memories_loads_back_equal_and_sharing_its_texts() {
         }
     }
 }
+
+/// The segment files of the memory index's directory.
+fn index_segments(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir.join("memory-index"))
+        .expect("index dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".idx"))
+        .collect()
+}
+
+/// After a restart the index on disk is reopened (its segments kept, answers the same) when
+/// it is at the state's seq; a memory stored after its last commit makes it stale, and the
+/// next start rebuilds it, with that memory found.
+#[tokio::test]
+async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one() {
+    let h = Harness::new();
+    for (i, content) in [
+        "Alice reviewed the billing service on Monday",
+        "Bruno fixed the search index on Tuesday",
+        "Chen migrated the onboarding flow to the new stack",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        h.store("u", &format!("{content} ({i})"), "episodic").await;
+    }
+    let query = json!({"userId": "u", "text": "who fixed the search index"});
+    let ids = |body: &Value| -> Vec<String> {
+        body["data"]["memories"]
+            .as_array()
+            .expect("memories")
+            .iter()
+            .map(|m| m["id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let before = ids(&h.ok("search_memories", query.clone()).await);
+    assert!(!before.is_empty());
+    let reopen = |dir: tempfile::TempDir, connection: SessionId| {
+        let store = SledStore::open(&dir.path().join("ledger")).expect("reopen");
+        let app =
+            App::new(AppConfig::default()).with_memory_index_dir(dir.path().join("memory-index"));
+        let ledger = open_ledger(store, app, WriterConfig::default()).expect("open");
+        Harness {
+            dir,
+            ledger,
+            connection,
+        }
+    };
+
+    let Harness {
+        dir,
+        ledger,
+        connection,
+    } = h;
+    ledger.shutdown().await;
+    let segments = index_segments(dir.path());
+    assert!(!segments.is_empty());
+    let h = reopen(dir, connection);
+    assert_eq!(ids(&h.ok("search_memories", query.clone()).await), before);
+    assert_eq!(
+        index_segments(h.dir.path()),
+        segments,
+        "the index was rebuilt, not reopened"
+    );
+
+    // Stored, never searched: the index's last commit is older than the state.
+    let late = h
+        .store(
+            "u",
+            "Dana fixed the search index again on Friday",
+            "episodic",
+        )
+        .await;
+    let Harness {
+        dir,
+        ledger,
+        connection,
+    } = h;
+    // Kill-like: the ledger is dropped without its shutdown (no snapshot, no index commit).
+    drop(ledger);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let h = reopen(dir, connection);
+    let after = ids(&h.ok("search_memories", query).await);
+    assert!(after.contains(&late), "{after:?}");
+    assert!(after.len() > before.len());
+}

@@ -194,6 +194,13 @@ pub struct MemoryResults {
     pub warnings: Vec<String>,
 }
 
+/// The commit payload of a directory index anchored at `seq`: the format, the analysis
+/// (another analysis means other terms) and the seq.
+fn anchor_text(config: MemoryIndexConfig, seq: u64) -> String {
+    let TextAnalysis { stem, stop_words } = config.analysis;
+    format!("thinkledger-memory-index/1 stem={stem} stop_words={stop_words} seq={seq}")
+}
+
 /// A query's candidates: each memory once, in the order first met, with its signals.
 #[derive(Default)]
 struct Candidates {
@@ -263,6 +270,34 @@ impl MemoryIndex {
         self.config
     }
 
+    /// The index whose full-text half is in `dir`, when its last commit was anchored at `seq`
+    /// with this configuration ([`MemoryIndex::anchor_at`]): its documents are kept, its
+    /// statistics counted from them; the vectors and sessions, which live in memory, are then
+    /// fed with [`MemoryIndex::adopt`]. `None` when `dir` holds no such index (the caller
+    /// rebuilds).
+    pub fn reopen(
+        dir: &Path,
+        config: MemoryIndexConfig,
+        seq: u64,
+    ) -> Result<Option<Self>, IndexError> {
+        Ok(
+            TextIndex::reopen(dir, config.analysis, &anchor_text(config, seq))?
+                .map(|text| Self::with_text(text, config)),
+        )
+    }
+
+    /// Records that the index holds the memories as of `seq` (the seq of the last event that
+    /// changed them): every later commit of a directory index writes it with the documents.
+    pub fn anchor_at(&mut self, seq: u64) {
+        let anchor = anchor_text(self.config, seq);
+        self.text.set_payload(anchor);
+    }
+
+    /// Live documents of the full-text half (committed ones).
+    pub fn live_documents(&self) -> u64 {
+        self.text.live_documents()
+    }
+
     /// Stages a memory (replacing one of the same owner and id) with its vector, if any. The
     /// vector counts at once ([`MemoryIndex::nearest`]); the text after [`MemoryIndex::commit`].
     /// A vector of another model than the owner's is refused (the text is staged regardless).
@@ -272,6 +307,16 @@ impl MemoryIndex {
         embedding: Option<&Embedding>,
     ) -> Result<(), IndexError> {
         self.text.upsert(doc)?;
+        self.adopt(doc, embedding)
+    }
+
+    /// [`MemoryIndex::upsert`] of a memory whose text the index already holds (it was
+    /// reopened): its vector and its place in its session only.
+    pub fn adopt(
+        &mut self,
+        doc: &MemoryDocument,
+        embedding: Option<&Embedding>,
+    ) -> Result<(), IndexError> {
         self.vectors.remove(&doc.owner, &doc.id);
         let stored = match embedding {
             Some(e) => self.vectors.upsert(&doc.owner, &doc.id, e),

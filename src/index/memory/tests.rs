@@ -420,3 +420,67 @@ fn a_memory_borrows_context_from_its_session_neighbours_in_any_feeding_order() {
         s(&after, "t2")
     );
 }
+
+/// A directory index reopens only at the seq its last commit was anchored at, and answers as
+/// before, bit for bit, once its vectors and sessions are fed again.
+#[test]
+fn a_directory_index_reopens_at_its_anchor_only_and_answers_the_same() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = MemoryIndexConfig::default();
+    let bits = |r: &MemoryResults| -> Vec<(String, u64)> {
+        r.hits
+            .iter()
+            .map(|h| (h.id.clone(), h.similarity.to_bits()))
+            .collect()
+    };
+    let before = {
+        let mut index = MemoryIndex::in_dir(dir.path(), config).expect("index");
+        for (id, text) in ALICE {
+            add(&mut index, &doc("alice", id, text));
+        }
+        index.anchor_at(5);
+        index.commit().expect("commit");
+        bits(&search(
+            &index,
+            "alice",
+            "puppy beach",
+            Retrieval::default(),
+        ))
+    };
+    assert!(!before.is_empty());
+    assert!(
+        MemoryIndex::reopen(dir.path(), config, 4)
+            .expect("opens")
+            .is_none(),
+        "another seq"
+    );
+    let stemless = MemoryIndexConfig {
+        analysis: TextAnalysis {
+            stem: false,
+            stop_words: false,
+        },
+    };
+    assert!(
+        MemoryIndex::reopen(dir.path(), stemless, 5)
+            .expect("opens")
+            .is_none(),
+        "another analysis"
+    );
+    let empty = tempfile::tempdir().expect("tempdir");
+    assert!(
+        MemoryIndex::reopen(empty.path(), config, 5)
+            .expect("opens")
+            .is_none()
+    );
+    let mut index = MemoryIndex::reopen(dir.path(), config, 5)
+        .expect("opens")
+        .expect("anchored at 5");
+    assert_eq!(index.live_documents(), ALICE.len() as u64);
+    for (id, text) in ALICE {
+        let d = doc("alice", id, text);
+        let e = embedder().embed_one(&d.content).expect("embeds");
+        index.adopt(&d, Some(&e)).expect("adopted");
+    }
+    let after = search(&index, "alice", "puppy beach", Retrieval::default());
+    assert_eq!(bits(&after), before);
+}

@@ -110,6 +110,9 @@ pub(super) struct TextIndex {
     parser: QueryParser,
     /// Each owner's BM25 statistics and the documents' names.
     statistics: Statistics,
+    /// Written with every commit (tantivy keeps it through merges): what the index holds, for
+    /// [`TextIndex::reopen`] to compare.
+    payload: Option<String>,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -184,6 +187,39 @@ impl TextIndex {
         Self::with_index(index, fields, analysis)
     }
 
+    /// The index in `dir` when it holds one of this schema whose last commit carried
+    /// `payload`; `None` when it holds none, another schema's, or another payload (its files are
+    /// left alone). The statistics are counted again from its documents.
+    pub(super) fn reopen(
+        dir: &Path,
+        analysis: TextAnalysis,
+        payload: &str,
+    ) -> Result<Option<Self>, IndexError> {
+        let (schema, fields) = schema();
+        let directory =
+            MmapDirectory::open(dir).map_err(|e| IndexError::Directory(e.to_string()))?;
+        if !Index::exists(&directory).map_err(|e| IndexError::Directory(e.to_string()))? {
+            return Ok(None);
+        }
+        let index = Index::open(directory)?;
+        if index.schema() != schema || index.load_metas()?.payload.as_deref() != Some(payload) {
+            return Ok(None);
+        }
+        let mut text = Self::with_index(index, fields, analysis)?;
+        text.payload = Some(payload.to_owned());
+        Ok(Some(text))
+    }
+
+    /// Sets the payload every later commit writes.
+    pub(super) fn set_payload(&mut self, payload: String) {
+        self.payload = Some(payload);
+    }
+
+    /// Live documents, as the current searcher sees them.
+    pub(super) fn live_documents(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
     fn with_index(
         index: Index,
         fields: Fields,
@@ -205,6 +241,7 @@ impl TextIndex {
             analyzer,
             parser,
             statistics: Statistics::default(),
+            payload: None,
         };
         text.restore_statistics()?;
         Ok(text)
@@ -299,7 +336,11 @@ impl TextIndex {
 
     /// Makes staged changes durable (for a directory) and visible to searches.
     pub(super) fn commit(&mut self) -> Result<(), IndexError> {
-        self.writer.commit()?;
+        let mut prepared = self.writer.prepare_commit()?;
+        if let Some(payload) = &self.payload {
+            prepared.set_payload(payload);
+        }
+        prepared.commit()?;
         self.reader.reload()?;
         self.statistics.commit();
         Ok(())
