@@ -671,7 +671,26 @@ fn erase(
     let committed = runtime()?.block_on(async {
         let ledger = server::open(dir, AppConfig::default())?;
         let committed = ledger.submit(command).await;
+        // The memory index beside the ledger is a cache that may hold an erased memory's
+        // text; no server uses it while this process holds the ledger's lock, so it goes now
+        // and the next start rebuilds it.
+        let index = server::memory_index_dir(dir);
+        let dropped = match &committed {
+            Ok(c) if c.status == OutcomeStatus::Ok => match std::fs::remove_dir_all(&index) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+            _ => Ok(()),
+        };
         ledger.shutdown().await;
+        dropped.map_err(|e| {
+            anyhow::anyhow!(
+                "the erasure is recorded, but the memory index in {} could not be removed \
+                 ({e}): it may still hold erased text; remove that directory before the \
+                 server starts again",
+                index.display()
+            )
+        })?;
         anyhow::Ok(committed?)
     })?;
     let mut out = std::io::stdout().lock();

@@ -87,6 +87,60 @@ async fn an_erased_session_leaves_no_plaintext_on_disk_and_a_verifiable_trace() 
     assert!(markdown.to_lowercase().contains("erased"), "{markdown}");
 }
 
+/// `thinkledger erase` of a session that stored a memory leaves no byte of it in the data dir:
+/// not in the log, the snapshot, nor the memory index the server keeps on disk beside them.
+#[tokio::test]
+async fn an_erased_session_takes_its_memories_out_of_the_index_files_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = "zanzibarquokka vaccination record";
+    let server = StdioServer::start(dir.path(), &["--toolsets", "memory"]).await;
+    let content = format!("The code word is {secret}");
+    ok(&call(
+        &server,
+        "store_memory",
+        json!({"content": content, "userId": "u", "sessionId": "s", "primarySector": "episodic"}),
+    )
+    .await);
+    // A search commits the index to its directory.
+    let found = ok(&call(
+        &server,
+        "search_memories",
+        json!({"userId": "u", "text": "zanzibarquokka"}),
+    )
+    .await);
+    assert_eq!(found["data"]["totalCount"], 1, "{found}");
+    server.stop().await;
+    let index = all_bytes(&dir.path().join("memory-index"));
+    assert!(holds(&index, "zanzibarquokka"), "the index holds the text");
+    let session = stored_events(dir.path())
+        .iter()
+        .find(|e| e["call"]["tool"] == "store_memory")
+        .and_then(|e| e["sessionId"].as_str().map(str::to_owned))
+        .expect("the store's session");
+
+    let run = cli(
+        dir.path(),
+        &["erase", "--session", &session, "--reason", "request 18"],
+    )
+    .await;
+    assert!(run.status.success(), "erase failed: {run:?}");
+    assert!(
+        !holds(&all_bytes(dir.path()), "zanzibarquokka"),
+        "erased memory text found on disk"
+    );
+
+    // The server starts again on the erased ledger: the memory is gone, the tools work.
+    let server = StdioServer::start(dir.path(), &["--toolsets", "memory"]).await;
+    let found = ok(&call(
+        &server,
+        "search_memories",
+        json!({"userId": "u", "text": "zanzibarquokka"}),
+    )
+    .await);
+    assert_eq!(found["data"]["totalCount"], 0, "{found}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn checkpoints_are_signed_by_the_ledger_key_and_a_rollback_behind_a_kept_one_is_caught() {
     let dir = tempfile::tempdir().expect("tempdir");
