@@ -87,7 +87,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/10",
-        "74b2744a342a0252c7f47aa0aaa92fbef969a3d1024639eaf1a86b48805fa233",
+        "7d79012f163a892098095e1786d4561728e324868ebb6e3b1ffe4a01b1d84522",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

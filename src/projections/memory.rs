@@ -393,11 +393,15 @@ impl From<SavedOwner> for Owner {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MemoryState {
     owners: HashMap<String, Arc<Owner>>,
-    /// The seq of the last event that changed what the index holds (a memory stored, its
-    /// content or metadata superseded, or erased): a directory index committed at that seq is
-    /// reopened instead of rebuilt ([`MemoryIndex::reopen`]).
+    /// The seq and hash of the last event that changed what the index holds (a memory stored,
+    /// its content or metadata superseded, or erased): a directory index committed at that
+    /// event is reopened instead of rebuilt ([`MemoryIndex::reopen`]). The hash tells that
+    /// event from another that took its seq after a crash (an index may be committed before
+    /// its batch is synced).
     #[serde(default)]
     index_seq: u64,
+    #[serde(default)]
+    index_hash: String,
     #[serde(skip)]
     index: Arc<Mutex<IndexCache>>,
 }
@@ -522,7 +526,7 @@ impl MemoryState {
     }
 
     /// Keeps `other`'s index (and its directory) for this state: after a snapshot is loaded,
-    /// the index is the server's, rebuilt from the loaded memories on first use.
+    /// the index is the server's, reopened or rebuilt for the loaded memories on first use.
     pub fn adopt_index(&mut self, other: &MemoryState) {
         self.index = other.index.clone();
         if let Ok(mut cache) = self.index.lock() {
@@ -560,7 +564,7 @@ impl MemoryState {
                 index.upsert(&memory.document(), Some(&memory.embedding()))?;
             }
         }
-        index.anchor_at(self.index_seq);
+        index.anchor_at(self.index_seq, &self.index_hash);
         index.commit()?;
         Ok(index)
     }
@@ -573,7 +577,7 @@ impl MemoryState {
             return None;
         }
         let started = std::time::Instant::now();
-        let mut index = match MemoryIndex::reopen(dir, config, self.index_seq) {
+        let mut index = match MemoryIndex::reopen(dir, config, self.index_seq, &self.index_hash) {
             Ok(Some(index)) => index,
             Ok(None) => {
                 tracing::info!(
@@ -620,15 +624,16 @@ impl MemoryState {
     /// (rebuilt on next use).
     fn with_index(
         &mut self,
-        seq: u64,
+        event: &Event,
         change: impl FnOnce(&mut MemoryIndex) -> Result<(), crate::index::memory::IndexError>,
     ) {
-        self.index_seq = seq;
+        self.index_seq = event.seq;
+        self.index_hash.clone_from(&event.hash);
         let Ok(mut cache) = self.index.lock() else {
             return;
         };
         if let Some(index) = cache.index.as_mut() {
-            index.anchor_at(seq);
+            index.anchor_at(event.seq, &event.hash);
             if let Err(e) = change(index) {
                 tracing::warn!(error = %e, "memory index dropped; it is rebuilt on next use");
                 cache.index = None;
@@ -671,7 +676,7 @@ impl MemoryState {
                         m.strength_at_ms = at_ms;
                     }
                 }
-                Fact::MemoryErased(f) => self.erase(event.seq, &f.user_id, &f.memory_id),
+                Fact::MemoryErased(f) => self.erase(event, &f.user_id, &f.memory_id),
                 Fact::TextsErased { commitments, .. } => {
                     // Any erasure of a memory's content (the operator's `erase` of a session,
                     // say) takes the memory with it: nothing can be shown or searched.
@@ -683,7 +688,7 @@ impl MemoryState {
                         .map(|m| (m.user_id.clone(), m.id.clone()))
                         .collect();
                     for (user, id) in gone {
-                        self.erase(event.seq, &user, &id);
+                        self.erase(event, &user, &id);
                     }
                 }
                 _ => {}
@@ -782,7 +787,7 @@ impl MemoryState {
         let owner = self.upsert_owner(&f.user_id);
         owner.stored += 1;
         owner.memories.insert(id, Arc::new(memory));
-        self.with_index(event.seq, |index| index.upsert(&document, Some(&embedding)));
+        self.with_index(event, |index| index.upsert(&document, Some(&embedding)));
     }
 
     fn superseded(&mut self, event: &Event, f: &MemorySuperseded, texts: &TextLookup<'_>) {
@@ -845,7 +850,7 @@ impl MemoryState {
             .memories
             .insert(Arc::clone(&m.id), Arc::new(m));
         if reindex {
-            self.with_index(event.seq, |index| index.upsert(&document, Some(&embedding)));
+            self.with_index(event, |index| index.upsert(&document, Some(&embedding)));
         }
     }
 
@@ -871,14 +876,14 @@ impl MemoryState {
         }
     }
 
-    fn erase(&mut self, seq: u64, user_id: &str, id: &str) {
+    fn erase(&mut self, event: &Event, user_id: &str, id: &str) {
         let Some(memory) = self.memory(user_id, id).cloned() else {
             return;
         };
         let others: Vec<Arc<str>> = memory.links.keys().cloned().collect();
         self.unlink(user_id, id, &others);
         self.upsert_owner(user_id).memories.remove(id);
-        self.with_index(seq, |index| {
+        self.with_index(event, |index| {
             index.delete(user_id, id);
             index.purge_deleted()
         });

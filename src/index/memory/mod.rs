@@ -194,11 +194,11 @@ pub struct MemoryResults {
     pub warnings: Vec<String>,
 }
 
-/// The commit payload of a directory index anchored at `seq`: the format, the analysis
-/// (another analysis means other terms) and the seq.
-fn anchor_text(config: MemoryIndexConfig, seq: u64) -> String {
+/// The commit payload of a directory index anchored at event `seq`, `hash`: the format, the
+/// analysis (another analysis means other terms) and the event.
+fn anchor_text(config: MemoryIndexConfig, seq: u64, hash: &str) -> String {
     let TextAnalysis { stem, stop_words } = config.analysis;
-    format!("thinkledger-memory-index/1 stem={stem} stop_words={stop_words} seq={seq}")
+    format!("thinkledger-memory-index/1 stem={stem} stop_words={stop_words} seq={seq} hash={hash}")
 }
 
 /// A query's candidates: each memory once, in the order first met, with its signals.
@@ -270,8 +270,8 @@ impl MemoryIndex {
         self.config
     }
 
-    /// The index whose full-text half is in `dir`, when its last commit was anchored at `seq`
-    /// with this configuration ([`MemoryIndex::anchor_at`]): its documents are kept, its
+    /// The index whose full-text half is in `dir`, when its last commit was anchored at the
+    /// event `seq`, `hash` with this configuration ([`MemoryIndex::anchor_at`]): its documents are kept, its
     /// statistics counted from them; the vectors and sessions, which live in memory, are then
     /// fed with [`MemoryIndex::adopt`]. `None` when `dir` holds no such index (the caller
     /// rebuilds).
@@ -279,17 +279,19 @@ impl MemoryIndex {
         dir: &Path,
         config: MemoryIndexConfig,
         seq: u64,
+        hash: &str,
     ) -> Result<Option<Self>, IndexError> {
         Ok(
-            TextIndex::reopen(dir, config.analysis, &anchor_text(config, seq))?
+            TextIndex::reopen(dir, config.analysis, &anchor_text(config, seq, hash))?
                 .map(|text| Self::with_text(text, config)),
         )
     }
 
-    /// Records that the index holds the memories as of `seq` (the seq of the last event that
-    /// changed them): every later commit of a directory index writes it with the documents.
-    pub fn anchor_at(&mut self, seq: u64) {
-        let anchor = anchor_text(self.config, seq);
+    /// Records that the index holds the memories as of the event `seq`, `hash` (the last
+    /// event that changed them): every later commit of a directory index writes it with the
+    /// documents.
+    pub fn anchor_at(&mut self, seq: u64, hash: &str) {
+        let anchor = anchor_text(self.config, seq, hash);
         self.text.set_payload(anchor);
     }
 

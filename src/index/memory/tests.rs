@@ -421,7 +421,7 @@ fn a_memory_borrows_context_from_its_session_neighbours_in_any_feeding_order() {
     );
 }
 
-/// A directory index reopens only at the seq its last commit was anchored at, and answers as
+/// A directory index reopens only at the event its last commit was anchored at, and answers as
 /// before, bit for bit, once its vectors and sessions are fed again.
 #[test]
 fn a_directory_index_reopens_at_its_anchor_only_and_answers_the_same() {
@@ -438,7 +438,7 @@ fn a_directory_index_reopens_at_its_anchor_only_and_answers_the_same() {
         for (id, text) in ALICE {
             add(&mut index, &doc("alice", id, text));
         }
-        index.anchor_at(5);
+        index.anchor_at(5, "e5");
         index.commit().expect("commit");
         bits(&search(
             &index,
@@ -449,10 +449,16 @@ fn a_directory_index_reopens_at_its_anchor_only_and_answers_the_same() {
     };
     assert!(!before.is_empty());
     assert!(
-        MemoryIndex::reopen(dir.path(), config, 4)
+        MemoryIndex::reopen(dir.path(), config, 4, "e5")
             .expect("opens")
             .is_none(),
         "another seq"
+    );
+    assert!(
+        MemoryIndex::reopen(dir.path(), config, 5, "another event at seq 5")
+            .expect("opens")
+            .is_none(),
+        "another event"
     );
     let stemless = MemoryIndexConfig {
         analysis: TextAnalysis {
@@ -461,18 +467,18 @@ fn a_directory_index_reopens_at_its_anchor_only_and_answers_the_same() {
         },
     };
     assert!(
-        MemoryIndex::reopen(dir.path(), stemless, 5)
+        MemoryIndex::reopen(dir.path(), stemless, 5, "e5")
             .expect("opens")
             .is_none(),
         "another analysis"
     );
     let empty = tempfile::tempdir().expect("tempdir");
     assert!(
-        MemoryIndex::reopen(empty.path(), config, 5)
+        MemoryIndex::reopen(empty.path(), config, 5, "e5")
             .expect("opens")
             .is_none()
     );
-    let mut index = MemoryIndex::reopen(dir.path(), config, 5)
+    let mut index = MemoryIndex::reopen(dir.path(), config, 5, "e5")
         .expect("opens")
         .expect("anchored at 5");
     assert_eq!(index.live_documents(), ALICE.len() as u64);
