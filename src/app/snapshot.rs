@@ -87,7 +87,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/10",
-        "7d79012f163a892098095e1786d4561728e324868ebb6e3b1ffe4a01b1d84522",
+        "75470f6e021d3fa9c5cc52de0b39ef9b87817af99a0c79f5dd1b40644e0dbfb8",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

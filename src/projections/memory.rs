@@ -556,17 +556,22 @@ impl MemoryState {
             }
             None => MemoryIndex::in_ram(config)?,
         };
-        for owner in self.owners.values() {
-            // In the order they were stored: each takes its place in its session at the end.
-            let mut memories: Vec<&Arc<Memory>> = owner.memories.values().collect();
-            memories.sort_by_key(|m| m.stored_seq);
-            for memory in memories {
-                index.upsert(&memory.document(), Some(&memory.embedding()))?;
-            }
+        for memory in self.in_stored_order() {
+            index.upsert(&memory.document(), Some(&memory.embedding()))?;
         }
         index.anchor_at(self.index_seq, &self.index_hash);
         index.commit()?;
         Ok(index)
+    }
+
+    /// Every memory, owner by owner, each owner's in the order they were stored: fed so, each
+    /// takes its place in its session at the end (see `index::memory::episodes`).
+    fn in_stored_order(&self) -> impl Iterator<Item = &Arc<Memory>> {
+        self.owners.values().flat_map(|owner| {
+            let mut memories: Vec<&Arc<Memory>> = owner.memories.values().collect();
+            memories.sort_by_key(|m| m.stored_seq);
+            memories
+        })
     }
 
     /// The index in `dir` as its last commit left it, when that was anchored at this state's
@@ -600,14 +605,10 @@ impl MemoryState {
             );
             return None;
         }
-        for owner in self.owners.values() {
-            let mut memories: Vec<&Arc<Memory>> = owner.memories.values().collect();
-            memories.sort_by_key(|m| m.stored_seq);
-            for memory in memories {
-                if let Err(e) = index.adopt(&memory.document(), Some(&memory.embedding())) {
-                    tracing::warn!(error = %e, "memory index on disk not adopted; rebuilding it");
-                    return None;
-                }
+        for memory in self.in_stored_order() {
+            if let Err(e) = index.adopt(&memory.document(), Some(&memory.embedding())) {
+                tracing::warn!(error = %e, "memory index on disk not adopted; rebuilding it");
+                return None;
             }
         }
         tracing::info!(

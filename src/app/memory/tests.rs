@@ -28,7 +28,12 @@ pub(crate) struct Harness {
 
 impl Harness {
     pub(crate) fn new() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Self::open(tempfile::tempdir().expect("temp dir"), SessionId::random())
+    }
+
+    /// The ledger in `dir` (created when empty) with its memory index beside it, as the server
+    /// lays them out; calls come from `connection`.
+    fn open(dir: tempfile::TempDir, connection: SessionId) -> Self {
         let store = SledStore::open(&dir.path().join("ledger")).expect("store");
         let app =
             App::new(AppConfig::default()).with_memory_index_dir(dir.path().join("memory-index"));
@@ -36,7 +41,7 @@ impl Harness {
         Self {
             dir,
             ledger,
-            connection: SessionId::random(),
+            connection,
         }
     }
 
@@ -442,15 +447,8 @@ async fn a_hard_delete_leaves_no_byte_of_the_content_and_the_ledger_verifies() {
     assert!(report.problems.is_empty(), "{report:?}");
     drop(store);
 
-    // Reopened, the server shows the same memories (the index is rebuilt from the state).
-    let store = SledStore::open(&dir.path().join("ledger")).expect("reopen");
-    let app = App::new(AppConfig::default()).with_memory_index_dir(dir.path().join("memory-index"));
-    let ledger = open_ledger(store, app, WriterConfig::default()).expect("open");
-    let h = Harness {
-        dir,
-        ledger,
-        connection: session,
-    };
+    // Reopened, the server shows the same memories.
+    let h = Harness::open(dir, session);
     let after = h
         .ok("search_memories", json!({"userId": "u", "text": "weather"}))
         .await;
@@ -558,17 +556,6 @@ async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one(
     };
     let before = ids(&h.ok("search_memories", query.clone()).await);
     assert!(!before.is_empty());
-    let reopen = |dir: tempfile::TempDir, connection: SessionId| {
-        let store = SledStore::open(&dir.path().join("ledger")).expect("reopen");
-        let app =
-            App::new(AppConfig::default()).with_memory_index_dir(dir.path().join("memory-index"));
-        let ledger = open_ledger(store, app, WriterConfig::default()).expect("open");
-        Harness {
-            dir,
-            ledger,
-            connection,
-        }
-    };
 
     let Harness {
         dir,
@@ -578,7 +565,7 @@ async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one(
     ledger.shutdown().await;
     let segments = index_segments(dir.path());
     assert!(!segments.is_empty());
-    let h = reopen(dir, connection);
+    let h = Harness::open(dir, connection);
     assert_eq!(ids(&h.ok("search_memories", query.clone()).await), before);
     assert_eq!(
         index_segments(h.dir.path()),
@@ -602,7 +589,7 @@ async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one(
     // Kill-like: the ledger is dropped without its shutdown (no snapshot, no index commit).
     drop(ledger);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let h = reopen(dir, connection);
+    let h = Harness::open(dir, connection);
     let after = ids(&h.ok("search_memories", query).await);
     assert!(after.contains(&late), "{after:?}");
     assert!(after.len() > before.len());

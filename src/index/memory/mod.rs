@@ -271,9 +271,9 @@ impl MemoryIndex {
     }
 
     /// The index whose full-text half is in `dir`, when its last commit was anchored at the
-    /// event `seq`, `hash` with this configuration ([`MemoryIndex::anchor_at`]): its documents are kept, its
-    /// statistics counted from them; the vectors and sessions, which live in memory, are then
-    /// fed with [`MemoryIndex::adopt`]. `None` when `dir` holds no such index (the caller
+    /// event `seq`, `hash` with this configuration ([`MemoryIndex::anchor_at`]): its documents
+    /// are kept, its statistics counted from them; the vectors and sessions, which live in
+    /// memory, are then fed with [`MemoryIndex::adopt`]. `None` when `dir` holds no such index (the caller
     /// rebuilds).
     pub fn reopen(
         dir: &Path,
@@ -443,11 +443,9 @@ impl MemoryIndex {
             Retrieval::Hybrid(fusion) => fusion.context(),
             _ => 0.0,
         };
-        // With context, the candidates' neighbours are candidates too, and their own
-        // neighbours are scored to lend them theirs (`lenders`, not ranked themselves). Each
-        // memory's neighbours are looked up once.
-        // Candidates `..ranked` are ranked: the hits, then (with context) their neighbours
-        // (ring 1); those after lend only (ring 2, the neighbours of ring 1).
+        // With context, the hits' neighbours (ring 1) are candidates too, and ring 1's own
+        // neighbours (ring 2) are scored only to lend them theirs. Candidates `..ranked` are
+        // ranked; each memory's neighbours are looked up once.
         let mut ranked = candidates.ids.len();
         let mut neighbours: Vec<[Option<usize>; 2]> = Vec::new();
         if context > 0.0 {
