@@ -656,6 +656,64 @@ mod snapshots {
         ledger.shutdown().await;
     }
 
+    /// A server checks the log under its snapshot behind, between calls, then lets go of what
+    /// that check read (`Store::release_reads`: sled is opened again); calls before, during
+    /// and after it are answered, and the ledger holds all of them.
+    #[tokio::test]
+    async fn a_server_checks_its_log_behind_then_lets_go_of_the_reads_and_keeps_answering() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = open(dir.path(), RARELY);
+        record_some(&ledger, &SessionId::random(), "thought").await;
+        ledger.shutdown().await;
+        let recorded = SledStore::reopen(dir.path()).last_seq().unwrap().unwrap();
+
+        let path = dir.path().to_path_buf();
+        let ledger = crate::ledger::start_ledger(
+            move || {
+                let store = loop {
+                    match SledStore::open_for_serving(&path) {
+                        Err(crate::ledger::LedgerError::Locked { .. }) => {
+                            std::thread::sleep(std::time::Duration::from_millis(10));
+                        }
+                        other => break other?,
+                    }
+                };
+                Ok((store, None))
+            },
+            App::new(AppConfig::default()),
+            WriterConfig {
+                check_at_open_max: 0,
+                snapshot_every: RARELY,
+                ..WriterConfig::default()
+            },
+        )
+        .unwrap();
+        ledger.opened().await.unwrap();
+        assert!(
+            ledger.opened_from_snapshot() > 0,
+            "opened from the snapshot"
+        );
+        let connection = SessionId::random();
+        for n in 1..=20u32 {
+            let command = Command::tool_call(
+                "sequentialthinking",
+                json!({"thought": format!("after {n}"), "nextThoughtNeeded": true,
+                    "thoughtNumber": n, "totalThoughts": 20}),
+                actor(),
+                connection.clone(),
+                SystemEffects.prepare(),
+            );
+            let done = ledger.submit(command).await.unwrap();
+            assert_eq!(done.status, OutcomeStatus::Ok, "{}", done.body);
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        ledger.shutdown().await;
+        let store = SledStore::reopen(dir.path());
+        assert_eq!(store.last_seq().unwrap(), Some(recorded + 20));
+        let report = crate::ledger::verify(&store).unwrap();
+        assert!(report.is_intact(), "{:?}", report.problems);
+    }
+
     fn holds(hay: &[u8], needle: &str) -> bool {
         hay.windows(needle.len()).any(|w| w == needle.as_bytes())
     }

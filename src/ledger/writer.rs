@@ -682,6 +682,9 @@ impl Replayed {
 /// Events checked under the snapshot each time the writer finds itself idle, and after each
 /// batch while it is busy.
 const PREFIX_CHECK_IDLE_STEP: u64 = 2_000;
+/// Events read at open (replayed, or checked under a snapshot) from which the store is asked to
+/// let go of those reads ([`Store::release_reads`]).
+const RELEASE_READS_AFTER: u64 = 10_000;
 const PREFIX_CHECK_BUSY_STEP: u64 = 200;
 
 /// The check of the events a loaded snapshot stands for: what a replay would have refused (a
@@ -1058,11 +1061,16 @@ impl<S: Store, D: Decider> Writer<S, D> {
         // The events a snapshot stands for are checked as a replay would have: at once for a
         // one-shot command or a short log, else behind, between calls (see `PrefixCheck`).
         let mut prefix_check = (restored_seq > 0).then(|| PrefixCheck::new(restored_seq));
+        let mut read_at_open = replayed.head.seq - restored_seq;
         if let Some(check) = &mut prefix_check
             && (!check_behind || restored_seq <= config.check_at_open_max)
         {
             check.step(&store, &meta, &replayed.tree, &replayed.erased, u64::MAX)?;
             prefix_check = None;
+            read_at_open += restored_seq;
+        }
+        if read_at_open >= RELEASE_READS_AFTER {
+            store.release_reads()?;
         }
         let mut snapshot_seq = restored_seq;
         if restored_seq > 0 && replayed.erased.values().any(|seq| *seq > restored_seq) {
@@ -1248,7 +1256,19 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     "the events under the snapshot are checked"
                 );
                 self.prefix_check = None;
-                true
+                let started = std::time::Instant::now();
+                match self.store.release_reads() {
+                    Ok(()) => {
+                        tracing::debug!(took = ?started.elapsed(), "the check's reads let go");
+                        true
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "the store cannot be used; calls are refused");
+                        self.gate.state.send_replace(OpenState::Failed(Arc::new(e)));
+                        self.stop_publishing();
+                        false
+                    }
+                }
             }
             Err(e) => {
                 tracing::error!(

@@ -11,7 +11,10 @@
 //! - RSS of the process (the server is in process) after the queries;
 //! - restart: the ledger is shut down and started again: time until it is open (snapshot
 //!   loaded) and the first retrieval (which rebuilds the index from the loaded memories); RSS
-//!   then, and 3 s and 10 s later.
+//!   then, and 3 s and 10 s later;
+//! - restart in a new process, as a user restarts a server: the built binary (`serve
+//!   --toolsets memory`, stdio) on the same data dir: time to `initialize`, to the first and
+//!   second retrieval, and the process's RSS then and once the open's check of the log is done.
 //!
 //! The memories are sentences made from fixed vocabularies by a seeded generator, so every
 //! run stores the same texts. After the run the ledger is verified (intact, every event there).
@@ -25,6 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use common::stdio::StdioClient;
 use common::{percentile, us};
 use serde_json::{Value, json};
 use thinkledger::app::{App, AppConfig, Command as AppCommand};
@@ -176,9 +180,10 @@ async fn call(ledger: &LedgerHandle<App>, tool: &str, arguments: Value) -> Value
     done.body
 }
 
-/// A `/proc/self/status` figure in MB (`VmRSS`, `RssAnon`, `RssFile`).
-fn status_mb(name: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+/// A `/proc/PID/status` figure in MB (`VmRSS`, `RssAnon`, `RssFile`) of process `pid`
+/// (`self` for this one).
+fn process_status_mb(pid: &str, name: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
@@ -187,19 +192,75 @@ fn status_mb(name: &str) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-fn rss_mb() -> f64 {
-    status_mb("VmRSS")
-}
-
 /// RSS with its parts: heap and other anonymous memory, and mapped files (the index's
 /// segments, sled's files).
 fn rss_parts() -> String {
+    process_rss_parts("self")
+}
+
+fn process_rss_parts(pid: &str) -> String {
     format!(
         "{:.0} MB (anonymous {:.0}, files {:.0})",
-        rss_mb(),
-        status_mb("RssAnon"),
-        status_mb("RssFile")
+        process_status_mb(pid, "VmRSS"),
+        process_status_mb(pid, "RssAnon"),
+        process_status_mb(pid, "RssFile")
     )
+}
+
+/// When RSS is read again after a restart (seconds to wait, then the label): 3 s and 10 s after
+/// it in a full run, not at all in a smoke run.
+fn settle_waits(full: bool) -> &'static [(u64, &'static str)] {
+    if full {
+        &[(3, "3 s"), (7, "10 s")]
+    } else {
+        &[]
+    }
+}
+
+/// A restart as a user makes one: the built server in a process of its own on `data_dir`
+/// (stdio, `--toolsets memory`), timed to `initialize` and to its first two retrievals, with
+/// its RSS then and 3 s and 10 s later (by then the open's check of the log under the
+/// snapshot has run between calls). Returns the number of events it added.
+fn restart_in_new_process(data_dir: &std::path::Path, full: bool) -> u64 {
+    let mut command = std::process::Command::new(common::server_binary());
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["serve", "--toolsets", "memory"]);
+    let started = Instant::now();
+    let mut client = StdioClient::spawn_command(command, &data_dir.join("server.log"));
+    client.initialize();
+    let initialized = started.elapsed();
+    let first = Instant::now();
+    let result = client.call_tool(
+        "retrieve_memories",
+        json!({"userId": OWNER, "text": query(2)}),
+    );
+    assert_eq!(result["isError"], json!(false), "{result}");
+    let first = first.elapsed();
+    let again = Instant::now();
+    client.call_tool(
+        "retrieve_memories",
+        json!({"userId": OWNER, "text": query(3)}),
+    );
+    let again = again.elapsed();
+    let pid = client.child.id().to_string();
+    println!(
+        "  restart, new process: initialize {}, first retrieval {} after it, the next {}; RSS {}",
+        us(initialized.as_secs_f64() * 1e6),
+        us(first.as_secs_f64() * 1e6),
+        us(again.as_secs_f64() * 1e6),
+        process_rss_parts(&pid)
+    );
+    for (wait, label) in settle_waits(full) {
+        std::thread::sleep(Duration::from_secs(*wait));
+        println!(
+            "  restart, new process, {label} later: RSS {}",
+            process_rss_parts(&pid)
+        );
+    }
+    client.finish();
+    2
 }
 
 fn p50_p95(samples: &[Duration]) -> (f64, f64) {
@@ -348,13 +409,15 @@ fn main() {
         );
         // What the restarted server holds once the allocator has handed back what the load
         // and the rebuild freed (jemalloc purges dirty pages after 1 s, .cargo/config.toml).
-        for (wait, label) in [(3, "3 s"), (7, "10 s")] {
-            tokio::time::sleep(Duration::from_secs(wait)).await;
+        for (wait, label) in settle_waits(full) {
+            tokio::time::sleep(Duration::from_secs(*wait)).await;
             println!("  RSS after restart, {label} later: {}", rss_parts());
         }
         ledger.shutdown().await;
     });
-    let expected = memories + 2 * queries + 2;
+    drop(runtime);
+    let restarted = restart_in_new_process(dir.path(), full);
+    let expected = memories + 2 * queries + 2 + restarted;
     let verified = common::verify_ledger_events(&server::ledger_dir(dir.path()), expected);
     println!(
         "  verified: {} events intact in {:.1} s",
