@@ -1231,6 +1231,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         if !stopped {
             self.final_snapshot();
         }
+        self.decider.close();
     }
 
     /// What a stopped writer answers: why the log cannot be served when its check failed,

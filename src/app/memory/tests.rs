@@ -531,7 +531,8 @@ fn index_segments(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
 
 /// After a restart the index on disk is reopened (its segments kept, answers the same) when
 /// it is at the state's seq; a memory stored after its last commit makes it stale, and the
-/// next start rebuilds it, with that memory found.
+/// next start rebuilds it, with that memory found. A ledger whose handles are all dropped
+/// commits it as its writer exits.
 #[tokio::test]
 async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one() {
     let h = Harness::new();
@@ -573,7 +574,9 @@ async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one(
         "the index was rebuilt, not reopened"
     );
 
-    // Stored, never searched: the index's last commit is older than the state.
+    // A kill after a store and before the index's next commit leaves the index one commit
+    // behind the state: its files from before the store are put back after a clean stop.
+    let stale = copy_index(h.dir.path());
     let late = h
         .store(
             "u",
@@ -586,11 +589,52 @@ async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one(
         ledger,
         connection,
     } = h;
-    // Kill-like: the ledger is dropped without its shutdown (no snapshot, no index commit).
-    drop(ledger);
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    ledger.shutdown().await;
+    let index = dir.path().join("memory-index");
+    std::fs::remove_dir_all(&index).expect("remove the index");
+    std::fs::rename(stale.path(), &index).expect("put the old index back");
+    let stale_segments = index_segments(dir.path());
     let h = Harness::open(dir, connection);
-    let after = ids(&h.ok("search_memories", query).await);
+    let after = ids(&h.ok("search_memories", query.clone()).await);
     assert!(after.contains(&late), "{after:?}");
     assert!(after.len() > before.len());
+    assert_ne!(
+        index_segments(h.dir.path()),
+        stale_segments,
+        "the stale index was rebuilt"
+    );
+
+    // Every handle dropped without a shutdown: the writer still commits the index as it
+    // exits, so the next start reopens it.
+    let latest = h
+        .store("u", "Emeka fixed the search index for good", "episodic")
+        .await;
+    let Harness {
+        dir,
+        ledger,
+        connection,
+    } = h;
+    drop(ledger);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let segments = index_segments(dir.path());
+    let h = Harness::open(dir, connection);
+    let found = ids(&h.ok("search_memories", query).await);
+    assert!(found.contains(&latest), "{found:?}");
+    assert_eq!(
+        index_segments(h.dir.path()),
+        segments,
+        "the index committed at exit was reopened"
+    );
+}
+
+/// A copy of the memory index's directory (its files; it has no subdirectories).
+fn copy_index(data_dir: &std::path::Path) -> tempfile::TempDir {
+    let copy = tempfile::tempdir_in(data_dir).expect("a dir for the copy");
+    for entry in std::fs::read_dir(data_dir.join("memory-index")).expect("index dir") {
+        let entry = entry.expect("entry");
+        if entry.file_type().expect("type").is_file() {
+            std::fs::copy(entry.path(), copy.path().join(entry.file_name())).expect("copy");
+        }
+    }
+    copy
 }
