@@ -714,6 +714,39 @@ mod snapshots {
         assert!(report.is_intact(), "{:?}", report.problems);
     }
 
+    /// Each event's hash and bytes, made from one serialization (`sealed_event`), are those of
+    /// the plain formula: the hash of the JCS bytes without `hash`, then the JCS bytes with it.
+    #[tokio::test]
+    async fn sealed_events_are_the_plain_formulas_bytes_and_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = open(dir.path(), RARELY);
+        record_some(
+            &ledger,
+            &SessionId::random(),
+            "thought \u{1F600} \"quoted\"",
+        )
+        .await;
+        ledger.shutdown().await;
+        let store = SledStore::reopen(dir.path());
+        let mut checked = 0;
+        for item in store.events_from(1) {
+            let (_, stored) = item.unwrap();
+            let mut event: crate::events::Event = serde_json::from_slice(&stored).unwrap();
+            event.hash = String::new();
+            let (hash, bytes) = crate::ledger::hash::sealed_event(&event).unwrap();
+            let plain_hash = crate::ledger::hash::event_hash(&event).unwrap();
+            event.hash = plain_hash.clone();
+            let plain_bytes =
+                crate::ledger::canonical::canonical_bytes(&serde_json::to_value(&event).unwrap())
+                    .unwrap();
+            assert_eq!(hash, plain_hash);
+            assert_eq!(bytes, plain_bytes);
+            assert_eq!(bytes, stored);
+            checked += 1;
+        }
+        assert!(checked >= 5, "{checked}");
+    }
+
     fn holds(hay: &[u8], needle: &str) -> bool {
         hay.windows(needle.len()).any(|w| w == needle.as_bytes())
     }

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use serde_json::Value;
 
 use super::LedgerError;
-use super::canonical::canonical_bytes;
+use super::canonical::{canonical_bytes, utf16_less};
 use crate::events::Event;
 
 /// BLAKE3 `derive_key` context for event hashes.
@@ -36,6 +36,56 @@ pub fn event_hash(event: &Event) -> Result<String, LedgerError> {
     let value = serde_json::to_value(event)
         .map_err(|e| LedgerError::NotCanonicalizable(format!("event does not serialize: {e}")))?;
     event_value_hash(&value)
+}
+
+/// An event's hash and its stored bytes (the JCS bytes of the event with that hash), from
+/// one serialization: the same as [`event_hash`], then `canonical_bytes` of the event with
+/// `hash` set, at about half the cost. A JCS object is its members in key order, so the
+/// members sorting before `hash` and those after it are made canonical once each and joined
+/// twice, without and with the `hash` member.
+pub fn sealed_event(event: &Event) -> Result<(String, Vec<u8>), LedgerError> {
+    let value = serde_json::to_value(event)
+        .map_err(|e| LedgerError::NotCanonicalizable(format!("event does not serialize: {e}")))?;
+    let Value::Object(map) = value else {
+        return Err(LedgerError::NotCanonicalizable(
+            "an event serializes as a JSON object".into(),
+        ));
+    };
+    let (mut before, mut after) = (serde_json::Map::new(), serde_json::Map::new());
+    for (key, member) in map {
+        if key == "hash" {
+            continue;
+        }
+        if utf16_less(&key, "hash") {
+            before.insert(key, member);
+        } else {
+            after.insert(key, member);
+        }
+    }
+    // Each part's canonical bytes are `{` its members `}`.
+    let before = canonical_bytes(&Value::Object(before))?;
+    let after = canonical_bytes(&Value::Object(after))?;
+    let (before, after) = (&before[1..before.len() - 1], &after[1..after.len() - 1]);
+    let comma: &[u8] = if before.is_empty() || after.is_empty() {
+        b""
+    } else {
+        b","
+    };
+    let hash = hex(event_hash_of_canonical(&[b"{", before, comma, after, b"}"]).as_slice());
+    let member = format!("\"hash\":\"{hash}\"");
+    let mut bytes = Vec::with_capacity(before.len() + after.len() + member.len() + 4);
+    bytes.push(b'{');
+    bytes.extend_from_slice(before);
+    if !before.is_empty() {
+        bytes.push(b',');
+    }
+    bytes.extend_from_slice(member.as_bytes());
+    if !after.is_empty() {
+        bytes.push(b',');
+    }
+    bytes.extend_from_slice(after);
+    bytes.push(b'}');
+    Ok((hash, bytes))
 }
 
 /// [`event_hash`] of an event given as JSON, as read back from storage or an export: the

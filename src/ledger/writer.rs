@@ -22,13 +22,15 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::checkpoint::NoteSigner;
 use super::event_check;
-use super::hash::{GENESIS_PREV_HASH, event_hash, event_value_hash, parse_hex32, response_digest};
+use super::hash::{
+    GENESIS_PREV_HASH, event_value_hash, parse_hex32, response_digest, sealed_event,
+};
 use super::merkle::{Blake3Hasher, MerkleError, MerkleHasher, MerkleTree, NodeHash};
 use super::notary::{CHECKPOINT_EVERY_EVENTS, Notary};
 use super::snapshot::{self, SnapshotWorker};
 use super::store::{Batch, LedgerMeta, StagedEvent, Store, TextRecord};
 use super::view::{LogView, SignedCheckpoint, TextState};
-use super::{FORMAT, LedgerError, canonical::canonical_bytes, format_timestamp};
+use super::{FORMAT, LedgerError, format_timestamp};
 use crate::events::{
     Actor, Call, ENVELOPE_VERSION, ErrorRecord, Event, Fact, KIND_TOOL_CALL_RECORDED, Outcome,
     OutcomeStatus, Provenance, SessionId, TextLookup, TextRef,
@@ -1522,10 +1524,8 @@ impl<S: Store, D: Decider> Writer<S, D> {
             prev_hash: self.head.hash.clone(),
             hash: String::new(),
         };
-        event.hash = event_hash(&event)?;
-        let value = serde_json::to_value(&event)
-            .map_err(|e| LedgerError::NotCanonicalizable(e.to_string()))?;
-        let bytes = canonical_bytes(&value)?;
+        let (hash, bytes) = sealed_event(&event)?;
+        event.hash = hash;
         let leaf = leaf_data(&event.hash)?;
         let mut texts = Vec::with_capacity(draft.texts.len());
         let mut pending: Vec<(String, Arc<str>)> = Vec::with_capacity(draft.texts.len());
@@ -2289,9 +2289,11 @@ mod tests {
                 prev_hash: prev.clone(),
                 hash: String::new(),
             };
-            event.hash = event_hash(&event).unwrap();
+            event.hash = crate::ledger::hash::event_hash(&event).unwrap();
             prev = event.hash.clone();
-            let mut bytes = canonical_bytes(&serde_json::to_value(&event).unwrap()).unwrap();
+            let mut bytes =
+                crate::ledger::canonical::canonical_bytes(&serde_json::to_value(&event).unwrap())
+                    .unwrap();
             if seq == 2 {
                 // Alter the content but keep the recorded hash: the tamperer's best attempt.
                 let text = String::from_utf8(bytes)
