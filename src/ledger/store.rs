@@ -520,8 +520,8 @@ impl Store for SledStore {
     /// (one of 256), so a pass over the whole log keeps up to 16,384 pages in memory whatever
     /// its capacity, and reads after it come too seldom to push them out: at 100,000 memories
     /// the check of the log under a snapshot left about 160 MB. Closing the database and
-    /// opening it again drops them; it costs one open of sled (a few hundred milliseconds at
-    /// 100,000 events). A store opened for a one-shot command keeps its pages (it exits soon).
+    /// opening it again drops them; it costs one open of sled (271 ms on a 100,000-event ledger,
+    /// docs/benchmarks.md, "Scale"). A store opened for a one-shot command keeps its pages (it exits soon).
     fn release_reads(&mut self) -> Result<(), LedgerError> {
         if self.cache_bytes != SERVING_CACHE_BYTES {
             return Ok(());

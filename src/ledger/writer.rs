@@ -684,10 +684,10 @@ impl Replayed {
 /// Events checked under the snapshot each time the writer finds itself idle, and after each
 /// batch while it is busy.
 const PREFIX_CHECK_IDLE_STEP: u64 = 2_000;
+const PREFIX_CHECK_BUSY_STEP: u64 = 200;
 /// Events read at open (replayed, or checked under a snapshot) from which the store is asked to
 /// let go of those reads ([`Store::release_reads`]).
 const RELEASE_READS_AFTER: u64 = 10_000;
-const PREFIX_CHECK_BUSY_STEP: u64 = 200;
 
 /// The check of the events a loaded snapshot stands for: what a replay would have refused (a
 /// gap, a broken link, an event that does not match its hash, another ledger's event) and
