@@ -669,17 +669,7 @@ mod snapshots {
 
         let path = dir.path().to_path_buf();
         let ledger = crate::ledger::start_ledger(
-            move || {
-                let store = loop {
-                    match SledStore::open_for_serving(&path) {
-                        Err(crate::ledger::LedgerError::Locked { .. }) => {
-                            std::thread::sleep(std::time::Duration::from_millis(10));
-                        }
-                        other => break other?,
-                    }
-                };
-                Ok((store, None))
-            },
+            move || Ok((SledStore::reopen_for_serving(&path), None)),
             App::new(AppConfig::default()),
             WriterConfig {
                 check_at_open_max: 0,

@@ -180,15 +180,27 @@ impl SledStore {
     /// (on another thread) to release its lock.
     #[cfg(test)]
     pub(crate) fn reopen(dir: &Path) -> Self {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            match Self::open(dir) {
-                Ok(store) => return store,
-                Err(LedgerError::Locked { .. }) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                Err(e) => panic!("cannot open the store: {e}"),
+        when_unlocked(|| Self::open(dir)).unwrap_or_else(|e| panic!("cannot open the store: {e}"))
+    }
+
+    /// Tests: [`SledStore::reopen`] as a server opens it ([`SledStore::open_for_serving`]).
+    #[cfg(test)]
+    pub(crate) fn reopen_for_serving(dir: &Path) -> Self {
+        when_unlocked(|| Self::open_for_serving(dir))
+            .unwrap_or_else(|e| panic!("cannot open the store: {e}"))
+    }
+}
+
+/// `open()`, tried again while it fails because the database is still locked, for up to 10 s:
+/// sled's threads let go of the file lock a moment after the last handle is dropped.
+fn when_unlocked<T>(mut open: impl FnMut() -> Result<T, LedgerError>) -> Result<T, LedgerError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match open() {
+            Err(LedgerError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
             }
+            other => return other,
         }
     }
 }
@@ -528,17 +540,7 @@ impl Store for SledStore {
         }
         self.sync()?;
         drop(self.sled.take());
-        // sled's threads let go of the file lock a moment after the last handle is dropped.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let sled = loop {
-            match Sled::open(&self.dir, self.cache_bytes) {
-                Err(LedgerError::Locked { .. }) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                other => break other?,
-            }
-        };
-        self.sled = Some(sled);
+        self.sled = Some(when_unlocked(|| Sled::open(&self.dir, self.cache_bytes))?);
         Ok(())
     }
 }

@@ -520,6 +520,33 @@ async fn a_snapshot_of_memories_loads_back_equal_and_sharing_its_texts() {
     }
 }
 
+/// How [`Harness::stop`] ends its ledger.
+enum Stop {
+    /// `shutdown`: synced, the last snapshot taken, the index committed.
+    Shutdown,
+    /// Every handle dropped without a shutdown; the writer is given 300 ms to exit.
+    Dropped,
+}
+
+impl Harness {
+    /// Ends the ledger and gives back what [`Harness::open`] starts it again on.
+    async fn stop(self, how: Stop) -> (tempfile::TempDir, SessionId) {
+        let Harness {
+            dir,
+            ledger,
+            connection,
+        } = self;
+        match how {
+            Stop::Shutdown => ledger.shutdown().await,
+            Stop::Dropped => {
+                drop(ledger);
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+        }
+        (dir, connection)
+    }
+}
+
 /// The segment files of the memory index's directory.
 fn index_segments(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
     std::fs::read_dir(dir.join("memory-index"))
@@ -558,12 +585,7 @@ async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one(
     let before = ids(&h.ok("search_memories", query.clone()).await);
     assert!(!before.is_empty());
 
-    let Harness {
-        dir,
-        ledger,
-        connection,
-    } = h;
-    ledger.shutdown().await;
+    let (dir, connection) = h.stop(Stop::Shutdown).await;
     let segments = index_segments(dir.path());
     assert!(!segments.is_empty());
     let h = Harness::open(dir, connection);
@@ -584,12 +606,7 @@ async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one(
             "episodic",
         )
         .await;
-    let Harness {
-        dir,
-        ledger,
-        connection,
-    } = h;
-    ledger.shutdown().await;
+    let (dir, connection) = h.stop(Stop::Shutdown).await;
     let index = dir.path().join("memory-index");
     std::fs::remove_dir_all(&index).expect("remove the index");
     std::fs::rename(stale.path(), &index).expect("put the old index back");
@@ -609,13 +626,7 @@ async fn a_restart_reopens_the_index_at_the_states_seq_and_rebuilds_a_stale_one(
     let latest = h
         .store("u", "Emeka fixed the search index for good", "episodic")
         .await;
-    let Harness {
-        dir,
-        ledger,
-        connection,
-    } = h;
-    drop(ledger);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (dir, connection) = h.stop(Stop::Dropped).await;
     let segments = index_segments(dir.path());
     let h = Harness::open(dir, connection);
     let found = ids(&h.ok("search_memories", query).await);
