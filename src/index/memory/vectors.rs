@@ -1,18 +1,20 @@
 //! The vector half of the memory index: per owner, one vector per memory, searched by exact
 //! cosine (a dot product of unit vectors, in a fixed order, so equal inputs give equal bits).
 //!
-//! Exact search is linear in the owner's memories, and at 100,000 memories of 64 dimensions a
-//! scan of 25.6 MB of floats is bound by memory bandwidth. So each row keeps its vector
-//! quantized to 16-bit integers (its own scale; at most ±4095, less for long vectors, so that
-//! the products of a row sum in an `i32`: [`code_max`]), half the bytes: the scan computes every
-//! row's approximate cosine from them (an exact integer dot product, in AVX2 when the CPU has
-//! it) with a bound on its error, and only the rows that could be among the best `k` (whose
-//! upper bound reaches the `k`-th best lower bound) get their exact cosine: the float dot
-//! product of the row's vector with the unit query, divided by the row's norm (kept per row,
-//! so a candidate costs one pass over its floats and one division). The floats are not copied here:
-//! a row holds the vector its memory holds (one shared allocation). The answer is the exact
-//! one, bit for bit and in the same order (cosine, then id): a row of the exact best `k` always
-//! passes the bound (a test compares with the plain scan).
+//! Exact search is linear in the owner's memories, and at 100,000 memories of 64 dimensions a scan
+//! of 25.6 MB of floats is bound by memory bandwidth. So each row keeps its vector quantized to
+//! 8-bit integers (its own scale; at most ±127, so that `vpmaddubsw`'s pairs of products fit an
+//! `i16` and a row's products sum in an `i32`: [`code_max`]), a quarter of the bytes (16-bit codes,
+//! with a bound 32 times tighter, made a scan of 100,000 rows 25–35 % slower: it is bound by memory
+//! bandwidth, and the looser bound still leaves few rows to the exact check: 19 of 100,000 random
+//! vectors for the best 3): the scan computes every row's approximate cosine from them (an exact
+//! integer dot product, in AVX2 when the CPU has it) with a bound on its error, and only the rows
+//! that could be among the best `k` (whose upper bound reaches the `k`-th best lower bound) get
+//! their exact cosine: the float dot product of the row's vector with the unit query, divided by
+//! the row's norm (kept per row, so a candidate costs one pass over its floats and one division).
+//! The floats are not copied here: a row holds the vector its memory holds (one shared allocation).
+//! The answer is the exact one, bit for bit and in the same order (cosine, then id): a row of the
+//! exact best `k` always passes the bound (a test compares with the plain scan).
 //!
 //! The bound, for unit vectors `q` (query) and `v` (row), codes `c` with steps `s` (the largest
 //! component over [`code_max`]): each component is off by at most one step, so
@@ -38,12 +40,13 @@ fn rounding_slack(n: f64) -> f64 {
     n * f64::powi(2.0, -22)
 }
 
-/// The largest code for vectors of `dimension` components: 4095, or less, so that `dimension`
-/// products of two codes sum to at most `i32::MAX` (64 · 4095² < 2³¹; 384 dimensions: 2364).
+/// The largest code for vectors of `dimension` components: 127 (two products of codes sum to at
+/// most 32,258, which `vpmaddubsw` keeps in an `i16` without saturating), or less, so that
+/// `dimension` products of two codes sum to at most `i32::MAX` (up to 133,143 dimensions: 127).
 fn code_max(dimension: usize) -> f32 {
     let n = f64::from(u32::try_from(dimension.max(1)).unwrap_or(u32::MAX));
-    let most = (f64::from(i32::MAX) / n).sqrt().floor().min(4095.0);
-    // At most 4095 (and at least 1 for any dimension that fits memory): exact in f32.
+    let most = (f64::from(i32::MAX) / n).sqrt().floor().min(127.0);
+    // At most 127 (and at least 1 for any dimension that fits memory): exact in f32.
     #[allow(clippy::cast_possible_truncation)]
     let most = most.max(1.0) as f32;
     most
@@ -70,7 +73,7 @@ struct Chunk {
     /// Each row's Euclidean norm: its exact cosine is `dot(v, q) / norm` ([`Rows::cosine`]).
     norms: Vec<f32>,
     /// Row-major integer codes of the same vectors: the scan's approximate cosines.
-    codes: Vec<i16>,
+    codes: Vec<i8>,
     /// Per row: the value of one code step, and the row's ‖v‖₁ (for the error bound).
     scales: Vec<(f32, f32)>,
 }
@@ -165,7 +168,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// A vector's integer codes, the value of one step and its ‖v‖₁.
 struct Quantized {
-    codes: Vec<i16>,
+    codes: Vec<i8>,
     step: f32,
     l1: f32,
 }
@@ -186,9 +189,9 @@ fn quantize(v: &[f32]) -> Quantized {
         .iter()
         .map(|x| {
             let c = (x / step).round().clamp(-code_max, code_max);
-            // An integer in [-4095, 4095] after the clamp: the conversion is exact.
+            // An integer in [-127, 127] after the clamp: the conversion is exact.
             #[allow(clippy::cast_possible_truncation)]
-            let code = c as i16;
+            let code = c as i8;
             code
         })
         .collect();
@@ -198,7 +201,7 @@ fn quantize(v: &[f32]) -> Quantized {
 /// The exact integer dot product of two code rows (in eight lanes, which the compiler turns
 /// into vector instructions; integer sums do not depend on their order): the portable path of
 /// [`code_dots`].
-fn code_dot(a: &[i16], b: &[i16]) -> i32 {
+fn code_dot(a: &[i8], b: &[i8]) -> i32 {
     let (a8, a_rest) = a.as_chunks::<8>();
     let (b8, b_rest) = b.as_chunks::<8>();
     let mut lanes = [0_i32; 8];
@@ -216,9 +219,9 @@ fn code_dot(a: &[i16], b: &[i16]) -> i32 {
 }
 
 /// Each row's [`code_dot`] with `q` into `out` (one per row of `codes`): with AVX2 when the
-/// CPU has it (sixteen products a step, chosen at run time), else the portable loop. The same
+/// CPU has it (32 products a step, chosen at run time), else the portable loop. The same
 /// integers either way.
-fn code_dots(codes: &[i16], q: &[i16], out: &mut [i32]) {
+fn code_dots(codes: &[i8], q: &[i8], out: &mut [i32]) {
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = pulp::x86::V3::try_new() {
         simd.vectorize(Avx2Dots {
@@ -235,14 +238,17 @@ fn code_dots(codes: &[i16], q: &[i16], out: &mut [i32]) {
     }
 }
 
-/// [`code_dots`] in AVX2: `vpmaddwd` multiplies sixteen code pairs and adds neighbours into
-/// eight `i32` lanes (exact: two products of codes of at most 4095 fit), lanes summed at the
-/// end of each row.
+/// [`code_dots`] in AVX2: `vpmaddubsw` multiplies 32 code pairs (the query's magnitudes, as
+/// unsigned bytes, by the row's codes with the query's signs, `vpsignb`) and adds neighbours
+/// into sixteen `i16` lanes (exact: two products of codes of at most 127 sum to at most
+/// 32,258), `vpmaddwd` by ones adds those into eight `i32` lanes. The lanes of eight rows are
+/// then summed together (three rounds of `vphaddd` and one 128-bit swap), one store for the
+/// eight rows' dot products, instead of a scalar sum of eight lanes per row.
 #[cfg(target_arch = "x86_64")]
 struct Avx2Dots<'a> {
     simd: pulp::x86::V3,
-    codes: &'a [i16],
-    q: &'a [i16],
+    codes: &'a [i8],
+    q: &'a [i8],
     out: &'a mut [i32],
 }
 
@@ -253,45 +259,103 @@ impl pulp::NullaryFnOnce for Avx2Dots<'_> {
     #[inline(always)]
     fn call(self) {
         use core::arch::x86_64::__m256i;
-        const LANES: usize = 16;
+        const LANES: usize = 32;
+        const GROUP: usize = 8;
         let Self {
             simd,
             codes,
             q,
             out,
         } = self;
+        let avx2 = simd.avx2;
         let d = q.len();
         let whole = d - d % LANES;
-        let steps: Vec<__m256i> = q[..whole]
+        // The query's steps: its signs, and its magnitudes (at most 127: unsigned bytes).
+        let steps: Vec<(__m256i, __m256i)> = q[..whole]
             .chunks_exact(LANES)
-            .map(|c| pulp::cast(<[i16; LANES]>::try_from(c).unwrap_or([0; LANES])))
+            .map(|c| {
+                let signs: __m256i = pulp::cast(<[i8; LANES]>::try_from(c).unwrap_or([0; LANES]));
+                (signs, avx2._mm256_abs_epi8(signs))
+            })
             .collect();
-        for (row, dot) in out.iter_mut().enumerate() {
-            let codes = &codes[row * d..(row + 1) * d];
-            let mut sum: __m256i = pulp::cast([0_i32; 8]);
-            for (chunk, step) in codes[..whole].chunks_exact(LANES).zip(&steps) {
-                let chunk: __m256i =
-                    pulp::cast(<[i16; LANES]>::try_from(chunk).unwrap_or([0; LANES]));
-                sum = simd
-                    .avx2
-                    ._mm256_add_epi32(sum, simd.avx2._mm256_madd_epi16(chunk, *step));
+        let ones = simd.avx._mm256_set1_epi16(1);
+        let grouped = out.len() - out.len() % GROUP;
+        for (group, dots) in out[..grouped].chunks_exact_mut(GROUP).enumerate() {
+            let row = group * GROUP;
+            let mut s: [__m256i; GROUP] = [pulp::cast([0_i32; 8]); GROUP];
+            for (i, lanes) in s.iter_mut().enumerate() {
+                let at = (row + i) * d;
+                *lanes = row_lanes(simd, &codes[at..at + whole], &steps, ones);
             }
-            let lanes: [i32; 8] = pulp::cast(sum);
-            let rest: i32 = codes[whole..]
-                .iter()
-                .zip(&q[whole..])
-                .map(|(x, y)| i32::from(*x) * i32::from(*y))
-                .sum();
-            *dot = lanes.iter().sum::<i32>() + rest;
+            // [r0 r0 r1 r1 | r0 r0 r1 r1] and so on: each round halves the lanes per row.
+            let h01 = avx2._mm256_hadd_epi32(s[0], s[1]);
+            let h23 = avx2._mm256_hadd_epi32(s[2], s[3]);
+            let h45 = avx2._mm256_hadd_epi32(s[4], s[5]);
+            let h67 = avx2._mm256_hadd_epi32(s[6], s[7]);
+            // [r0 r1 r2 r3 | r0 r1 r2 r3]: low and high halves of each row's lanes.
+            let h0123 = avx2._mm256_hadd_epi32(h01, h23);
+            let h4567 = avx2._mm256_hadd_epi32(h45, h67);
+            let low = avx2._mm256_permute2x128_si256::<0x20>(h0123, h4567);
+            let high = avx2._mm256_permute2x128_si256::<0x31>(h0123, h4567);
+            let sums: [i32; GROUP] = pulp::cast(avx2._mm256_add_epi32(low, high));
+            dots.copy_from_slice(&sums);
+        }
+        for (row, dot) in out.iter_mut().enumerate().skip(grouped) {
+            let at = row * d;
+            let sums: [i32; 8] = pulp::cast(row_lanes(simd, &codes[at..at + whole], &steps, ones));
+            *dot = sums.iter().sum();
+        }
+        if whole < d {
+            for (row, dot) in out.iter_mut().enumerate() {
+                *dot += codes[row * d + whole..(row + 1) * d]
+                    .iter()
+                    .zip(&q[whole..])
+                    .map(|(x, y)| i32::from(*x) * i32::from(*y))
+                    .sum::<i32>();
+            }
         }
     }
 }
 
+/// One row's products with the query's `steps` (its signs and magnitudes, 32 codes each), in
+/// eight lanes whose sum is the row's dot product over those codes. Inlined into
+/// [`Avx2Dots::call`], whose instructions it needs.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn row_lanes(
+    simd: pulp::x86::V3,
+    codes: &[i8],
+    steps: &[(core::arch::x86_64::__m256i, core::arch::x86_64::__m256i)],
+    ones: core::arch::x86_64::__m256i,
+) -> core::arch::x86_64::__m256i {
+    use core::arch::x86_64::__m256i;
+    const LANES: usize = 32;
+    let avx2 = simd.avx2;
+    let mut sum: __m256i = pulp::cast([0_i32; 8]);
+    for (chunk, &(signs, magnitudes)) in codes.chunks_exact(LANES).zip(steps) {
+        let chunk: __m256i = pulp::cast(<[i8; LANES]>::try_from(chunk).unwrap_or([0; LANES]));
+        let signed = avx2._mm256_sign_epi8(chunk, signs);
+        let pairs = avx2._mm256_maddubs_epi16(magnitudes, signed);
+        sum = avx2._mm256_add_epi32(sum, avx2._mm256_madd_epi16(pairs, ones));
+    }
+    sum
+}
+
+/// A scan's buffers, reused from query to query: one chunk's rows at a time (in L1, however
+/// many rows the owner has), and what the scan keeps across chunks.
+#[derive(Default)]
+struct ScanBuffers {
+    /// The chunk's integer dot products, and its rows' upper bounds.
+    dots: Vec<i32>,
+    highs: Vec<f64>,
+    /// The best lower bounds so far, highest first.
+    best: Vec<f64>,
+    /// Rows whose upper bound reached the floor when they were scanned, with that bound.
+    maybe: Vec<(usize, f64)>,
+}
+
 thread_local! {
-    /// Each thread's scan buffers (dot products, upper bounds), reused from query to query.
-    static SCAN: std::cell::RefCell<(Vec<i32>, Vec<f64>, Vec<f64>)> = const {
-        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new()))
-    };
+    static SCAN: std::cell::RefCell<ScanBuffers> = std::cell::RefCell::new(ScanBuffers::default());
 }
 
 /// A candidate of a scan: ordered worst first, so a max-heap of them pops the worst (lower
@@ -469,57 +533,62 @@ impl Rows {
         if d == 0 {
             return (0..self.len).collect();
         }
-        // First every row's integer dot product (a tight loop over each chunk's codes), then
-        // every row's bounds (a loop without branches, which the compiler vectorizes), then the
-        // `k`-th best lower bound (a short sorted list, rarely touched), then the rows whose
-        // upper bound reaches it.
+        // Chunk by chunk: the rows' integer dot products (a tight loop over the chunk's
+        // codes), then their upper bounds (a loop without branches, which the compiler
+        // vectorizes), then the rows whose upper bound reaches the `k`-th best lower bound so
+        // far (`floor`). The floor only rises, so a row below it is dropped at once (most
+        // rows, once the scan is under way: their lower bound is only computed for the rest);
+        // the rows kept on the way are filtered once more by the final floor, which leaves the
+        // rows whose upper bound reaches the `k`-th best lower bound of all rows.
         let slack = rounding_slack(n);
-        SCAN.with_borrow_mut(|(dots, lows, highs)| {
-            dots.clear();
-            dots.resize(self.len, 0);
-            lows.clear();
-            lows.resize(self.len, 0.0);
-            highs.clear();
-            highs.resize(self.len, 0.0);
-            let rows = dots
-                .chunks_mut(CHUNK_ROWS)
-                .zip(lows.chunks_mut(CHUNK_ROWS))
-                .zip(highs.chunks_mut(CHUNK_ROWS));
-            for (chunk, ((dots, lows), highs)) in self.chunks.iter().zip(rows) {
+        let bounds = move |dot: i32, (step, l1): (f32, f32)| {
+            let step = f64::from(step);
+            let approx = step * q_step * f64::from(dot);
+            let error = step * q_l1 + q_step * (f64::from(l1) + n * step) + slack;
+            (approx, error)
+        };
+        SCAN.with_borrow_mut(move |scan| {
+            let ScanBuffers {
+                dots,
+                highs,
+                best,
+                maybe,
+            } = scan;
+            best.clear();
+            maybe.clear();
+            dots.resize(CHUNK_ROWS, 0);
+            highs.resize(CHUNK_ROWS, 0.0);
+            let mut floor = f64::NEG_INFINITY;
+            for (at, chunk) in self.chunks.iter().enumerate() {
+                let first = at * CHUNK_ROWS;
+                let rows = CHUNK_ROWS.min(self.len.saturating_sub(first));
+                let (dots, highs) = (&mut dots[..rows], &mut highs[..rows]);
                 code_dots(&chunk.codes, &q_codes, dots);
-                let bounds = dots
-                    .iter()
-                    .zip(&chunk.scales)
-                    .zip(lows.iter_mut().zip(highs));
-                for ((&dot, &(step, l1)), (low, high)) in bounds {
-                    let step = f64::from(step);
-                    let approx = step * q_step * f64::from(dot);
-                    let error = step * q_l1 + q_step * (f64::from(l1) + n * step) + slack;
-                    *low = approx - error;
+                for ((&dot, &scale), high) in dots.iter().zip(&chunk.scales).zip(highs.iter_mut()) {
+                    let (approx, error) = bounds(dot, scale);
                     *high = approx + error;
                 }
-            }
-            // The best `k` lower bounds, highest first.
-            let mut best: Vec<f64> = Vec::with_capacity(k + 1);
-            if k > 0 {
-                for &low in lows.iter() {
-                    if best.len() < k || best.last().is_some_and(|&last| low > last) {
+                for (i, &high) in highs.iter().enumerate() {
+                    if high < floor {
+                        continue;
+                    }
+                    maybe.push((first + i, high));
+                    let (approx, error) = bounds(dots[i], chunk.scales[i]);
+                    let low = approx - error;
+                    if k > 0 && (best.len() < k || low > floor) {
                         let at = best.partition_point(|&b| b >= low);
                         best.insert(at, low);
                         best.truncate(k);
+                        if best.len() == k {
+                            floor = best[k - 1];
+                        }
                     }
                 }
             }
-            let floor = if k > 0 && best.len() == k {
-                best[k - 1]
-            } else {
-                f64::NEG_INFINITY
-            };
-            highs
+            maybe
                 .iter()
-                .enumerate()
-                .filter(|&(_, &high)| high >= floor)
-                .map(|(row, _)| row)
+                .filter(|&&(_, high)| high >= floor)
+                .map(|&(row, _)| row)
                 .collect()
         })
     }
@@ -757,17 +826,17 @@ mod tests {
     /// extremes and for dimensions that are not multiples of the vector width.
     #[test]
     fn every_path_of_the_integer_scan_gives_the_same_dot_products() {
-        for d in [1_usize, 7, 16, 31, 64, 100, 384] {
-            let most = code_max(d) as i16;
+        for d in [1_usize, 7, 16, 31, 32, 33, 64, 100, 384] {
+            let most = code_max(d) as i8;
             let rows = 37;
-            let codes: Vec<i16> = (0..rows * d)
+            let codes: Vec<i8> = (0..rows * d)
                 .map(|i| match i % 5 {
                     0 => most,
                     1 => -most,
-                    _ => (vector(i as u64, 1)[0] * 2.0 * f32::from(most)) as i16,
+                    _ => (vector(i as u64, 1)[0] * 2.0 * f32::from(most)) as i8,
                 })
                 .collect();
-            let q: Vec<i16> = (0..d)
+            let q: Vec<i8> = (0..d)
                 .map(|i| if i % 3 == 0 { -most } else { most })
                 .collect();
             let mut fast = vec![0; rows];
