@@ -304,7 +304,7 @@ fn tree_from_nodes(leaves: u64, bytes: &[u8]) -> Result<MerkleTree<Blake3Hasher>
 /// (serializing the whole state: seconds of CPU at 100,000 memories) should take the cores
 /// calls leave idle, not the ones they wait for. At +10 the kernel gives a thread a tenth of
 /// the share of a thread at the default, so a snapshot still finishes under sustained load.
-pub const SNAPSHOT_NICE: i32 = 10;
+const SNAPSHOT_NICE: i32 = 10;
 
 /// Lowers the calling thread's CPU priority by [`SNAPSHOT_NICE`] (Linux keeps a nice value per
 /// thread). Elsewhere, or if the kernel refuses, the thread runs at the default priority.
@@ -488,6 +488,32 @@ mod tests {
         worker.save(7, Box::new(|| Ok(b"seven".to_vec())));
         worker.finish();
         assert_eq!(store.load().unwrap().as_deref(), Some(&b"seven"[..]));
+    }
+
+    /// Snapshots are made at a nice value [`SNAPSHOT_NICE`] above the threads that queue them
+    /// (19 at most), read by the job itself on the snapshot thread.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn snapshots_are_made_at_a_lower_priority_than_calls() {
+        let nice = || rustix::process::getpriority_process(Some(rustix::thread::gettid()));
+        let ours = nice().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut worker = SnapshotWorker::start(Arc::new(MemSnapshots::default())).unwrap();
+        worker.save(
+            1,
+            Box::new(move || {
+                tx.send(nice()).map_err(|e| e.to_string())?;
+                Ok(b"one".to_vec())
+            }),
+        );
+        worker.finish();
+        let theirs = rx.recv().unwrap().unwrap();
+        assert_eq!(theirs, (ours + SNAPSHOT_NICE).min(19));
+        assert_eq!(
+            nice().unwrap(),
+            ours,
+            "the caller's own priority is unchanged"
+        );
     }
 
     #[test]
