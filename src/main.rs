@@ -782,16 +782,20 @@ fn export_session(dir: &std::path::Path, raw: &str, format: Format) -> anyhow::R
     };
     let rendered = query(
         dir,
-        Box::new(move |state| {
-            state
-                .state()
-                .session(&id)
-                .map_or(Value::Null, |s| match format {
-                    Format::Markdown => Value::String(markdown::render(s, &options)),
-                    Format::Json => export_json::render(s, &options),
-                })
+        // The export, null for no such session, or why it could not be read back (an object
+        // holding `unreadable`).
+        Box::new(move |state| match state.state().session(&id) {
+            Ok(None) => Value::Null,
+            Ok(Some(s)) => match format {
+                Format::Markdown => Value::String(markdown::render(&s, &options)),
+                Format::Json => export_json::render(&s, &options),
+            },
+            Err(e) => serde_json::json!({ "unreadable": e.to_string() }),
         }),
     )?;
+    if let Some(reason) = rendered.get("unreadable").and_then(Value::as_str) {
+        bail!("{reason}; run `thinkledger verify`");
+    }
     let mut out = std::io::stdout().lock();
     match rendered {
         Value::Null => bail!("no session {raw} in this ledger; `thinkledger sessions` lists them"),
@@ -843,17 +847,21 @@ fn diff_sessions(dir: &std::path::Path, a: &str, b: &str, json: bool) -> anyhow:
         dir,
         Box::new(
             move |state| match (state.state().session(&id_a), state.state().session(&id_b)) {
-                (Some(x), Some(y)) => {
-                    let d = diff::diff(x, y);
+                (Ok(Some(x)), Ok(Some(y))) => {
+                    let d = diff::diff(&x, &y);
                     serde_json::json!({ "diff": d, "text": diff::render_text(&d) })
                 }
-                (None, _) => serde_json::json!({ "missing": id_a.as_str() }),
-                (_, None) => serde_json::json!({ "missing": id_b.as_str() }),
+                (Err(e), _) | (_, Err(e)) => serde_json::json!({ "unreadable": e.to_string() }),
+                (Ok(None), _) => serde_json::json!({ "missing": id_a.as_str() }),
+                (_, Ok(None)) => serde_json::json!({ "missing": id_b.as_str() }),
             },
         ),
     )?;
     if let Some(missing) = doc.get("missing").and_then(Value::as_str) {
         bail!("no session {missing} in this ledger; `thinkledger sessions` lists them");
+    }
+    if let Some(reason) = doc.get("unreadable").and_then(Value::as_str) {
+        bail!("{reason}; run `thinkledger verify`");
     }
     let mut out = std::io::stdout().lock();
     if json {

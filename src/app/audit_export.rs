@@ -64,7 +64,7 @@ pub(crate) fn decide_audit_export(
     })?;
     // Another principal's session is answered exactly as a session with no events.
     let hidden =
-        app.state.session(&session).is_some() && readable_session(app, command, &session).is_none();
+        app.state.head(&session).is_some() && readable_session(app, command, &session).is_none();
     let selection = Selection::Session {
         session_id: session.clone(),
     };

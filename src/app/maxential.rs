@@ -269,7 +269,7 @@ pub(super) fn decide_search(
     };
     let wanted_tags = normalize_tags(args.tags.as_deref().unwrap_or(&[])).map_err(attributed)?;
     let include_revisions = args.include_revisions.unwrap_or(true);
-    let session = target.view();
+    let session = target.view()?;
     let mut searched = 0;
     let mut matches = Vec::new();
     for thought in &session.thoughts {
@@ -323,7 +323,7 @@ pub(super) fn decide_tag(app: &App, command: &Command, args: &Value, _recorded: 
     let session_id = target.id();
     let attributed = |r: Rejection| (r, Some(session_id.clone()));
     let session = match &target {
-        Target::Existing(s) => *s,
+        Target::Existing(s) => s.body()?,
         Target::New(_) => {
             return Err((
                 Rejection::new(
@@ -411,7 +411,7 @@ pub(super) fn decide_export(
     )
     .map_err(|r| (r, None))?;
     let target = target(app, command, args.session_id.as_deref())?;
-    let session = target.view();
+    let session = target.view()?;
     if let Some(branch) = &args.branch_id
         && !session.branches.iter().any(|b| &b.id == branch)
     {
@@ -465,7 +465,7 @@ pub(super) fn decide_visualize(
     )
     .map_err(|r| (r, None))?;
     let target = target(app, command, args.session_id.as_deref())?;
-    let session = target.view();
+    let session = target.view()?;
     let options = VisualizeOptions {
         show_tags: args.show_tags.unwrap_or(false),
         show_content: args.show_content.unwrap_or(false),

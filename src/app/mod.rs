@@ -12,6 +12,7 @@
 
 pub mod agent;
 mod audit_export;
+mod bodies;
 pub(crate) mod call;
 pub(crate) use call::access;
 pub mod cognition;
@@ -49,7 +50,8 @@ use crate::events::{
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::{
-    AgentState, CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
+    AgentState, BODY_CACHE_BYTES, CognitionState, DeliberationState, LuxState, MemoryState,
+    Telemetry, ThinkingState,
 };
 
 pub use agent::{
@@ -406,6 +408,11 @@ impl Decider for App {
 
     fn close(&mut self) {
         self.memory.close_index();
+    }
+
+    fn attach_log(&mut self, log: std::sync::Arc<dyn crate::ledger::SessionLog>) {
+        self.state
+            .load_bodies_from(Box::new(bodies::LogBodies(log)), BODY_CACHE_BYTES);
     }
 
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {

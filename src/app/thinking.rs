@@ -158,7 +158,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
     let target = target(app, command, args.session_id.as_deref())?;
     let session_id = target.id();
     let attributed = |r: Rejection| (r, target.existing_id());
-    let session = target.view();
+    let session = target.head();
     if let SessionStatus::Closed { seq, .. } = &session.status {
         return Err(attributed(Rejection::new(
             ErrorCode::SessionClosed,
@@ -186,7 +186,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
         ("branchFromThought", args.branch_from_thought),
     ] {
         if let Some(n) = number
-            && session.thought_by_number(n).is_none()
+            && !session.has_thought(n)
         {
             return Err(attributed(Rejection::new(
                 ErrorCode::UnknownThought,
@@ -194,7 +194,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
                 format!(
                     "refer to a thought already recorded (this session has {} thoughts); to \
                      continue an earlier session pass its sessionId",
-                    session.thoughts.len()
+                    session.thought_count
                 ),
             )));
         }
@@ -246,7 +246,7 @@ fn decide_sequential(app: &App, command: &Command, args: &Value, recorded: &Valu
         total_thoughts,
         next_thought_needed: args.next_thought_needed,
         branches,
-        thought_history_length: session.thoughts.len() + 1,
+        thought_history_length: session.thought_count + 1,
         session_id: session_id.to_string(),
     };
     let mut facts = target.start_facts();
@@ -296,8 +296,8 @@ fn decide_reset(app: &App, command: &Command, args: &Value, _recorded: &Value) -
     let output = ResetOutput {
         status: "reset".into(),
         cleared: Cleared {
-            thoughts: session.thoughts.len(),
-            branches: session.branches.len(),
+            thoughts: session.thought_count,
+            branches: session.branch_ids().len(),
         },
         message: "Session cleared. Ready for new thinking chain. The closed session stays in the \
                   ledger and can still be exported by its sessionId."

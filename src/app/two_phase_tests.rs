@@ -210,14 +210,7 @@ async fn a_call_without_randomness_is_refused_recorded_and_changes_nothing() {
         connection: connection.clone(),
     };
     let thoughts = || -> Query {
-        Box::new(|app: &App| {
-            json!(
-                app.state()
-                    .sessions()
-                    .map(|s| s.thoughts.len())
-                    .sum::<usize>()
-            )
-        })
+        Box::new(|app: &App| json!(app.state().heads().map(|s| s.thought_count).sum::<usize>()))
     };
     caller(&working)
         .ok("sequentialthinking", thought(1, "first"))

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::events::{SessionId, TextRef};
-use crate::projections::{Branch, Session, SessionStatus, Thought};
+use crate::projections::{Session, SessionHead, Thought};
 
 /// Every fixture, by the name its snapshots and mermaid files use.
 pub(crate) fn all() -> Vec<(&'static str, Session)> {
@@ -86,38 +86,24 @@ fn erased(t: Thought) -> Thought {
 
 /// A session started at seq 1 holding `thoughts` in recorded order (seqs 2, 3, …).
 pub(crate) fn session(thoughts: Vec<Thought>) -> Session {
-    let mut session = Session {
-        id: SessionId::parse("0b1e7d1c-5a6f-4c2e-9d3b-8f0a1b2c3d4e")
-            .unwrap_or_else(SessionId::random),
-        principal: "local".into(),
-        started_seq: 1,
-        started_at: stamp(1),
-        status: SessionStatus::Active,
-        thoughts: imbl::Vector::new(),
-        branches: Vec::new(),
-        events: 1,
-        last_seq: 1,
-        updated_at: stamp(1),
-    };
-    for (index, mut t) in thoughts.into_iter().enumerate() {
+    let mut head = SessionHead::unstarted(
+        SessionId::parse("0b1e7d1c-5a6f-4c2e-9d3b-8f0a1b2c3d4e").unwrap_or_else(SessionId::random),
+    );
+    head.principal = "local".into();
+    head.started_seq = 1;
+    head.started_at = stamp(1);
+    head.events = 1;
+    head.last_seq = 1;
+    head.updated_at = stamp(1);
+    let mut session = Session::new(head);
+    for mut t in thoughts {
         let seq = session.last_seq + 1;
         t.seq = seq;
         t.recorded_at = stamp(seq);
-        session.last_seq = seq;
-        session.events += 1;
-        session.updated_at = t.recorded_at.clone();
-        if let Some(id) = &t.branch_id {
-            if let Some(branch) = session.branches.iter_mut().find(|b| &b.id == id) {
-                branch.thoughts.push_back(index);
-            } else if let Some(from) = t.branch_from_thought {
-                session.branches.push(Branch {
-                    id: id.clone(),
-                    from_thought: from,
-                    thoughts: imbl::Vector::unit(index),
-                });
-            }
-        }
-        session.thoughts.push_back(t);
+        session.head.last_seq = seq;
+        session.head.events += 1;
+        session.head.updated_at = t.recorded_at.clone();
+        session.push_thought(t);
     }
     session
 }

@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn json_marks_erased_text_and_closed_sessions() {
         let mut session = fixtures::branching();
-        session.status = SessionStatus::Closed {
+        session.head.status = SessionStatus::Closed {
             seq: 99,
             at: "later".into(),
             reason: "done".into(),

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 
 pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
 pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints, verify_with_progress};
-pub use view::{LogView, SignedCheckpoint, TextState};
+pub use view::{LogView, SessionLog, SignedCheckpoint, TextState};
 pub use writer::{
     Admitted, Committed, DecideTime, Decider, Draft, LedgerHandle, NewText, Pending, WriterConfig,
     ensure_meta, open_ledger, start_ledger,

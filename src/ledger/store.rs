@@ -9,14 +9,15 @@ use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 
 use super::LedgerError;
 use super::hash::SALT_LEN;
 use super::snapshot::{FileSnapshots, MemSnapshots, SnapshotStore};
-use super::textfile::{Slot, TextFile};
+use super::textfile::{Slot, TextFile, TextReader};
+use super::view::SessionLog;
 use crate::events::SessionId;
 
 /// Ledger-wide facts fixed when the ledger is created.
@@ -97,6 +98,11 @@ pub trait Store: Send + 'static {
     fn release_reads(&mut self) -> Result<(), LedgerError> {
         Ok(())
     }
+    /// The log as any thread may read sessions from it beside the writer; `None` (the
+    /// default): the state keeps every session in memory.
+    fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
+        None
+    }
 }
 
 /// The embedded on-disk store: one sled database in a directory.
@@ -116,6 +122,75 @@ pub struct SledStore {
     /// Whether a value staged since the last sync may have gone to a blob file, so the next
     /// sync must look for new ones (most batches hold only small values and skip the scan).
     blob_possible: bool,
+    /// What readers beside the writer read sessions through (see [`SledReads`]).
+    reads: Arc<SledReads>,
+}
+
+/// Reads of sessions by any thread, through handles of the store's trees and a read-only
+/// handle of its text file. They are let go of while the store opens sled again
+/// ([`Store::release_reads`]; a read waits for it) and when the store is dropped (later reads
+/// fail): a handle left with a reader would keep sled's file lock held.
+pub struct SledReads {
+    parts: RwLock<Option<ReadParts>>,
+}
+
+struct ReadParts {
+    events: sled::Tree,
+    sessions: sled::Tree,
+    text_index: sled::Tree,
+    texts: TextReader,
+}
+
+impl ReadParts {
+    fn of(sled: &Sled, dir: &Path) -> Result<Self, LedgerError> {
+        Ok(Self {
+            events: sled.events.clone(),
+            sessions: sled.sessions.clone(),
+            text_index: sled.text_index.clone(),
+            texts: TextReader::open(&dir.join(TEXT_FILE))?,
+        })
+    }
+}
+
+impl SledReads {
+    fn with<T>(
+        &self,
+        read: impl FnOnce(&ReadParts) -> Result<T, LedgerError>,
+    ) -> Result<T, LedgerError> {
+        let parts = self.parts.read().unwrap_or_else(|e| e.into_inner());
+        match &*parts {
+            Some(parts) => read(parts),
+            None => Err(LedgerError::Sled("the ledger is closed".into())),
+        }
+    }
+}
+
+impl SessionLog for SledReads {
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+        self.with(|p| seqs_of(&p.sessions, session))
+    }
+
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+        self.with(|p| {
+            Ok(p.events
+                .get(seq.to_be_bytes())
+                .map_err(sled_err)?
+                .map(|v| v.to_vec()))
+        })
+    }
+
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
+        self.with(|p| match slot_in(&p.text_index, commitment)? {
+            None => Ok(None),
+            Some(slot) => p.texts.read(slot, commitment),
+        })
+    }
+}
+
+impl Drop for SledStore {
+    fn drop(&mut self) {
+        *self.reads.parts.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
 }
 
 /// The sled database of a [`SledStore`] and its trees.
@@ -232,7 +307,11 @@ impl SledStore {
         let log_file = File::open(dir.join("db"))?;
         // The directory entry of a new database must be durable too.
         File::open(dir)?.sync_all()?;
+        let reads = Arc::new(SledReads {
+            parts: RwLock::new(Some(ReadParts::of(&sled, dir)?)),
+        });
         Ok(Self {
+            reads,
             sled: Some(sled),
             cache_bytes,
             text_file,
@@ -297,13 +376,28 @@ impl SledStore {
 
 impl SledStore {
     fn slot(&self, commitment: &[u8; 32]) -> Result<Option<Slot>, LedgerError> {
-        match self.sled()?.text_index.get(commitment).map_err(sled_err)? {
-            None => Ok(None),
-            Some(bytes) => Slot::decode(&bytes)
-                .map(Some)
-                .ok_or_else(|| LedgerError::Corrupt("text index entry".into())),
-        }
+        slot_in(&self.sled()?.text_index, commitment)
     }
+}
+
+fn slot_in(text_index: &sled::Tree, commitment: &[u8; 32]) -> Result<Option<Slot>, LedgerError> {
+    match text_index.get(commitment).map_err(sled_err)? {
+        None => Ok(None),
+        Some(bytes) => Slot::decode(&bytes)
+            .map(Some)
+            .ok_or_else(|| LedgerError::Corrupt("text index entry".into())),
+    }
+}
+
+fn seqs_of(sessions: &sled::Tree, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+    let prefix = session.as_str().as_bytes();
+    sessions
+        .scan_prefix(prefix)
+        .map(|item| {
+            let (key, _) = item.map_err(sled_err)?;
+            seq_of(&key[prefix.len()..])
+        })
+        .collect()
 }
 
 /// Key in `meta` of where the last record `text_index` knows of ends in `texts.dat` (8 bytes
@@ -474,15 +568,7 @@ impl Store for SledStore {
     }
 
     fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
-        let prefix = session.as_str().as_bytes();
-        self.sled()?
-            .sessions
-            .scan_prefix(prefix)
-            .map(|item| {
-                let (key, _) = item.map_err(sled_err)?;
-                seq_of(&key[prefix.len()..])
-            })
-            .collect()
+        seqs_of(&self.sled()?.sessions, session)
     }
 
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
@@ -539,9 +625,18 @@ impl Store for SledStore {
             return Ok(());
         }
         self.sync()?;
+        // Readers wait while sled is opened again: their handles are let go of first.
+        let mut reads = self.reads.parts.write().unwrap_or_else(|e| e.into_inner());
+        *reads = None;
         drop(self.sled.take());
-        self.sled = Some(when_unlocked(|| Sled::open(&self.dir, self.cache_bytes))?);
+        let sled = when_unlocked(|| Sled::open(&self.dir, self.cache_bytes))?;
+        *reads = Some(ReadParts::of(&sled, &self.dir)?);
+        self.sled = Some(sled);
         Ok(())
+    }
+
+    fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
+        Some(self.reads.clone())
     }
 }
 

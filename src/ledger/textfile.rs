@@ -234,6 +234,34 @@ impl TextFile {
 }
 
 /// Bytes of the record at `slot`: header, salt and text.
+/// The text file opened again for reading only, by any thread: each read is positioned
+/// (`pread`), so readers share no file offset with each other or with the writer.
+#[derive(Debug)]
+pub struct TextReader {
+    file: File,
+}
+
+impl TextReader {
+    pub fn open(path: &Path) -> Result<Self, LedgerError> {
+        Ok(Self {
+            file: File::open(path)?,
+        })
+    }
+
+    /// The record at `slot`, as [`TextFile::read`] gives it. The slot comes from the store's
+    /// index, which only names records already durable.
+    pub fn read(
+        &self,
+        slot: Slot,
+        commitment: &[u8; 32],
+    ) -> Result<Option<TextRecord>, LedgerError> {
+        use std::os::unix::fs::FileExt;
+        let mut bytes = vec![0; record_len(slot)];
+        self.file.read_exact_at(&mut bytes, slot.offset)?;
+        decode(&bytes, slot, commitment)
+    }
+}
+
 fn record_len(slot: Slot) -> usize {
     // A u32 length plus a 36-byte header always fits in usize on the platforms Rust supports.
     usize::try_from(HEADER + u64::from(slot.len)).unwrap_or(usize::MAX)

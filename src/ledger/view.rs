@@ -71,3 +71,15 @@ pub trait LogView {
         None
     }
 }
+
+/// The stored events and texts of sessions, read beside the writer by any thread: what a
+/// server folds a session's body from when it is asked for one it does not hold. Reads see
+/// what is durable or staged; a reader bounds what it folds by the state it answers from.
+pub trait SessionLog: Send + Sync {
+    /// Seqs of the events recorded against `session`, ascending.
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError>;
+    /// The stored canonical bytes of the event at `seq`.
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError>;
+    /// The text behind a commitment; `None` when it was erased or never stored.
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError>;
+}

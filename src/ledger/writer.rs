@@ -29,7 +29,7 @@ use super::merkle::{Blake3Hasher, MerkleError, MerkleHasher, MerkleTree, NodeHas
 use super::notary::{CHECKPOINT_EVERY_EVENTS, Notary};
 use super::snapshot::{self, SnapshotWorker};
 use super::store::{Batch, LedgerMeta, StagedEvent, Store, TextRecord};
-use super::view::{LogView, SignedCheckpoint, TextState};
+use super::view::{LogView, SessionLog, SignedCheckpoint, TextState};
 use super::{FORMAT, LedgerError, format_timestamp};
 use crate::events::{
     Actor, Call, ENVELOPE_VERSION, ErrorRecord, Event, Fact, KIND_TOOL_CALL_RECORDED, Outcome,
@@ -137,6 +137,10 @@ pub trait Decider: Send + 'static {
     fn load_state(&mut self, _bytes: &[u8]) -> Result<(), String> {
         Err("this decider keeps no snapshots".into())
     }
+    /// Called once, before any event is folded, when the store can be read beside the writer
+    /// ([`Store::session_log`]): a decider may then keep out of memory what it can read again
+    /// from the log when asked. The default keeps everything in memory.
+    fn attach_log(&mut self, _log: Arc<dyn SessionLog>) {}
 }
 
 /// Default least number of events between two snapshots of state.
@@ -1021,6 +1025,9 @@ impl<S: Store, D: Decider> Writer<S, D> {
         published: &Arc<Publication<D::View>>,
         check_behind: bool,
     ) -> Result<Self, LedgerError> {
+        if let Some(log) = store.session_log() {
+            decider.attach_log(log);
+        }
         let snapshots = (config.snapshot_every > 0 && decider.state_version().is_some())
             .then(|| store.snapshots())
             .flatten()

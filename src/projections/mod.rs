@@ -19,4 +19,7 @@ pub use deliberation::{Deliberation, DeliberationState};
 pub use lux::LuxState;
 pub use memory::MemoryState;
 pub use telemetry::Telemetry;
-pub use thinking::{Branch, Session, SessionStatus, ThinkingState, Thought};
+pub use thinking::{
+    BODY_CACHE_BYTES, BodySource, Branch, LoadError, Session, SessionHead, SessionStatus,
+    ThinkingState, Thought,
+};

@@ -205,7 +205,7 @@ pub(super) async fn read(
             // Another principal's deliberation is as absent as a missing one.
             let readable = app
                 .state()
-                .session(&requested)
+                .head(&requested)
                 .is_some_and(|s| access::may_read(&reader, &s.principal));
             let Some(d) = state.get(&requested).filter(|_| readable) else {
                 return Value::Null;

@@ -14,7 +14,7 @@ use crate::app::{App, access};
 use crate::events::{Actor, SessionId};
 use crate::export::{ExportOptions, json as export_json};
 use crate::ledger::LedgerHandle;
-use crate::projections::{Session, SessionStatus, ThinkingState};
+use crate::projections::{Session, SessionHead, SessionStatus, ThinkingState};
 
 const SESSIONS_URI: &str = "ledger://sessions";
 const SESSION_PREFIX: &str = "ledger://session/";
@@ -69,7 +69,7 @@ pub(super) fn unknown(uri: &str) -> ErrorData {
 }
 
 /// A session's summary line.
-pub fn summary(session: &Session) -> Value {
+pub fn summary(session: &SessionHead) -> Value {
     let (status, closed_at) = match &session.status {
         SessionStatus::Active => ("active", None),
         SessionStatus::Closed { at, .. } => ("closed", Some(at.clone())),
@@ -80,7 +80,7 @@ pub fn summary(session: &Session) -> Value {
         "startedAt": session.started_at,
         "closedAt": closed_at,
         "updatedAt": session.updated_at,
-        "thoughts": session.thoughts.len(),
+        "thoughts": session.thought_count,
         "branches": session.branch_ids(),
         "events": session.events,
         "firstSeq": session.started_seq,
@@ -90,14 +90,14 @@ pub fn summary(session: &Session) -> Value {
 
 /// All sessions, as `thinkledger sessions` shows them.
 pub fn sessions_document(state: &ThinkingState) -> Value {
-    json!({ "sessions": state.sessions().map(summary).collect::<Vec<_>>() })
+    json!({ "sessions": state.heads().map(summary).collect::<Vec<_>>() })
 }
 
 /// The sessions `reader` may read, as `ledger://sessions` shows them: its own, or every one
 /// for an auditor.
 fn readable_sessions_document(state: &ThinkingState, reader: &Actor) -> Value {
     let sessions: Vec<Value> = state
-        .sessions()
+        .heads()
         .filter(|s| access::may_read(reader, &s.principal))
         .map(summary)
         .collect();
@@ -145,16 +145,26 @@ pub(super) async fn read(
         };
         let found = super::arrival::query(
             ledger,
+            // The document (an object), null for no readable session, or why the session
+            // could not be read back from the log (a string).
             Box::new(move |app: &App| {
-                app.state()
-                    .session(&id)
+                let state = app.state();
+                match state
+                    .head(&id)
                     .filter(|s| access::may_read(&reader, &s.principal))
-                    .map(session_document)
-                    .unwrap_or(Value::Null)
+                    .map(|head| state.body(head))
+                {
+                    None => Value::Null,
+                    Some(Ok(session)) => session_document(&session),
+                    Some(Err(e)) => Value::String(e.to_string()),
+                }
             }),
         )
         .await
         .map_err(unavailable)?;
+        if let Value::String(reason) = found {
+            return Err(ErrorData::internal_error(reason, None));
+        }
         if found.is_null() {
             return Err(not_found(
                 uri,

@@ -162,12 +162,7 @@ fn main() {
     .to_vkey();
     let session = runtime
         .block_on(ledger.query(Box::new(|app: &thinkledger::app::App| {
-            serde_json::json!(
-                app.state()
-                    .sessions()
-                    .next()
-                    .map(|s| s.id.as_str().to_owned())
-            )
+            serde_json::json!(app.state().heads().next().map(|s| s.id.as_str().to_owned()))
         })))
         .expect("query")
         .as_str()

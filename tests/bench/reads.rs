@@ -111,7 +111,8 @@ async fn phase(
                     .query(Box::new(move |app: &App| {
                         app.state()
                             .session(&id)
-                            .map_or(Value::Null, session_document)
+                            .expect("the session reads back from the log")
+                            .map_or(Value::Null, |s| session_document(&s))
                     }))
                     .await
                     .expect("query");
@@ -154,7 +155,7 @@ fn run_once(preload: u64, readers: usize, writers: usize, duration: Duration) ->
             .query(Box::new(|app: &App| {
                 json!(
                     app.state()
-                        .sessions()
+                        .heads()
                         .map(|s| s.id.to_string())
                         .collect::<Vec<_>>()
                 )

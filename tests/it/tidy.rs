@@ -341,6 +341,7 @@ const SHARED: &[&str] = &[
     "app/providers.rs",
     "app/draws.rs",
     "app/errors.rs",
+    "app/bodies.rs",
 ];
 
 /// The module path of a source file (`app/deliberation/graph/mod.rs` → app, deliberation, graph).

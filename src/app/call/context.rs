@@ -83,7 +83,7 @@ impl<'a> Call<'a> {
     /// session as the caller's, so the session starts again under its recorded id.
     pub fn starting_session_id(&self) -> SessionId {
         let own = &self.command.connection_session;
-        if self.app.state().session(own).is_none() {
+        if self.app.state().head(own).is_none() {
             own.clone()
         } else {
             self.new_session_id()

@@ -4,19 +4,54 @@
 //!
 //! Shared by every family that acts on a session. Must not know any family's rules.
 
-use std::borrow::Cow;
+use std::ops::Deref;
+use std::sync::Arc;
 
 use super::super::{App, Command, Rejection};
 use super::access;
 use crate::app::ErrorCode;
 use crate::events::{Fact, SessionId};
-use crate::projections::{Session, SessionStatus};
+use crate::projections::{LoadError, Session, SessionHead, ThinkingState};
 
 /// The session a call acts on.
 pub(crate) enum Target<'a> {
-    Existing(&'a Session),
+    Existing(Existing<'a>),
     /// The connection's session, not started yet: the call starts it.
     New(SessionId),
+}
+
+/// A session that exists: its head, and the state its body is read from when a decision
+/// needs the thoughts.
+#[derive(Clone, Copy)]
+pub(crate) struct Existing<'a> {
+    head: &'a SessionHead,
+    state: &'a ThinkingState,
+}
+
+impl Deref for Existing<'_> {
+    type Target = SessionHead;
+
+    fn deref(&self) -> &SessionHead {
+        self.head
+    }
+}
+
+impl Existing<'_> {
+    /// The session in full (read from the log if the state does not hold it).
+    pub(crate) fn body(&self) -> Result<Arc<Session>, (Rejection, Option<SessionId>)> {
+        self.state
+            .body(self.head)
+            .map_err(|e| (unreadable(&e), Some(self.head.id.clone())))
+    }
+}
+
+/// The refusal of a call whose session could not be read back from the log.
+pub(crate) fn unreadable(e: &LoadError) -> Rejection {
+    Rejection::new(
+        ErrorCode::LogUnreadable,
+        e.to_string(),
+        "run `thinkledger verify` to check the log",
+    )
 }
 
 impl Target<'_> {
@@ -46,23 +81,20 @@ impl Target<'_> {
         }
     }
 
-    /// The session as it stands (an empty one for a new session), borrowed: a decision must
-    /// not copy a long session's thoughts on every call.
-    pub(crate) fn view(&self) -> Cow<'_, Session> {
+    /// The session's head as it stands (an empty one for a new session): what deciding a new
+    /// thought needs, without the thoughts.
+    pub(crate) fn head(&self) -> std::borrow::Cow<'_, SessionHead> {
         match self {
-            Target::Existing(s) => Cow::Borrowed(*s),
-            Target::New(id) => Cow::Owned(Session {
-                id: id.clone(),
-                principal: String::new(),
-                started_seq: 0,
-                started_at: String::new(),
-                status: SessionStatus::Active,
-                thoughts: imbl::Vector::new(),
-                branches: Vec::new(),
-                events: 0,
-                last_seq: 0,
-                updated_at: String::new(),
-            }),
+            Target::Existing(s) => std::borrow::Cow::Borrowed(s.head),
+            Target::New(id) => std::borrow::Cow::Owned(SessionHead::unstarted(id.clone())),
+        }
+    }
+
+    /// The session in full as it stands (an empty one for a new session), shared, not copied.
+    pub(crate) fn view(&self) -> Result<Arc<Session>, (Rejection, Option<SessionId>)> {
+        match self {
+            Target::Existing(s) => s.body(),
+            Target::New(id) => Ok(Arc::new(Session::new(SessionHead::unstarted(id.clone())))),
         }
     }
 }
@@ -77,7 +109,7 @@ pub(crate) fn target<'a>(
 ) -> Result<Target<'a>, (Rejection, Option<SessionId>)> {
     let Some(raw) = requested else {
         let own = &command.connection_session;
-        return match (owned_session(app, command, own), app.state.session(own)) {
+        return match (owned_session(app, command, own), app.state.head(own)) {
             (Some(session), _) => Ok(Target::Existing(session)),
             (None, None) => Ok(Target::New(own.clone())),
             // Only a hand-made command could name another principal's session as its caller's
@@ -122,10 +154,14 @@ pub(crate) fn owned_session<'a>(
     app: &'a App,
     command: &Command,
     id: &SessionId,
-) -> Option<&'a Session> {
+) -> Option<Existing<'a>> {
     app.state
-        .session(id)
+        .head(id)
         .filter(|s| access::may_write(&command.actor, &s.principal))
+        .map(|head| Existing {
+            head,
+            state: &app.state,
+        })
 }
 
 /// The session `id` if it exists and the calling principal may read it (its own, or any for an
@@ -134,8 +170,12 @@ pub(crate) fn readable_session<'a>(
     app: &'a App,
     command: &Command,
     id: &SessionId,
-) -> Option<&'a Session> {
+) -> Option<Existing<'a>> {
     app.state
-        .session(id)
+        .head(id)
         .filter(|s| access::may_read(&command.actor, &s.principal))
+        .map(|head| Existing {
+            head,
+            state: &app.state,
+        })
 }

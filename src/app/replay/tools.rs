@@ -161,7 +161,7 @@ pub(crate) fn decide_replay(
     };
     // Another principal's session is answered exactly as a missing one.
     let hidden =
-        app.state.session(&session).is_some() && readable_session(app, command, &session).is_none();
+        app.state.head(&session).is_some() && readable_session(app, command, &session).is_none();
     let config = args.reexecute.unwrap_or(false).then_some(&app.config);
     let replayed = if hidden {
         Err(ReplayError::UnknownSession(session.clone()))
@@ -242,7 +242,8 @@ pub(crate) fn decide_diff(
             })
     };
     let (a, b) = (find(&args.session_a)?, find(&args.session_b)?);
-    let diff = diff(a, b);
+    let (a, b) = (a.body()?, b.body()?);
+    let diff = diff(&a, &b);
     let text = render_text(&diff);
     Ok(Decided::new(
         None,

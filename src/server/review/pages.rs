@@ -202,7 +202,7 @@ pub(super) async fn sessions(
         .filter(|t| !t.is_empty());
     let state = app.state();
     let mut shown: Vec<_> = state
-        .sessions()
+        .heads()
         .filter(|s| may_see(&viewer, s))
         .filter(|s| principal.is_none_or(|p| s.principal == p))
         // Dates compare as text: every recorded time is RFC 3339 UTC in one format.
@@ -267,8 +267,8 @@ pub(super) async fn sessions(
                         td { @match &s.status { SessionStatus::Active => "active", SessionStatus::Closed { .. } => "closed" } }
                         td { (when(&s.started_at)) }
                         td { (when(&s.updated_at)) }
-                        td { (s.thoughts.len()) }
-                        td { (s.branches.len()) }
+                        td { (s.thought_count) }
+                        td { (s.branch_ids().len()) }
                         td { (s.events) }
                     }
                 }
@@ -294,13 +294,17 @@ pub(super) async fn diff(
         query
             .get(key)
             .and_then(|raw| SessionId::parse(raw.trim()))
-            .and_then(|id| state.session(&id))
+            .and_then(|id| state.head(&id))
             .filter(|s| may_see(&viewer, s))
     };
     let (Some(a), Some(b)) = (find("a"), find("b")) else {
         return no_such_session(&viewer);
     };
-    let diff = diff_sessions(a, b);
+    let (a, b) = match (state.body(a), state.body(b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return unavailable(&viewer, &e.to_string()),
+    };
+    let diff = diff_sessions(&a, &b);
     let body = diff_body(&diff);
     layout("Diff", Some(&viewer), body).into_response()
 }
@@ -409,7 +413,7 @@ pub(super) async fn export(
         Err(e) => return unavailable(&viewer, &e.to_string()),
     };
     let Some(session) = SessionId::parse(&id)
-        .and_then(|id| app.state().session(&id))
+        .and_then(|id| app.state().head(&id))
         .filter(|s| may_see(&viewer, s))
     else {
         return no_such_session(&viewer);

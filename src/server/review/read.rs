@@ -21,7 +21,7 @@ use crate::app::{EXPORT_REASONING_AUDIT_TOOL, ErrorCode};
 use crate::events::{Actor, Event, Fact, SessionId};
 use crate::ledger::checkpoint::open_note;
 use crate::ledger::{Admitted, LedgerError, LedgerHandle, LogView, TextState};
-use crate::projections::Session;
+use crate::projections::SessionHead;
 use crate::tools::{
     Call, EnabledToolsets, Principal, Reporter, SessionSlot, ThinkServer, Toolsets,
 };
@@ -43,7 +43,7 @@ pub(super) fn actor_of(viewer: &Principal) -> Actor {
 
 /// Whether the viewer may see `session`: the tools' own rule (`app::call::access::may_read`):
 /// its own sessions, and every session for an auditor.
-pub(super) fn may_see(viewer: &Principal, session: &Session) -> bool {
+pub(super) fn may_see(viewer: &Principal, session: &SessionHead) -> bool {
     access::may_read(&actor_of(viewer), &session.principal)
 }
 
@@ -308,12 +308,10 @@ mod tests {
 
     #[test]
     fn a_member_sees_its_own_sessions_and_an_auditor_all() {
-        let mut session: Session = serde_json::from_value(serde_json::json!({
-            "id": "5e55a000-0000-4000-8000-000000000001", "principal": "alice",
-            "started_seq": 1, "started_at": "", "status": "Active", "thoughts": [],
-            "branches": [], "events": 1, "last_seq": 1, "updated_at": ""
-        }))
-        .unwrap();
+        let mut session = SessionHead::unstarted(
+            SessionId::parse("5e55a000-0000-4000-8000-000000000001").unwrap(),
+        );
+        session.principal = "alice".into();
         let alice = Principal::member("alice");
         let bob = Principal::member("bob");
         let auditor = Principal {

@@ -17,7 +17,9 @@ use super::pages::{Viewer, layout, no_such_session, signed_in_view, unavailable,
 use super::read::{self, Erasure, Row, may_see};
 use super::svg;
 use crate::events::SessionId;
-use crate::projections::{Deliberation, DeliberationState, Session, SessionStatus, Thought};
+use crate::projections::{
+    Deliberation, DeliberationState, Session, SessionHead, SessionStatus, Thought,
+};
 
 /// Most other sessions offered in the diff form's list.
 const MOST_DIFF_CHOICES: usize = 200;
@@ -33,12 +35,17 @@ pub(super) async fn page(
     };
     let state = app.state();
     // Not parsable, not there, or not the viewer's: one answer.
-    let Some(session) = SessionId::parse(&id)
-        .and_then(|id| state.session(&id))
+    let Some(head) = SessionId::parse(&id)
+        .and_then(|id| state.head(&id))
         .filter(|s| may_see(&viewer, s))
     else {
         return no_such_session(&viewer);
     };
+    let session = match state.body(head) {
+        Ok(session) => session,
+        Err(e) => return unavailable(&viewer, &e.to_string()),
+    };
+    let session = &*session;
     let deliberation = app.deliberations().get(&session.id);
     let mut erased: Vec<String> = session
         .thoughts
@@ -58,8 +65,8 @@ pub(super) async fn page(
         Ok(log) => log,
         Err(e) => return unavailable(&viewer, &e),
     };
-    let others: Vec<&Session> = state
-        .sessions()
+    let others: Vec<&SessionHead> = state
+        .heads()
         .filter(|s| s.id != session.id && may_see(&viewer, s))
         .collect();
     let body = html! {
@@ -115,7 +122,7 @@ fn overview(session: &Session, deliberation: bool) -> Markup {
     }
 }
 
-fn diff_form(session: &Session, others: &[&Session]) -> Markup {
+fn diff_form(session: &Session, others: &[&SessionHead]) -> Markup {
     html! {
         form #diff-form method="get" action="/review/diff" {
             input type="hidden" name="a" value=(session.id);
@@ -125,7 +132,7 @@ fn diff_form(session: &Session, others: &[&Session]) -> Markup {
             } @else {
                 select #diff-b name="b" {
                     @for other in others.iter().rev().take(MOST_DIFF_CHOICES) {
-                        option value=(other.id) { (other.id) " (" (other.principal) ", " (other.thoughts.len()) " thoughts)" }
+                        option value=(other.id) { (other.id) " (" (other.principal) ", " (other.thought_count) " thoughts)" }
                     }
                 }
             }
