@@ -137,9 +137,17 @@ struct Header {
     /// The anchor: the last event folded into this state, and its hash.
     seq: u64,
     hash: String,
+    /// The tree's floor: below it, only the nodes of the last block of `2^treeFloor` leaves are
+    /// in the tree section (0, or absent: every node).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    tree_floor: u32,
     tree_bytes: u64,
     erased_bytes: u64,
     state_bytes: u64,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What a snapshot restores besides the decider's state.
@@ -181,6 +189,7 @@ pub(crate) fn encode(
         state_version: state_version.to_owned(),
         seq,
         hash: hash.to_owned(),
+        tree_floor: tree.floor(),
         tree_bytes: (nodes * 32) as u64,
         erased_bytes: erased.len() as u64,
         state_bytes: state.len() as u64,
@@ -255,7 +264,7 @@ pub(crate) fn decode(
     let (tree_bytes, rest) = body.split_at(header.tree_bytes as usize);
     let (erased_bytes, state) = rest.split_at(header.erased_bytes as usize);
     let state_at = body_len - state.len();
-    let tree = tree_from_nodes(header.seq, tree_bytes)?;
+    let tree = tree_from_nodes(header.seq, header.tree_floor, tree_bytes)?;
     let erased: Vec<(String, u64)> = serde_json::from_slice(erased_bytes)
         .map_err(|e| format!("its erased list does not parse: {e}"))?;
     let erased = erased
@@ -273,31 +282,45 @@ pub(crate) fn decode(
     })
 }
 
-/// The tree of `leaves` leaves whose stored nodes are `bytes` (level by level, leaves first).
-fn tree_from_nodes(leaves: u64, bytes: &[u8]) -> Result<MerkleTree<Blake3Hasher>, String> {
+/// The tree of `leaves` leaves whose kept nodes (with `floor`) are `bytes` (level by level,
+/// leaves first).
+fn tree_from_nodes(
+    leaves: u64,
+    floor: u32,
+    bytes: &[u8],
+) -> Result<MerkleTree<Blake3Hasher>, String> {
+    if floor >= 63 {
+        return Err(format!("its tree floor {floor} is out of range"));
+    }
+    let nodes: Vec<NodeHash> = bytes
+        .chunks(32)
+        .map(|c| NodeHash::try_from(c).map_err(|_| "its tree section is not whole nodes"))
+        .collect::<Result<_, _>>()?;
+    // Below the floor, a level holds the nodes of the leaves after the dropped blocks.
+    let dropped = if floor == 0 || leaves == 0 {
+        0
+    } else {
+        ((leaves - 1) >> floor) << floor
+    };
     let mut levels = Vec::new();
     let mut at = 0usize;
-    let mut len = leaves;
-    while len > 0 {
-        let size = usize::try_from(len).map_err(|_| "its tree is too large")? * 32;
-        let level = bytes
+    let mut height = 0u32;
+    while leaves >> height > 0 {
+        let base = if height < floor { dropped >> height } else { 0 };
+        let size =
+            usize::try_from((leaves >> height) - base).map_err(|_| "its tree is too large")?;
+        let level = nodes
             .get(at..at + size)
-            .ok_or("its tree section is shorter than its anchor says")?
-            .chunks_exact(32)
-            .map(|c| {
-                let mut node: NodeHash = [0; 32];
-                node.copy_from_slice(c);
-                node
-            })
-            .collect::<Vec<_>>();
-        levels.push(level);
+            .ok_or("its tree section is shorter than its anchor says")?;
+        levels.push(level.to_vec());
         at += size;
-        len /= 2;
+        height += 1;
     }
-    if at != bytes.len() {
+    if at != nodes.len() {
         return Err("its tree section is longer than its anchor says".into());
     }
-    MerkleTree::from_levels(Blake3Hasher, levels).map_err(|e| format!("its tree: {e}"))
+    MerkleTree::from_kept_levels(Blake3Hasher, floor, leaves, levels)
+        .map_err(|e| format!("its tree: {e}"))
 }
 
 /// How much the snapshot thread raises its nice value: a snapshot is a cache, and making one
@@ -453,6 +476,28 @@ mod tests {
             assert_eq!(image.tree.levels(), tree.levels());
             assert_eq!(image.erased, erased);
             assert_eq!(image.state(), b"{\"x\":1}");
+        }
+    }
+
+    struct NoLeaves;
+
+    impl crate::ledger::merkle::LeafSource for NoLeaves {
+        fn leaf_hashes(&self, _: u64, _: u64) -> Result<Vec<NodeHash>, String> {
+            Err("none here".into())
+        }
+    }
+
+    #[test]
+    fn a_tree_that_keeps_only_its_top_decodes_to_the_same_nodes() {
+        for n in [1u64, 7, 8, 9, 16, 17, 100] {
+            let mut kept = tree(n);
+            kept.keep_lower_levels_in(3, std::sync::Arc::new(NoLeaves));
+            let bytes = encode("L", "v1", n, "h", &kept, &HashMap::new(), b"{}".to_vec()).unwrap();
+            let image = decode(bytes, "L", "v1").unwrap();
+            assert_eq!(image.tree.floor(), 3);
+            assert_eq!(image.tree.levels(), kept.levels(), "{n} leaves");
+            assert_eq!(image.tree.root(), tree(n).root());
+            assert_eq!(image.tree.kept_node(0, n - 1), tree(n).kept_node(0, n - 1));
         }
     }
 

@@ -25,7 +25,10 @@ use super::event_check;
 use super::hash::{
     GENESIS_PREV_HASH, event_value_hash, parse_hex32, response_digest, sealed_event,
 };
-use super::merkle::{Blake3Hasher, MerkleError, MerkleHasher, MerkleTree, NodeHash};
+use super::merkle::{
+    Blake3Hasher, LeafSource as MerkleLeafSource, MerkleError, MerkleHasher, MerkleTree, NodeHash,
+    root_from_leaf_hashes,
+};
 use super::notary::{CHECKPOINT_EVERY_EVENTS, Notary};
 use super::snapshot::{self, SnapshotWorker};
 use super::store::{Batch, LedgerMeta, StagedEvent, Store, TextRecord};
@@ -701,6 +704,9 @@ struct PrefixCheck {
     next: u64,
     upto: u64,
     prev_hash: String,
+    /// The leaves read so far of a block whose lower nodes the tree no longer keeps: once the
+    /// block is whole, their root must be the tree's node at its floor.
+    block: Vec<NodeHash>,
 }
 
 impl PrefixCheck {
@@ -709,6 +715,38 @@ impl PrefixCheck {
             next: 1,
             upto,
             prev_hash: GENESIS_PREV_HASH.to_owned(),
+            block: Vec::new(),
+        }
+    }
+
+    /// Whether `leaf`, the leaf of event `seq`, is the tree's: compared with the kept leaf at
+    /// once, and, where the tree keeps only its floor's node (its lower nodes may be dropped
+    /// while this check goes on), the whole block's root with that node.
+    fn leaf_holds(&mut self, tree: &MerkleTree<Blake3Hasher>, seq: u64, leaf: NodeHash) -> bool {
+        let index = seq - 1;
+        let floor = tree.floor();
+        let width = 1u64 << floor;
+        if floor > 0 {
+            if index.is_multiple_of(width) {
+                self.block.clear();
+            }
+            self.block.push(leaf);
+        }
+        match tree.kept_node(0, index) {
+            Some(kept) => kept == leaf,
+            None if floor > 0 && index < tree.len() => {
+                if !(index + 1).is_multiple_of(width) {
+                    // Judged with the whole block.
+                    return true;
+                }
+                self.block.len() as u64 == width
+                    && tree.kept_node(floor, index >> floor)
+                        == Some(root_from_leaf_hashes(
+                            &Blake3Hasher,
+                            self.block.iter().copied(),
+                        ))
+            }
+            None => false,
         }
     }
 
@@ -721,7 +759,8 @@ impl PrefixCheck {
         erased: &HashMap<[u8; 32], u64>,
         max: u64,
     ) -> Result<bool, LedgerError> {
-        let left = (self.upto + 1).saturating_sub(self.next);
+        let upto = self.target(tree);
+        let left = (upto + 1).saturating_sub(self.next);
         let count = left.min(max);
         let end = self.next + count;
         for item in store
@@ -751,7 +790,10 @@ impl PrefixCheck {
                     "event {seq} does not match its hash"
                 )));
             }
-            if event.leaf.is_none() || event.leaf != tree.leaf_hash(seq - 1).ok() {
+            if !event
+                .leaf
+                .is_some_and(|leaf| self.leaf_holds(tree, seq, leaf))
+            {
                 return Err(LedgerError::Corrupt(format!(
                     "event {seq} is not the one the snapshot's Merkle tree holds"
                 )));
@@ -770,7 +812,19 @@ impl PrefixCheck {
                 self.next
             )));
         }
-        Ok(self.next > self.upto)
+        Ok(self.next > upto)
+    }
+
+    /// The last event to check: the snapshot's anchor, or, when the tree may drop the lower
+    /// nodes of the anchor's block, the end of that block (events after the anchor are the
+    /// log's own, folded since; checking them too lets the block be judged whole).
+    fn target(&self, tree: &MerkleTree<Blake3Hasher>) -> u64 {
+        let floor = tree.floor();
+        if floor == 0 {
+            return self.upto;
+        }
+        let block_end = self.upto.div_ceil(1 << floor) << floor;
+        self.upto.max(block_end.min(tree.len()))
     }
 }
 
@@ -890,6 +944,40 @@ fn replay<S: Store, D: Decider>(
 /// The Merkle leaf data of an event: the 32 bytes of its hash.
 fn leaf_data(hash: &str) -> Result<[u8; 32], LedgerError> {
     parse_hex32(hash).ok_or_else(|| LedgerError::Corrupt(format!("event hash {hash} is not hex")))
+}
+
+/// Below this height the writer's Merkle tree keeps only the nodes of its last block of
+/// `2^TREE_FLOOR` leaves; the others are read back from the stored events when a proof or an
+/// old root needs them (at most `2^TREE_FLOOR` events per node). At 1,000,000 events the tree
+/// then holds 8 MB instead of 64 MB.
+const TREE_FLOOR: u32 = 3;
+
+/// Leaf hashes read back from the stored events (`H(0x00 ‖ hash)` of each event's recorded
+/// hash, as the writer appended them).
+struct LogLeaves(Arc<dyn SessionLog>);
+
+impl MerkleLeafSource for LogLeaves {
+    fn leaf_hashes(&self, start: u64, end: u64) -> Result<Vec<NodeHash>, String> {
+        (start + 1..=end)
+            .map(|seq| {
+                let bytes = self
+                    .0
+                    .event_bytes(seq)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("event {seq} is not in the log"))?;
+                let hash: EventHash = serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("event {seq} does not parse: {e}"))?;
+                let data = leaf_data(&hash.hash).map_err(|e| e.to_string())?;
+                Ok(Blake3Hasher.hash_leaf(&data))
+            })
+            .collect()
+    }
+}
+
+/// The one field of a stored event that its leaf is made from.
+#[derive(Deserialize)]
+struct EventHash {
+    hash: String,
 }
 
 /// Adds the commitments an event erased to `erased` (commitment → seq of the erasure).
@@ -1062,6 +1150,12 @@ impl<S: Store, D: Decider> Writer<S, D> {
             replayed = replayed.head.seq - restored_seq,
             "state rebuilt"
         );
+        let mut replayed = replayed;
+        if let Some(log) = store.session_log() {
+            replayed
+                .tree
+                .keep_lower_levels_in(TREE_FLOOR, Arc::new(LogLeaves(log)));
+        }
         if let Some(notary) = &config.notary {
             notary.check_log(&replayed.tree)?;
         }
@@ -1592,6 +1686,75 @@ mod tests {
     use super::*;
     use crate::ledger::store::{EventIter, MemStore};
     use crate::ledger::verify;
+
+    struct Leaves(Vec<NodeHash>);
+
+    impl MerkleLeafSource for Leaves {
+        fn leaf_hashes(&self, start: u64, end: u64) -> Result<Vec<NodeHash>, String> {
+            Ok(self.0[start as usize..end as usize].to_vec())
+        }
+    }
+
+    fn leaves(n: u8) -> Vec<NodeHash> {
+        (0..n).map(|i| Blake3Hasher.hash_leaf(&[i])).collect()
+    }
+
+    /// The check of the log under a snapshot judges leaves the tree no longer keeps by their
+    /// block's node, also when the tree drops a block while the check is half-way through it.
+    #[test]
+    fn the_check_under_a_snapshot_judges_dropped_leaves_by_their_block() {
+        let all = leaves(40);
+        let source = Arc::new(Leaves(all.clone()));
+        let tree_of = |n: usize| {
+            let mut tree = MerkleTree::from_leaf_hashes(Blake3Hasher, all[..n].iter().copied());
+            tree.keep_lower_levels_in(3, source.clone());
+            tree
+        };
+        // Every leaf right: holds, kept or dropped.
+        let tree = tree_of(20);
+        let mut check = PrefixCheck::new(20);
+        assert_eq!(check.target(&tree), 20);
+        assert!((1..=20u64).all(|seq| check.leaf_holds(&tree, seq, all[seq as usize - 1])));
+        // A wrong dropped leaf fails its block, at the block's last leaf.
+        let mut check = PrefixCheck::new(20);
+        let verdicts: Vec<bool> = (1..=8u64)
+            .map(|seq| {
+                let leaf = if seq == 3 {
+                    all[30]
+                } else {
+                    all[seq as usize - 1]
+                };
+                check.leaf_holds(&tree, seq, leaf)
+            })
+            .collect();
+        assert_eq!(verdicts, [true, true, true, true, true, true, true, false]);
+        // A wrong kept leaf fails at once.
+        let mut check = PrefixCheck::new(20);
+        assert!((1..=16u64).all(|seq| check.leaf_holds(&tree, seq, all[seq as usize - 1])));
+        assert!(!check.leaf_holds(&tree, 17, all[0]));
+        // The anchor's block is dropped half-way: the check runs to the block's end and judges
+        // it whole; its first leaves were compared while they were kept.
+        let mut grown = tree_of(18);
+        let mut check = PrefixCheck::new(18);
+        assert_eq!(check.target(&grown), 18);
+        assert!((1..=17u64).all(|seq| check.leaf_holds(&grown, seq, all[seq as usize - 1])));
+        for leaf in &all[18..30] {
+            grown.push_leaf_hash(*leaf);
+        }
+        assert_eq!(grown.kept_node(0, 17), None, "the block is dropped now");
+        assert_eq!(check.target(&grown), 24);
+        assert!((18..=24u64).all(|seq| check.leaf_holds(&grown, seq, all[seq as usize - 1])));
+        let mut check = PrefixCheck::new(18);
+        assert!((1..=17u64).all(|seq| check.leaf_holds(&grown, seq, all[seq as usize - 1])));
+        assert!(!(18..=24u64).all(|seq| {
+            let leaf = if seq == 18 {
+                all[0]
+            } else {
+                all[seq as usize - 1]
+            };
+            check.leaf_holds(&grown, seq, leaf)
+        }));
+    }
 
     /// Opens the sled store in `dir`, waiting (up to 10 s) for a just-shut ledger's background
     /// threads to let go of its lock.

@@ -20,7 +20,11 @@
 //! appended, so an append costs O(1) hashes amortized and O(log n) at worst. The root of any
 //! size, and every node of a proof, is assembled from at most ⌈log₂ n⌉ stored hashes; a proof
 //! reads O(log n) stored hashes and computes O(log² n) hashes at worst (only on the tree's right
-//! border, where subtrees are incomplete). Nothing is ever recomputed from the leaves.
+//! border, where subtrees are incomplete). Nothing is ever recomputed from the leaves, unless
+//! the tree was told to keep only its top ([`MerkleTree::keep_lower_levels_in`]): then below its
+//! floor it keeps the nodes of its last block of `2^floor` leaves only (about `64 / 2^floor`
+//! bytes per leaf in all), and a dropped node is recomputed from its block's leaves, read from
+//! the caller's [`LeafSource`].
 //! [`root_from_leaf_hashes`] computes one root in O(n) time and O(log n) memory, for callers that
 //! need no proofs.
 
@@ -106,6 +110,16 @@ pub enum MerkleError {
     /// A byte string offered as a node hash is not 32 bytes long.
     #[error("a node hash is 32 bytes long, not {len}")]
     HashLength { len: usize },
+    /// A node below the tree's floor over leaves it no longer keeps, which its leaf source could
+    /// not give back (see [`MerkleTree::keep_lower_levels_in`]).
+    #[error(
+        "the node over leaves {start}..{end} is not kept in memory and could not be read back: {reason}"
+    )]
+    Unavailable {
+        start: u64,
+        end: u64,
+        reason: String,
+    },
     /// Stored levels offered to [`MerkleTree::from_levels`] whose sizes no tree has.
     #[error("level {height} holds {len} nodes where the level below requires {expected}")]
     LevelSizes {
@@ -154,17 +168,45 @@ fn fold_right_border<H: MerkleHasher + ?Sized>(
         .reduce(|right, left| hasher.hash_children(&left, &right))
 }
 
+/// Where a tree that keeps only the top of its lower levels reads leaf hashes back from (for a
+/// ledger: its stored events).
+pub trait LeafSource: Send + Sync {
+    /// The leaf hashes of the leaves `start..end`, in order.
+    fn leaf_hashes(&self, start: u64, end: u64) -> Result<Vec<NodeHash>, String>;
+}
+
 /// An append-only Merkle tree that keeps every complete subtree hash, so that roots and proofs
 /// for any size up to [`len`](Self::len) cost O(log n) stored-hash reads (see the module
-/// documentation for the memory cost).
-#[derive(Debug, Clone)]
+/// documentation for the memory cost); or, once given a floor and a [`LeafSource`]
+/// ([`MerkleTree::keep_lower_levels_in`]), every subtree at or above the floor and, below it,
+/// only those of the last block of `2^floor` leaves.
+#[derive(Clone)]
 pub struct MerkleTree<H> {
     /// The log's hash function.
     hasher: H,
-    /// `levels[h][j]` is `MTH` of the leaves `[j·2^h, (j+1)·2^h)`; `levels[0]` holds the leaf
-    /// hashes. Invariant: `levels[h + 1].len() == levels[h].len() / 2` for every stored level,
-    /// and a level exists only once it holds a node.
+    /// `levels[h][j - base(h)]` is `MTH` of the leaves `[j·2^h, (j+1)·2^h)`; `levels[0]` holds
+    /// the leaf hashes. `base(h)` is `pruned >> h` below the floor, 0 from it up. Invariant:
+    /// `base(h + 1) + levels[h + 1].len() == (base(h) + levels[h].len()) / 2` for every stored
+    /// level, and a level exists once a node of its height was made.
     levels: Vec<Vec<NodeHash>>,
+    /// Below this height, nodes over the first `pruned` leaves are not kept; 0 keeps them all.
+    floor: u32,
+    /// Leaves whose lower nodes are dropped: whole blocks of `2^floor`, never the block of the
+    /// last leaf (so the last leaf and the right border are always kept).
+    pruned: u64,
+    /// Where dropped nodes are recomputed from.
+    source: Option<std::sync::Arc<dyn LeafSource>>,
+}
+
+impl<H: std::fmt::Debug> std::fmt::Debug for MerkleTree<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MerkleTree")
+            .field("hasher", &self.hasher)
+            .field("levels", &self.levels)
+            .field("floor", &self.floor)
+            .field("pruned", &self.pruned)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<H: MerkleHasher> MerkleTree<H> {
@@ -173,6 +215,9 @@ impl<H: MerkleHasher> MerkleTree<H> {
         Self {
             hasher,
             levels: Vec::new(),
+            floor: 0,
+            pruned: 0,
+            source: None,
         }
     }
 
@@ -209,10 +254,103 @@ impl<H: MerkleHasher> MerkleTree<H> {
                 expected: 1,
             });
         }
-        Ok(Self { hasher, levels })
+        Ok(Self {
+            levels,
+            ..Self::new(hasher)
+        })
     }
 
-    /// The stored nodes: `levels()[h][j]` is the hash of the leaves `[j·2^h, (j+1)·2^h)`.
+    /// A tree of `leaves` leaves from the nodes it keeps with `floor` (as [`MerkleTree::levels`]
+    /// gave them), with no leaf source yet. The sizes are checked; the hashes are the caller's
+    /// to trust.
+    pub fn from_kept_levels(
+        hasher: H,
+        floor: u32,
+        leaves: u64,
+        levels: Vec<Vec<NodeHash>>,
+    ) -> Result<Self, MerkleError> {
+        let pruned = pruned_for(floor, leaves);
+        let heights = if leaves == 0 {
+            0
+        } else {
+            leaves.ilog2() as usize + 1
+        };
+        if levels.len() != heights {
+            return Err(MerkleError::LevelSizes {
+                height: levels.len(),
+                len: levels.len(),
+                expected: heights,
+            });
+        }
+        for (height, level) in levels.iter().enumerate() {
+            let h = height as u32;
+            let base = if h < floor { pruned >> h } else { 0 };
+            let expected = usize::try_from((leaves >> h) - base).unwrap_or(usize::MAX);
+            if level.len() != expected {
+                return Err(MerkleError::LevelSizes {
+                    height,
+                    len: level.len(),
+                    expected,
+                });
+            }
+        }
+        Ok(Self {
+            hasher,
+            levels,
+            floor,
+            pruned,
+            source: None,
+        })
+    }
+
+    /// From now on, keeps below `floor` only the nodes of the last block of `2^floor` leaves
+    /// (dropping the others now and as blocks fill), and reads dropped ones back from `source`
+    /// when a root or proof needs them. A tree that already has a floor keeps it and only takes
+    /// the source.
+    pub fn keep_lower_levels_in(&mut self, floor: u32, source: std::sync::Arc<dyn LeafSource>) {
+        self.source = Some(source);
+        if self.floor == 0 && floor > 0 && floor < 63 {
+            self.floor = floor;
+            self.prune_to(pruned_for(floor, self.len()));
+        }
+    }
+
+    /// The height below which nodes over old leaves are not kept (0: all are kept).
+    pub fn floor(&self) -> u32 {
+        self.floor
+    }
+
+    /// The node of height `height` at position `index` of its level, if this tree keeps it.
+    pub fn kept_node(&self, height: u32, index: u64) -> Option<NodeHash> {
+        self.stored(height, index.checked_shl(height)?)
+    }
+
+    /// Drops the nodes below the floor over the first `pruned` leaves.
+    fn prune_to(&mut self, pruned: u64) {
+        if pruned <= self.pruned {
+            return;
+        }
+        for height in 0..self.floor {
+            let Some(level) = self.levels.get_mut(height as usize) else {
+                break;
+            };
+            let drop = (pruned >> height) - (self.pruned >> height);
+            level.drain(..usize::try_from(drop).unwrap_or(usize::MAX).min(level.len()));
+        }
+        self.pruned = pruned;
+    }
+
+    /// Where level `height`'s first kept node sits in the level.
+    fn base(&self, height: u32) -> u64 {
+        if height < self.floor {
+            self.pruned >> height
+        } else {
+            0
+        }
+    }
+
+    /// The stored nodes: `levels()[h][j]` is the hash of the leaves `[j·2^h, (j+1)·2^h)`; below
+    /// the [`floor`](Self::floor), a level starts at the first node it keeps.
     pub fn levels(&self) -> &[Vec<NodeHash>] {
         &self.levels
     }
@@ -226,7 +364,9 @@ impl<H: MerkleHasher> MerkleTree<H> {
     pub fn len(&self) -> u64 {
         let leaves = self.levels.first().map_or(0, Vec::len);
         // A `usize` count always fits in `u64` on the platforms Rust supports.
-        u64::try_from(leaves).unwrap_or(u64::MAX)
+        u64::try_from(leaves)
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.base(0))
     }
 
     /// Whether no leaf has been appended yet.
@@ -254,7 +394,8 @@ impl<H: MerkleHasher> MerkleTree<H> {
                 break;
             };
             level.push(node);
-            // A node at an even position waits for its right sibling.
+            // A node at an even position waits for its right sibling (the first kept node of a
+            // level is always at an even position).
             if level.len() % 2 == 1 {
                 break;
             }
@@ -263,6 +404,11 @@ impl<H: MerkleHasher> MerkleTree<H> {
             };
             node = self.hasher.hash_children(left, right);
             height += 1;
+        }
+        // The first leaf of a new block: the blocks before it are complete, and the lower
+        // nodes of each are now kept only above the floor.
+        if self.floor > 0 && index > 0 && index.trailing_zeros() >= self.floor {
+            self.prune_to(index);
         }
         index
     }
@@ -273,7 +419,7 @@ impl<H: MerkleHasher> MerkleTree<H> {
         if index >= size {
             return Err(MerkleError::IndexOutOfRange { index, size });
         }
-        self.stored(0, index)
+        self.node(0, index)?
             .ok_or(MerkleError::IndexOutOfRange { index, size })
     }
 
@@ -383,7 +529,7 @@ impl<H: MerkleHasher> MerkleTree<H> {
             let height = (right_edge - start).trailing_zeros();
             let left_edge = right_edge - (1u64 << height);
             parts.push(
-                self.stored(height, left_edge)
+                self.node(height, left_edge)?
                     .ok_or_else(|| beyond.clone())?,
             );
             right_edge = left_edge;
@@ -392,14 +538,56 @@ impl<H: MerkleHasher> MerkleTree<H> {
     }
 
     /// The stored hash of the complete subtree of height `height` starting at leaf `start`, if
-    /// `start` is aligned and the subtree is complete.
+    /// `start` is aligned, the subtree is complete and this tree keeps it.
     fn stored(&self, height: u32, start: u64) -> Option<NodeHash> {
         if start.trailing_zeros() < height {
             return None;
         }
         let level = self.levels.get(usize::try_from(height).ok()?)?;
-        level.get(usize::try_from(start >> height).ok()?).copied()
+        let at = (start >> height).checked_sub(self.base(height))?;
+        level.get(usize::try_from(at).ok()?).copied()
     }
+
+    /// The hash of the complete subtree of height `height` starting at leaf `start`: stored, or
+    /// (below the floor, over leaves no longer kept) recomputed from the leaf source. `None`
+    /// when there is no such subtree.
+    fn node(&self, height: u32, start: u64) -> Result<Option<NodeHash>, MerkleError> {
+        if let Some(node) = self.stored(height, start) {
+            return Ok(Some(node));
+        }
+        let Some(end) = 1u64
+            .checked_shl(height)
+            .and_then(|width| start.checked_add(width))
+        else {
+            return Ok(None);
+        };
+        if height >= self.floor || end > self.pruned || start.trailing_zeros() < height {
+            return Ok(None);
+        }
+        let unavailable = |reason: String| MerkleError::Unavailable { start, end, reason };
+        let source = self
+            .source
+            .as_ref()
+            .ok_or_else(|| unavailable("the tree has no leaf source".into()))?;
+        let leaves = source.leaf_hashes(start, end).map_err(unavailable)?;
+        if leaves.len() as u64 != end - start {
+            return Err(unavailable(format!(
+                "the source gave {} leaves for {}",
+                leaves.len(),
+                end - start
+            )));
+        }
+        Ok(Some(root_from_leaf_hashes(&self.hasher, leaves)))
+    }
+}
+
+/// The leaves of a tree of `leaves` leaves whose lower nodes are dropped with `floor`: the
+/// whole blocks of `2^floor` before the block of the last leaf.
+fn pruned_for(floor: u32, leaves: u64) -> u64 {
+    if floor == 0 || leaves == 0 {
+        return 0;
+    }
+    ((leaves - 1) >> floor) << floor
 }
 
 /// The sizes a consistency proof can exist for: `0 < old_size <= new_size`.

@@ -1062,3 +1062,87 @@ fn hash_from_slice_takes_exactly_32_bytes() {
     }
     assert_eq!(hash_from_slice(&[9; 32]), Ok([9; 32]));
 }
+
+/// Leaves served back from a copy, counting the reads.
+struct Served {
+    leaves: Vec<NodeHash>,
+    reads: std::sync::atomic::AtomicU64,
+}
+
+impl LeafSource for Served {
+    fn leaf_hashes(&self, start: u64, end: u64) -> Result<Vec<NodeHash>, String> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.leaves
+            .get(at(start)..at(end))
+            .map(<[NodeHash]>::to_vec)
+            .ok_or_else(|| format!("no leaves {start}..{end}"))
+    }
+}
+
+#[test]
+fn a_tree_keeping_only_its_top_gives_the_roots_and_proofs_of_the_whole_tree() {
+    let hasher = Blake3Hasher;
+    for floor in [1, 2, 3] {
+        let all = generated_leaves(&hasher, 70);
+        let source = std::sync::Arc::new(Served {
+            leaves: all.clone(),
+            reads: Default::default(),
+        });
+        let mut full = MerkleTree::new(hasher);
+        let mut kept = MerkleTree::new(hasher);
+        // Given its floor half-way, as a ledger opened from a replay is.
+        for (i, leaf) in all.iter().enumerate() {
+            if i == 20 {
+                kept.keep_lower_levels_in(floor, source.clone());
+            }
+            full.push_leaf_hash(*leaf);
+            kept.push_leaf_hash(*leaf);
+            let n = full.len();
+            assert_eq!(kept.len(), n);
+            assert_eq!(kept.root(), full.root(), "floor {floor}, size {n}");
+            // The last leaf is always kept, so opening from a snapshot can check its anchor.
+            assert_eq!(kept.kept_node(0, n - 1), Some(*leaf));
+        }
+        let n = full.len();
+        for size in 1..=n {
+            assert_eq!(kept.root_at(size), full.root_at(size));
+            for index in 0..size {
+                assert_eq!(
+                    kept.inclusion_proof(index, size),
+                    full.inclusion_proof(index, size),
+                    "floor {floor}, leaf {index} of {size}"
+                );
+            }
+            for old in 1..=size {
+                assert_eq!(
+                    kept.consistency_proof(old, size),
+                    full.consistency_proof(old, size)
+                );
+            }
+            assert_eq!(kept.leaf_hash(size - 1), full.leaf_hash(size - 1));
+        }
+        let reads = source.reads.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(reads > 0, "dropped nodes were read back");
+        // Below the floor, only the last block's nodes are kept.
+        let kept_nodes: usize = kept.levels().iter().map(Vec::len).sum();
+        let full_nodes: usize = full.levels().iter().map(Vec::len).sum();
+        assert!(kept_nodes < full_nodes, "{kept_nodes} of {full_nodes}");
+        for height in 0..floor {
+            assert!(kept.levels()[height as usize].len() <= 1 << (floor - height));
+        }
+        // Saved and loaded back (as a snapshot does), it is the same tree.
+        let loaded =
+            MerkleTree::from_kept_levels(hasher, floor, n, kept.levels().to_vec()).unwrap();
+        assert_eq!(loaded.levels(), kept.levels());
+        assert_eq!(loaded.root(), full.root());
+        assert!(
+            MerkleTree::from_kept_levels(hasher, floor, n + 1, kept.levels().to_vec()).is_err()
+        );
+        // Without its source, a dropped node is an error, never a wrong answer.
+        assert!(matches!(
+            loaded.inclusion_proof(0, n),
+            Err(MerkleError::Unavailable { .. })
+        ));
+    }
+}
