@@ -141,12 +141,20 @@ struct Header {
     /// in the tree section (0, or absent: every node).
     #[serde(default, skip_serializing_if = "is_zero")]
     tree_floor: u32,
+    /// The leaves whose nodes below the floor are not in the tree section (whole blocks of
+    /// `2^treeFloor` from the first; absent: none).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    tree_pruned: u64,
     tree_bytes: u64,
     erased_bytes: u64,
     state_bytes: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
@@ -190,6 +198,7 @@ pub(crate) fn encode(
         seq,
         hash: hash.to_owned(),
         tree_floor: tree.floor(),
+        tree_pruned: tree.pruned(),
         tree_bytes: (nodes * 32) as u64,
         erased_bytes: erased.len() as u64,
         state_bytes: state.len() as u64,
@@ -264,7 +273,12 @@ pub(crate) fn decode(
     let (tree_bytes, rest) = body.split_at(header.tree_bytes as usize);
     let (erased_bytes, state) = rest.split_at(header.erased_bytes as usize);
     let state_at = body_len - state.len();
-    let tree = tree_from_nodes(header.seq, header.tree_floor, tree_bytes)?;
+    let tree = tree_from_nodes(
+        header.seq,
+        header.tree_floor,
+        header.tree_pruned,
+        tree_bytes,
+    )?;
     let erased: Vec<(String, u64)> = serde_json::from_slice(erased_bytes)
         .map_err(|e| format!("its erased list does not parse: {e}"))?;
     let erased = erased
@@ -282,26 +296,24 @@ pub(crate) fn decode(
     })
 }
 
-/// The tree of `leaves` leaves whose kept nodes (with `floor`) are `bytes` (level by level,
-/// leaves first).
+/// The tree of `leaves` leaves whose kept nodes (below `floor`, those after the first `dropped`
+/// leaves) are `bytes` (level by level, leaves first).
 fn tree_from_nodes(
     leaves: u64,
     floor: u32,
+    dropped: u64,
     bytes: &[u8],
 ) -> Result<MerkleTree<Blake3Hasher>, String> {
-    if floor >= 63 {
-        return Err(format!("its tree floor {floor} is out of range"));
+    if floor >= 63 || dropped > leaves {
+        return Err(format!(
+            "its tree floor {floor} or dropped leaves {dropped} are out of range"
+        ));
     }
     let nodes: Vec<NodeHash> = bytes
         .chunks(32)
         .map(|c| NodeHash::try_from(c).map_err(|_| "its tree section is not whole nodes"))
         .collect::<Result<_, _>>()?;
     // Below the floor, a level holds the nodes of the leaves after the dropped blocks.
-    let dropped = if floor == 0 || leaves == 0 {
-        0
-    } else {
-        ((leaves - 1) >> floor) << floor
-    };
     let mut levels = Vec::new();
     let mut at = 0usize;
     let mut height = 0u32;
@@ -319,7 +331,7 @@ fn tree_from_nodes(
     if at != nodes.len() {
         return Err("its tree section is longer than its anchor says".into());
     }
-    MerkleTree::from_kept_levels(Blake3Hasher, floor, leaves, levels)
+    MerkleTree::from_kept_levels(Blake3Hasher, floor, leaves, dropped, levels)
         .map_err(|e| format!("its tree: {e}"))
 }
 

@@ -949,7 +949,8 @@ fn leaf_data(hash: &str) -> Result<[u8; 32], LedgerError> {
 /// Below this height the writer's Merkle tree keeps only the nodes of its last block of
 /// `2^TREE_FLOOR` leaves; the others are read back from the stored events when a proof or an
 /// old root needs them (at most `2^TREE_FLOOR` events per node). At 1,000,000 events the tree
-/// then holds 8 MB instead of 64 MB.
+/// then holds 8 MB instead of 64 MB. Nodes are dropped only over durable events (after each
+/// sync): a decision may ask about events of its own batch, which the store does not hold yet.
 const TREE_FLOOR: u32 = 3;
 
 /// Leaf hashes read back from the stored events (`H(0x00 ‖ hash)` of each event's recorded
@@ -1471,6 +1472,8 @@ impl<S: Store, D: Decider> Writer<S, D> {
             .and_then(|()| self.store.sync())
         {
             Ok(()) => {
+                // Every leaf is durable now, so the tree may read any of them back.
+                self.tree.drop_lower_nodes(self.tree.len());
                 // Erasures are carried out once their events are durable and before anyone
                 // hears of them; a crash in between is finished when the ledger reopens.
                 let erasures = std::mem::take(&mut self.pending_erasures);
@@ -1741,6 +1744,7 @@ mod tests {
         for leaf in &all[18..30] {
             grown.push_leaf_hash(*leaf);
         }
+        grown.drop_lower_nodes(30);
         assert_eq!(grown.kept_node(0, 17), None, "the block is dropped now");
         assert_eq!(check.target(&grown), 24);
         assert!((18..=24u64).all(|seq| check.leaf_holds(&grown, seq, all[seq as usize - 1])));

@@ -260,16 +260,27 @@ impl<H: MerkleHasher> MerkleTree<H> {
         })
     }
 
-    /// A tree of `leaves` leaves from the nodes it keeps with `floor` (as [`MerkleTree::levels`]
-    /// gave them), with no leaf source yet. The sizes are checked; the hashes are the caller's
-    /// to trust.
+    /// A tree of `leaves` leaves from the nodes it keeps with `floor` after dropping the lower
+    /// nodes over the first `pruned` leaves (as [`MerkleTree::levels`] and
+    /// [`MerkleTree::pruned`] gave them), with no leaf source yet. The sizes are checked; the
+    /// hashes are the caller's to trust.
     pub fn from_kept_levels(
         hasher: H,
         floor: u32,
         leaves: u64,
+        pruned: u64,
         levels: Vec<Vec<NodeHash>>,
     ) -> Result<Self, MerkleError> {
-        let pruned = pruned_for(floor, leaves);
+        if floor >= 63
+            || pruned > pruned_for(floor, leaves)
+            || (floor > 0 && pruned.trailing_zeros() < floor && pruned > 0)
+        {
+            return Err(MerkleError::LevelSizes {
+                height: 0,
+                len: usize::try_from(pruned).unwrap_or(usize::MAX),
+                expected: usize::try_from(pruned_for(floor, leaves)).unwrap_or(usize::MAX),
+            });
+        }
         let heights = if leaves == 0 {
             0
         } else {
@@ -304,20 +315,35 @@ impl<H: MerkleHasher> MerkleTree<H> {
     }
 
     /// From now on, keeps below `floor` only the nodes of the last block of `2^floor` leaves
-    /// (dropping the others now and as blocks fill), and reads dropped ones back from `source`
-    /// when a root or proof needs them. A tree that already has a floor keeps it and only takes
-    /// the source.
+    /// (dropping the others now, and later as [`MerkleTree::drop_lower_nodes`] is told the
+    /// leaves `source` can give), and reads dropped ones back from `source` when a root or
+    /// proof needs them. Every leaf appended so far must be readable from `source`. A tree
+    /// that already has a floor keeps it and only takes the source.
     pub fn keep_lower_levels_in(&mut self, floor: u32, source: std::sync::Arc<dyn LeafSource>) {
         self.source = Some(source);
         if self.floor == 0 && floor > 0 && floor < 63 {
             self.floor = floor;
-            self.prune_to(pruned_for(floor, self.len()));
+        }
+        self.drop_lower_nodes(self.len());
+    }
+
+    /// Drops the nodes below the floor over the whole blocks of leaves before the block of
+    /// leaf `readable - 1`: the caller says the source can give the first `readable` leaves
+    /// (for a ledger: they are durable). The last block is always kept.
+    pub fn drop_lower_nodes(&mut self, readable: u64) {
+        if self.floor > 0 && self.source.is_some() {
+            self.prune_to(pruned_for(self.floor, readable.min(self.len())));
         }
     }
 
     /// The height below which nodes over old leaves are not kept (0: all are kept).
     pub fn floor(&self) -> u32 {
         self.floor
+    }
+
+    /// The leaves whose nodes below the floor are dropped (whole blocks from the first).
+    pub fn pruned(&self) -> u64 {
+        self.pruned
     }
 
     /// The node of height `height` at position `index` of its level, if this tree keeps it.
@@ -404,11 +430,6 @@ impl<H: MerkleHasher> MerkleTree<H> {
             };
             node = self.hasher.hash_children(left, right);
             height += 1;
-        }
-        // The first leaf of a new block: the blocks before it are complete, and the lower
-        // nodes of each are now kept only above the floor.
-        if self.floor > 0 && index > 0 && index.trailing_zeros() >= self.floor {
-            self.prune_to(index);
         }
         index
     }
