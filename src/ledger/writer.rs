@@ -954,15 +954,27 @@ fn leaf_data(hash: &str) -> Result<[u8; 32], LedgerError> {
 const TREE_FLOOR: u32 = 3;
 
 /// Leaf hashes read back from the stored events (`H(0x00 ‖ hash)` of each event's recorded
-/// hash, as the writer appended them).
-struct LogLeaves(Arc<dyn SessionLog>);
+/// hash, as the writer appended them), a whole block of `2^TREE_FLOOR` at a time. The last
+/// block read is kept: proofs for neighbouring leaves (an export of a range) need the same one,
+/// and a stored event's hash never changes.
+struct LogLeaves {
+    log: Arc<dyn SessionLog>,
+    last: std::sync::Mutex<Option<(u64, Vec<NodeHash>)>>,
+}
 
-impl MerkleLeafSource for LogLeaves {
-    fn leaf_hashes(&self, start: u64, end: u64) -> Result<Vec<NodeHash>, String> {
+impl LogLeaves {
+    fn new(log: Arc<dyn SessionLog>) -> Self {
+        Self {
+            log,
+            last: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn read(&self, start: u64, end: u64) -> Result<Vec<NodeHash>, String> {
         (start + 1..=end)
             .map(|seq| {
                 let bytes = self
-                    .0
+                    .log
                     .event_bytes(seq)
                     .map_err(|e| e.to_string())?
                     .ok_or_else(|| format!("event {seq} is not in the log"))?;
@@ -972,6 +984,31 @@ impl MerkleLeafSource for LogLeaves {
                 Ok(Blake3Hasher.hash_leaf(&data))
             })
             .collect()
+    }
+}
+
+impl MerkleLeafSource for LogLeaves {
+    fn leaf_hashes(&self, start: u64, end: u64) -> Result<Vec<NodeHash>, String> {
+        let width = 1u64 << TREE_FLOOR;
+        let block = start - start % width;
+        if end > block + width {
+            // Not within one block (the tree never asks for that): read as asked.
+            return self.read(start, end);
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.as_ref().is_none_or(|(at, _)| *at != block) {
+            *last = Some((block, self.read(block, block + width)?));
+        }
+        let leaves = last
+            .as_ref()
+            .map(|(_, leaves)| leaves.as_slice())
+            .unwrap_or(&[]);
+        let from = usize::try_from(start - block).map_err(|e| e.to_string())?;
+        let to = usize::try_from(end - block).map_err(|e| e.to_string())?;
+        leaves
+            .get(from..to)
+            .map(<[NodeHash]>::to_vec)
+            .ok_or_else(|| format!("leaves {start}..{end} are not in block {block}"))
     }
 }
 
@@ -1155,7 +1192,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         if let Some(log) = store.session_log() {
             replayed
                 .tree
-                .keep_lower_levels_in(TREE_FLOOR, Arc::new(LogLeaves(log)));
+                .keep_lower_levels_in(TREE_FLOOR, Arc::new(LogLeaves::new(log)));
         }
         if let Some(notary) = &config.notary {
             notary.check_log(&replayed.tree)?;
@@ -1700,6 +1737,53 @@ mod tests {
 
     fn leaves(n: u8) -> Vec<NodeHash> {
         (0..n).map(|i| Blake3Hasher.hash_leaf(&[i])).collect()
+    }
+
+    /// Stored events holding only their hash, counting the reads.
+    struct Hashes {
+        reads: std::sync::atomic::AtomicU64,
+    }
+
+    impl SessionLog for Hashes {
+        fn session_seqs(&self, _: &crate::events::SessionId) -> Result<Vec<u64>, LedgerError> {
+            Ok(Vec::new())
+        }
+        fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            Ok(Some(
+                json!({ "hash": format!("{seq:064x}") })
+                    .to_string()
+                    .into_bytes(),
+            ))
+        }
+        fn text(&self, _: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
+            Ok(None)
+        }
+    }
+
+    /// A tree keeping only its top gives the proofs of a full one from the stored events' hashes,
+    /// reading each block once for neighbouring leaves.
+    #[test]
+    fn dropped_tree_nodes_are_read_back_from_the_events_a_block_at_a_time() {
+        let log = Arc::new(Hashes {
+            reads: Default::default(),
+        });
+        let leaf = |seq: u64| Blake3Hasher.hash_leaf(&leaf_data(&format!("{seq:064x}")).unwrap());
+        let full = MerkleTree::from_leaf_hashes(Blake3Hasher, (1..=50).map(leaf));
+        let mut kept = full.clone();
+        kept.keep_lower_levels_in(TREE_FLOOR, Arc::new(LogLeaves::new(log.clone())));
+        for index in 0..16 {
+            assert_eq!(
+                kept.inclusion_proof(index, 50),
+                full.inclusion_proof(index, 50)
+            );
+        }
+        // Leaves 0..16 are two blocks: each read once.
+        assert_eq!(log.reads.load(Ordering::Relaxed), 16);
+        assert_eq!(
+            kept.consistency_proof(13, 50),
+            full.consistency_proof(13, 50)
+        );
     }
 
     /// The check of the log under a snapshot judges leaves the tree no longer keeps by their
