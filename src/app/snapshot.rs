@@ -88,7 +88,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/11",
-        "593edd534b31c6558d678b86fefeda59f6fd947db84b5d61b5dfe07e1ccdd443",
+        "f0be9191165b7175b9194d89d86002668566f641234be37fd1b5e6e303e8f611",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::hash::{hex, parse_hex32};
-use super::merkle::{Blake3Hasher, MerkleTree, NodeHash};
+use super::merkle::{Blake3Hasher, MerkleTree, NodeHash, kept_level_lens};
 
 /// The first line of every snapshot.
 const MAGIC: &[u8] = b"thinkledger-snapshot/1\n";
@@ -304,33 +304,19 @@ fn tree_from_nodes(
     dropped: u64,
     bytes: &[u8],
 ) -> Result<MerkleTree<Blake3Hasher>, String> {
-    if floor >= 63 || dropped > leaves {
-        return Err(format!(
-            "its tree floor {floor} or dropped leaves {dropped} are out of range"
-        ));
+    let lens = kept_level_lens(floor, leaves, dropped).map_err(|e| format!("its tree: {e}"))?;
+    if lens.iter().sum::<usize>().checked_mul(32) != Some(bytes.len()) {
+        return Err("its tree section is not the size its anchor says".into());
     }
-    let nodes: Vec<NodeHash> = bytes
-        .chunks(32)
-        .map(|c| NodeHash::try_from(c).map_err(|_| "its tree section is not whole nodes"))
-        .collect::<Result<_, _>>()?;
-    // Below the floor, a level holds the nodes of the leaves after the dropped blocks.
-    let mut levels = Vec::new();
-    let mut at = 0usize;
-    let mut height = 0u32;
-    while leaves >> height > 0 {
-        let base = if height < floor { dropped >> height } else { 0 };
-        let size =
-            usize::try_from((leaves >> height) - base).map_err(|_| "its tree is too large")?;
-        let level = nodes
-            .get(at..at + size)
-            .ok_or("its tree section is shorter than its anchor says")?;
-        levels.push(level.to_vec());
-        at += size;
-        height += 1;
-    }
-    if at != nodes.len() {
-        return Err("its tree section is longer than its anchor says".into());
-    }
+    let mut nodes = bytes.chunks_exact(32).map(|c| {
+        let mut node: NodeHash = [0; 32];
+        node.copy_from_slice(c);
+        node
+    });
+    let levels = lens
+        .into_iter()
+        .map(|len| nodes.by_ref().take(len).collect())
+        .collect();
     MerkleTree::from_kept_levels(Blake3Hasher, floor, leaves, dropped, levels)
         .map_err(|e| format!("its tree: {e}"))
 }

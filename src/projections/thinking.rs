@@ -427,15 +427,6 @@ impl ThinkingState {
         self.order.iter().filter_map(|id| self.head(id))
     }
 
-    /// Sessions started.
-    pub fn len(&self) -> usize {
-        self.heads.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.heads.is_empty()
-    }
-
     /// The session `id` in full, read from the log if it is not at hand.
     pub fn session(&self, id: &SessionId) -> Result<Option<Arc<Session>>, LoadError> {
         match self.head(id) {

@@ -271,32 +271,15 @@ impl<H: MerkleHasher> MerkleTree<H> {
         pruned: u64,
         levels: Vec<Vec<NodeHash>>,
     ) -> Result<Self, MerkleError> {
-        if floor >= 63
-            || pruned > pruned_for(floor, leaves)
-            || (floor > 0 && pruned.trailing_zeros() < floor && pruned > 0)
-        {
-            return Err(MerkleError::LevelSizes {
-                height: 0,
-                len: usize::try_from(pruned).unwrap_or(usize::MAX),
-                expected: usize::try_from(pruned_for(floor, leaves)).unwrap_or(usize::MAX),
-            });
-        }
-        let heights = if leaves == 0 {
-            0
-        } else {
-            leaves.ilog2() as usize + 1
-        };
-        if levels.len() != heights {
+        let lens = kept_level_lens(floor, leaves, pruned)?;
+        if levels.len() != lens.len() {
             return Err(MerkleError::LevelSizes {
                 height: levels.len(),
                 len: levels.len(),
-                expected: heights,
+                expected: lens.len(),
             });
         }
-        for (height, level) in levels.iter().enumerate() {
-            let h = height as u32;
-            let base = if h < floor { pruned >> h } else { 0 };
-            let expected = usize::try_from((leaves >> h) - base).unwrap_or(usize::MAX);
+        for (height, (level, expected)) in levels.iter().zip(lens).enumerate() {
             if level.len() != expected {
                 return Err(MerkleError::LevelSizes {
                     height,
@@ -600,6 +583,29 @@ impl<H: MerkleHasher> MerkleTree<H> {
         }
         Ok(Some(root_from_leaf_hashes(&self.hasher, leaves)))
     }
+}
+
+/// How many nodes each level of a tree of `leaves` leaves keeps, from the leaves up, when the
+/// nodes below `floor` over its first `pruned` leaves are dropped ([`MerkleTree::levels`] of
+/// such a tree); an error when no such tree exists.
+pub fn kept_level_lens(floor: u32, leaves: u64, pruned: u64) -> Result<Vec<usize>, MerkleError> {
+    if floor >= 63
+        || pruned > pruned_for(floor, leaves)
+        || (pruned > 0 && pruned.trailing_zeros() < floor)
+    {
+        return Err(MerkleError::LevelSizes {
+            height: 0,
+            len: usize::try_from(pruned).unwrap_or(usize::MAX),
+            expected: usize::try_from(pruned_for(floor, leaves)).unwrap_or(usize::MAX),
+        });
+    }
+    let heights = if leaves == 0 { 0 } else { leaves.ilog2() + 1 };
+    Ok((0..heights)
+        .map(|h| {
+            let base = if h < floor { pruned >> h } else { 0 };
+            usize::try_from((leaves >> h) - base).unwrap_or(usize::MAX)
+        })
+        .collect())
 }
 
 /// The leaves of a tree of `leaves` leaves whose lower nodes are dropped with `floor`: the
