@@ -1,12 +1,13 @@
-//! Storage behind a small trait: events by seq, a per-session index, the erasable text store and
-//! ledger metadata. [`SledStore`] is the embedded on-disk store; [`MemStore`] backs pure tests.
+//! Storage behind a small trait: events by seq, a per-session index, the erasable texts and
+//! ledger metadata. [`SledStore`] is the embedded on-disk store (a log file indexed by sled);
+//! [`MemStore`] backs pure tests.
 //!
 //! A store only keeps bytes. It does not hash, decide, or know what an event means beyond the
 //! session id it is indexed under. Durability is explicit: [`Store::append_batch`] stages,
-//! [`Store::sync`] makes everything staged durable (for sled: flush, then a real fsync).
+//! [`Store::sync`] makes everything staged durable (for [`SledStore`]: one `fdatasync` of its
+//! log file).
 
-use std::collections::{BTreeMap, HashSet};
-use std::ffi::OsString;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -15,8 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use super::LedgerError;
 use super::hash::SALT_LEN;
+#[cfg(debug_assertions)]
+use super::logfile::crash_drill;
+use super::logfile::{Framed, LOG_FILE, LogFile, LogReader, Slot};
 use super::snapshot::{FileSnapshots, MemSnapshots, SnapshotStore};
-use super::textfile::{Slot, TextFile, TextReader};
 use super::view::SessionLog;
 use crate::events::SessionId;
 
@@ -105,29 +108,34 @@ pub trait Store: Send + 'static {
     }
 }
 
-/// The embedded on-disk store: one sled database in a directory.
+/// The embedded on-disk store, in one directory: the log file ([`LogFile`]: every event and
+/// every erasable text, one frame per batch) and a sled database indexing it.
+///
+/// One `fdatasync` makes a batch durable: its frame's. The index is written after it and made
+/// durable lazily (sled's own flushes, and before an erasure); at open, every frame past the
+/// index's durable mark is read again and indexed, and a frame that never became durable is
+/// cut off (docs/ARCHITECTURE.md, "A call's path").
 pub struct SledStore {
     /// `None` only after [`Store::release_reads`] failed to open the database again.
     sled: Option<Sled>,
     /// Bytes of sled's page cache this store was opened with.
     cache_bytes: u64,
-    /// The erasable texts, outside sled (see [`TextFile`]).
-    text_file: TextFile,
-    /// sled's log file; `fdatasync` on it is what makes a flushed batch survive power loss,
-    /// because sled's own `flush` only calls `sync_file_range` on Linux.
-    log_file: File,
+    log: LogFile,
+    /// Reads of the log file, shared with [`SledReads`].
+    reader: Arc<LogReader>,
+    /// Where the frames appended since the last sync put their entries: indexed once the
+    /// frames are durable.
+    unindexed: Vec<Framed>,
+    /// sled's log file; `fdatasync` on it makes the index durable, because sled's own `flush`
+    /// only calls `sync_file_range` on Linux.
+    sled_log: File,
     dir: PathBuf,
-    /// Blob files (sled's out-of-line values) already fsynced.
-    synced_blobs: HashSet<OsString>,
-    /// Whether a value staged since the last sync may have gone to a blob file, so the next
-    /// sync must look for new ones (most batches hold only small values and skip the scan).
-    blob_possible: bool,
     /// What readers beside the writer read sessions through (see [`SledReads`]).
     reads: Arc<SledReads>,
 }
 
 /// Reads of sessions by any thread, through handles of the store's trees and a read-only
-/// handle of its text file. They are let go of while the store opens sled again
+/// handle of its log file. They are let go of while the store opens sled again
 /// ([`Store::release_reads`]; a read waits for it) and when the store is dropped (later reads
 /// fail): a handle left with a reader would keep sled's file lock held.
 pub struct SledReads {
@@ -137,18 +145,18 @@ pub struct SledReads {
 struct ReadParts {
     events: sled::Tree,
     sessions: sled::Tree,
-    text_index: sled::Tree,
-    texts: TextReader,
+    texts: sled::Tree,
+    log: Arc<LogReader>,
 }
 
 impl ReadParts {
-    fn of(sled: &Sled, dir: &Path) -> Result<Self, LedgerError> {
-        Ok(Self {
+    fn of(sled: &Sled, log: &Arc<LogReader>) -> Self {
+        Self {
             events: sled.events.clone(),
             sessions: sled.sessions.clone(),
-            text_index: sled.text_index.clone(),
-            texts: TextReader::open(&dir.join(TEXT_FILE))?,
-        })
+            texts: sled.texts.clone(),
+            log: log.clone(),
+        }
     }
 }
 
@@ -171,18 +179,16 @@ impl SessionLog for SledReads {
     }
 
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
-        self.with(|p| {
-            Ok(p.events
-                .get(seq.to_be_bytes())
-                .map_err(sled_err)?
-                .map(|v| v.to_vec()))
+        self.with(|p| match slot_in(&p.events, &seq.to_be_bytes())? {
+            None => Ok(None),
+            Some(slot) => p.log.event(slot).map(Some),
         })
     }
 
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
-        self.with(|p| match slot_in(&p.text_index, commitment)? {
+        self.with(|p| match slot_in(&p.texts, commitment)? {
             None => Ok(None),
-            Some(slot) => p.texts.read(slot, commitment),
+            Some(slot) => p.log.text(slot, commitment),
         })
     }
 }
@@ -190,16 +196,23 @@ impl SessionLog for SledReads {
 impl Drop for SledStore {
     fn drop(&mut self) {
         *self.reads.parts.write().unwrap_or_else(|e| e.into_inner()) = None;
+        // The next open then reads no frame again; nothing is lost without it.
+        if let Some(sled) = &self.sled
+            && let Err(e) = sled.db.flush()
+        {
+            tracing::warn!(error = %e, "flushing the index at shutdown failed");
+        }
     }
 }
 
 /// The sled database of a [`SledStore`] and its trees.
 struct Sled {
     db: sled::Db,
+    /// Seq → where the event sits in the log file.
     events: sled::Tree,
     sessions: sled::Tree,
-    /// Text commitment → where its record sits in `text_file`.
-    text_index: sled::Tree,
+    /// Text commitment → where its record sits in the log file.
+    texts: sled::Tree,
     meta: sled::Tree,
 }
 
@@ -222,21 +235,59 @@ impl Sled {
                 .map_err(|e| LedgerError::Sled(e.to_string()))
         };
         Ok(Self {
-            events: tree("events")?,
+            events: tree("log_events")?,
             sessions: tree("session_events")?,
-            text_index: tree("text_index")?,
+            texts: tree("log_texts")?,
             meta: tree("meta")?,
             db,
         })
     }
+
+    /// Indexes what `frames` hold and moves the mark to the end of the last one, in one
+    /// transaction (not yet durable).
+    fn index(&self, frames: &[Framed]) -> Result<(), LedgerError> {
+        use sled::Transactional;
+        let Some(end) = frames.last().map(|f| f.end) else {
+            return Ok(());
+        };
+        (&self.events, &self.sessions, &self.texts, &self.meta)
+            .transaction(|(events, sessions, texts, meta)| {
+                for framed in frames {
+                    for (seq, session, slot) in &framed.events {
+                        if let Some(session) = session {
+                            sessions.insert(session_key(session, *seq), &[][..])?;
+                        }
+                        events.insert(&seq.to_be_bytes()[..], &slot.encode()[..])?;
+                    }
+                    for (commitment, slot) in &framed.texts {
+                        texts.insert(&commitment[..], &slot.encode()[..])?;
+                    }
+                }
+                meta.insert(LOG_END_KEY, &end.to_be_bytes()[..])?;
+                Ok(())
+            })
+            .map_err(|e: sled::transaction::TransactionError<()>| {
+                LedgerError::Sled(format!("{e:?}"))
+            })
+    }
 }
 
-/// The erasable text file inside the store's directory.
-pub const TEXT_FILE: &str = "texts.dat";
+/// Key in `meta` of where the last frame the index holds ends in the log file (8 bytes BE),
+/// written in the same transaction as the frame's entries.
+const LOG_END_KEY: &str = "log_end";
+/// Key in `meta` of the store's layout; [`LAYOUT`] once the log file holds the events.
+const LAYOUT_KEY: &str = "layout";
+const LAYOUT: &[u8] = b"log/1";
 
-/// Values at least this large may be written by sled 0.34 as separate blob files (its
-/// threshold is a quarter of its 512 KiB segment); smaller ones always sit in its log.
-const BLOB_CANDIDATE_BYTES: usize = 64 * 1024;
+/// The layout before the log file (up to 26 Nov 2026): events as values of this sled tree...
+const OLD_EVENTS: &str = "events";
+/// ...texts in this file, found through this tree, which ended at this `meta` key.
+const OLD_TEXT_FILE: &str = "texts.dat";
+const OLD_TEXT_INDEX: &str = "text_index";
+const OLD_TEXTS_END: &str = "texts_end";
+
+/// Bytes of events (or texts) per frame when an older ledger's are copied into the log file.
+const MIGRATION_FRAME_BYTES: usize = 1 << 20;
 
 /// Bytes of pages sled keeps in memory in a long-running server (see
 /// [`SledStore::open_for_serving`]). Its default (1 GiB) fills with every page the replay at
@@ -296,96 +347,249 @@ impl SledStore {
     fn open_with_cache(dir: &Path, cache_bytes: u64) -> Result<Self, LedgerError> {
         std::fs::create_dir_all(dir)?;
         let sled = Sled::open(dir, cache_bytes)?;
-        let end = texts_end(&sled.meta, &sled.text_index)?;
-        // Records past `texts_end` that the index knows of were written by a build that did
-        // not keep `texts_end` (a downgrade, then an upgrade): kept.
-        let known = |commitment: &[u8; 32], slot: Slot| -> Result<bool, LedgerError> {
-            let indexed = sled.text_index.get(&commitment[..]).map_err(sled_err)?;
-            Ok(indexed.is_some_and(|value| Slot::decode(&value) == Some(slot)))
-        };
-        let text_file = TextFile::open(&dir.join(TEXT_FILE), end, &known)?;
-        let log_file = File::open(dir.join("db"))?;
-        // The directory entry of a new database must be durable too.
+        let log = LogFile::open(&dir.join(LOG_FILE))?;
+        let reader = Arc::new(LogReader::open(&dir.join(LOG_FILE))?);
+        let sled_log = File::open(dir.join("db"))?;
+        // The directory entries of a new database and log file must be durable too.
         File::open(dir)?.sync_all()?;
         let reads = Arc::new(SledReads {
-            parts: RwLock::new(Some(ReadParts::of(&sled, dir)?)),
+            parts: RwLock::new(Some(ReadParts::of(&sled, &reader))),
         });
-        Ok(Self {
-            reads,
+        let mut store = Self {
             sled: Some(sled),
             cache_bytes,
-            text_file,
-            log_file,
+            log,
+            reader,
+            unindexed: Vec::new(),
+            sled_log,
             dir: dir.to_path_buf(),
-            synced_blobs: HashSet::new(),
-            // Blobs written before a crash may never have been fsynced: check once.
-            blob_possible: true,
-        })
+            reads,
+        };
+        store.settle_layout()?;
+        store.recover()?;
+        Ok(store)
+    }
+
+    /// Brings a ledger of the layout before the log file over to it, or finishes doing so.
+    fn settle_layout(&mut self) -> Result<(), LedgerError> {
+        let sled = self.sled()?;
+        match sled.meta.get(LAYOUT_KEY).map_err(sled_err)? {
+            Some(layout) if layout == LAYOUT => self.drop_old_layout(),
+            Some(other) => Err(LedgerError::Corrupt(format!(
+                "the store's layout is {:?}, which this build does not know: a later thinkledger \
+                 wrote it",
+                String::from_utf8_lossy(&other)
+            ))),
+            None => {
+                let old = sled
+                    .db
+                    .tree_names()
+                    .iter()
+                    .any(|name| name == OLD_EVENTS.as_bytes())
+                    || self.dir.join(OLD_TEXT_FILE).exists();
+                if old {
+                    self.migrate()?;
+                } else {
+                    sled.meta.insert(LAYOUT_KEY, LAYOUT).map_err(sled_err)?;
+                    self.make_index_durable()?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies the events and texts of the layout before the log file into it. Until the layout
+    /// key is durable the old trees and file stay untouched, so a crash here only means
+    /// starting over at the next open.
+    fn migrate(&mut self) -> Result<(), LedgerError> {
+        let started = std::time::Instant::now();
+        self.log.reset()?;
+        let sled = self.sled.as_ref().ok_or_else(closed)?;
+        for tree in [&sled.events, &sled.texts] {
+            tree.clear().map_err(sled_err)?;
+        }
+        sled.meta.remove(LOG_END_KEY).map_err(sled_err)?;
+        let tree = |name: &str| sled.db.open_tree(name).map_err(sled_err);
+        let (old_events, old_text_index) = (tree(OLD_EVENTS)?, tree(OLD_TEXT_INDEX)?);
+        // Which session each event is indexed under: the frames carry it.
+        let mut names: Vec<SessionId> = Vec::new();
+        let mut session_of: std::collections::HashMap<u64, usize> =
+            std::collections::HashMap::new();
+        for item in sled.sessions.iter() {
+            let (key, _) = item.map_err(sled_err)?;
+            let split = key.len().saturating_sub(8);
+            let session = std::str::from_utf8(&key[..split])
+                .ok()
+                .and_then(SessionId::parse)
+                .ok_or_else(|| LedgerError::Corrupt("session index key".into()))?;
+            if names.last() != Some(&session) {
+                names.push(session);
+            }
+            session_of.insert(seq_of(&key[split..])?, names.len() - 1);
+        }
+        let (mut events, mut texts, mut bytes) = (Vec::new(), Vec::new(), 0usize);
+        let mut copied = (0u64, 0u64);
+        let mut frame = |log: &mut LogFile,
+                         events: &mut Vec<StagedEvent>,
+                         texts: &mut Vec<([u8; 32], TextRecord)>|
+         -> Result<(), LedgerError> {
+            copied.0 += events.len() as u64;
+            copied.1 += texts.len() as u64;
+            let framed = log.append(events, texts)?;
+            events.clear();
+            texts.clear();
+            sled.index(&[framed])
+        };
+        for item in old_events.iter() {
+            let (key, value) = item.map_err(sled_err)?;
+            let seq = seq_of(&key)?;
+            bytes += value.len();
+            events.push(StagedEvent {
+                seq,
+                bytes: value.to_vec(),
+                session: session_of.get(&seq).map(|i| names[*i].clone()),
+            });
+            if bytes >= MIGRATION_FRAME_BYTES {
+                frame(&mut self.log, &mut events, &mut texts)?;
+                bytes = 0;
+            }
+        }
+        let old_texts = self.dir.join(OLD_TEXT_FILE);
+        if old_texts.exists() {
+            let mut slots = Vec::new();
+            for item in old_text_index.iter() {
+                let (key, value) = item.map_err(sled_err)?;
+                let commitment: [u8; 32] = key
+                    .as_ref()
+                    .try_into()
+                    .map_err(|_| LedgerError::Corrupt("text index key".into()))?;
+                let slot = Slot::decode(&value)
+                    .ok_or_else(|| LedgerError::Corrupt("text index entry".into()))?;
+                slots.push((commitment, slot));
+            }
+            slots.sort_by_key(|(_, slot)| slot.offset);
+            let reader = LogReader::open(&old_texts)?;
+            for (commitment, record) in reader.texts_in_order(slots) {
+                // Erased, or never made durable (past where the index ended): not copied.
+                let Some(record) = record? else { continue };
+                bytes += record.text.len();
+                texts.push((commitment, record));
+                if bytes >= MIGRATION_FRAME_BYTES {
+                    frame(&mut self.log, &mut events, &mut texts)?;
+                    bytes = 0;
+                }
+            }
+        }
+        if !events.is_empty() || !texts.is_empty() {
+            frame(&mut self.log, &mut events, &mut texts)?;
+        }
+        self.log.sync()?;
+        sled.meta.insert(LAYOUT_KEY, LAYOUT).map_err(sled_err)?;
+        self.make_index_durable()?;
+        tracing::info!(
+            events = copied.0,
+            texts = copied.1,
+            took_ms = started.elapsed().as_millis() as u64,
+            "the ledger's events and texts were copied into its log file ({LOG_FILE})"
+        );
+        self.drop_old_layout()
+    }
+
+    /// Removes what the layout before the log file left, once the log file holds it all.
+    fn drop_old_layout(&mut self) -> Result<(), LedgerError> {
+        let sled = self.sled()?;
+        let names = sled.db.tree_names();
+        let mut any = false;
+        for old in [OLD_EVENTS, OLD_TEXT_INDEX] {
+            if names.iter().any(|name| name == old.as_bytes()) {
+                sled.db.drop_tree(old).map_err(sled_err)?;
+                any = true;
+            }
+        }
+        any |= sled.meta.remove(OLD_TEXTS_END).map_err(sled_err)?.is_some();
+        if any {
+            self.make_index_durable()?;
+        }
+        let old_texts = self.dir.join(OLD_TEXT_FILE);
+        if old_texts.exists() {
+            std::fs::remove_file(&old_texts)?;
+            File::open(&self.dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// Indexes every frame past the index's mark; cuts off one that never became durable.
+    fn recover(&mut self) -> Result<(), LedgerError> {
+        let sled = self.sled.as_ref().ok_or_else(closed)?;
+        let from = match sled.meta.get(LOG_END_KEY).map_err(sled_err)? {
+            None => LogFile::start(),
+            Some(raw) => u64::from_be_bytes(raw.as_ref().try_into().map_err(|_| {
+                LedgerError::Corrupt(format!("{LOG_END_KEY} of {} bytes", raw.len()))
+            })?),
+        };
+        let frames = self
+            .log
+            .recover(from, &mut |framed| sled.index(&[framed]))?;
+        if frames > 0 {
+            tracing::info!(
+                frames,
+                "indexed the log's frames the index did not hold yet"
+            );
+            self.make_index_durable()?;
+        }
+        Ok(())
     }
 
     /// The database, unless a [`Store::release_reads`] could not open it again.
     fn sled(&self) -> Result<&Sled, LedgerError> {
-        self.sled.as_ref().ok_or_else(|| {
-            LedgerError::Sled("the database is closed: opening it again failed".into())
-        })
+        self.sled.as_ref().ok_or_else(closed)
     }
 
-    /// Overwrites the stored bytes of one event, bypassing the writer and every check. This
-    /// exists for tamper drills and tests of `verify`; nothing in the server calls it.
+    /// Makes everything written to the index durable: sled's flush, then `fdatasync` of its
+    /// log file.
+    fn make_index_durable(&mut self) -> Result<(), LedgerError> {
+        self.sled()?.db.flush().map_err(sled_err)?;
+        self.sled_log.sync_data()?;
+        Ok(())
+    }
+
+    /// Points the index at other bytes for one event, bypassing the writer and every check.
+    /// This exists for tamper drills and tests of `verify`; nothing in the server calls it.
     pub fn tamper_event_bytes(&mut self, seq: u64, bytes: &[u8]) -> Result<(), LedgerError> {
-        self.sled()?
-            .events
-            .insert(seq.to_be_bytes(), bytes)
-            .map_err(sled_err)?;
-        self.sync()
+        let event = StagedEvent {
+            seq,
+            bytes: bytes.to_vec(),
+            session: None,
+        };
+        let framed = self.log.append(&[event], &[])?;
+        self.unindexed.push(framed);
+        self.sync()?;
+        self.make_index_durable()
     }
 
-    /// Removes one stored event (and nothing else), bypassing the writer and every check. For
-    /// tamper drills and tests of `verify` only, like [`SledStore::tamper_event_bytes`].
+    /// Removes one event from the index (and nothing else), bypassing the writer and every
+    /// check. For tamper drills and tests of `verify` only, like
+    /// [`SledStore::tamper_event_bytes`].
     pub fn tamper_remove_event(&mut self, seq: u64) -> Result<(), LedgerError> {
         self.sled()?
             .events
             .remove(seq.to_be_bytes())
             .map_err(sled_err)?;
-        self.sync()
-    }
-
-    /// fsyncs blob files sled wrote since the last sync (values too large to sit in its log),
-    /// then their directory.
-    fn sync_new_blobs(&mut self) -> Result<(), LedgerError> {
-        let blobs = self.dir.join("blobs");
-        let Ok(entries) = std::fs::read_dir(&blobs) else {
-            return Ok(());
-        };
-        let mut any = false;
-        for entry in entries {
-            let entry = entry?;
-            let name = entry.file_name();
-            if !self.synced_blobs.contains(&name) {
-                File::open(entry.path())?.sync_data()?;
-                self.synced_blobs.insert(name);
-                any = true;
-            }
-        }
-        if any {
-            File::open(&blobs)?.sync_all()?;
-        }
-        Ok(())
+        self.make_index_durable()
     }
 }
 
-impl SledStore {
-    fn slot(&self, commitment: &[u8; 32]) -> Result<Option<Slot>, LedgerError> {
-        slot_in(&self.sled()?.text_index, commitment)
-    }
+fn closed() -> LedgerError {
+    LedgerError::Sled("the database is closed: opening it again failed".into())
 }
 
-fn slot_in(text_index: &sled::Tree, commitment: &[u8; 32]) -> Result<Option<Slot>, LedgerError> {
-    match text_index.get(commitment).map_err(sled_err)? {
+/// The slot an index tree holds under `key`.
+fn slot_in(tree: &sled::Tree, key: &[u8]) -> Result<Option<Slot>, LedgerError> {
+    match tree.get(key).map_err(sled_err)? {
         None => Ok(None),
         Some(bytes) => Slot::decode(&bytes)
             .map(Some)
-            .ok_or_else(|| LedgerError::Corrupt("text index entry".into())),
+            .ok_or_else(|| LedgerError::Corrupt("index entry".into())),
     }
 }
 
@@ -398,56 +602,6 @@ fn seqs_of(sessions: &sled::Tree, session: &SessionId) -> Result<Vec<u64>, Ledge
             seq_of(&key[prefix.len()..])
         })
         .collect()
-}
-
-/// Key in `meta` of where the last record `text_index` knows of ends in `texts.dat` (8 bytes
-/// BE), written in the same transaction as the index entries of each batch with texts.
-const TEXTS_END_KEY: &str = "texts_end";
-
-/// A crash drill for debug builds (the tests' binary; release builds have none): with
-/// `THINKLEDGER_DRILL_CRASH_BETWEEN_WRITES=N` in its environment, the process aborts right after
-/// the N-th batch with texts has made them durable and before sled has seen anything of it, the
-/// one moment between the two writes a batch makes (tests/it/durability.rs).
-#[cfg(debug_assertions)]
-mod crash_drill {
-    use std::sync::OnceLock;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    pub(super) fn between_the_two_writes() {
-        static AT: OnceLock<Option<u64>> = OnceLock::new();
-        static BATCHES: AtomicU64 = AtomicU64::new(0);
-        let at = AT.get_or_init(|| {
-            std::env::var("THINKLEDGER_DRILL_CRASH_BETWEEN_WRITES")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-        });
-        if let Some(at) = at
-            && BATCHES.fetch_add(1, Ordering::Relaxed) + 1 == *at
-        {
-            eprintln!("crash drill: aborting between the text file's sync and sled's write");
-            std::process::abort();
-        }
-    }
-}
-
-/// Where the last record the index knows of ends: `texts_end`, or, in a ledger written before
-/// that key existed (or holding no text yet), the largest end among the index entries.
-fn texts_end(meta: &sled::Tree, text_index: &sled::Tree) -> Result<Option<u64>, LedgerError> {
-    if let Some(raw) = meta.get(TEXTS_END_KEY).map_err(sled_err)? {
-        let bytes: [u8; 8] = raw
-            .as_ref()
-            .try_into()
-            .map_err(|_| LedgerError::Corrupt(format!("{TEXTS_END_KEY} of {} bytes", raw.len())))?;
-        return Ok(Some(u64::from_be_bytes(bytes)));
-    }
-    let mut end = None;
-    for item in text_index.iter() {
-        let (_, value) = item.map_err(sled_err)?;
-        let slot =
-            Slot::decode(&value).ok_or_else(|| LedgerError::Corrupt("text index entry".into()))?;
-        end = end.max(Some(slot.end()));
-    }
-    Ok(end)
 }
 
 fn sled_err(e: sled::Error) -> LedgerError {
@@ -485,59 +639,29 @@ impl Store for SledStore {
             .meta
             .insert("ledger", bytes)
             .map_err(sled_err)?;
-        self.sync()
+        self.make_index_durable()
     }
 
+    /// Writes the batch's frame to the log file; its index entries wait for [`Store::sync`].
     fn append_batch(&mut self, batch: &Batch) -> Result<(), LedgerError> {
-        use sled::Transactional;
-        self.blob_possible |= batch
-            .events
-            .iter()
-            .any(|e| e.bytes.len() >= BLOB_CANDIDATE_BYTES);
-        // Texts first, durable before sled sees anything of the batch: sled may write staged
-        // data at any time, and its index entries must never point at text that could vanish.
-        let slots: Vec<_> = batch
-            .texts
-            .iter()
-            .map(|(c, _)| c)
-            .zip(self.text_file.append_all(&batch.texts)?)
-            .collect();
-        self.text_file.sync()?;
-        #[cfg(debug_assertions)]
-        if !slots.is_empty() {
-            crash_drill::between_the_two_writes();
-        }
-        let texts_end = slots.iter().map(|(_, slot)| slot.end()).max();
-        let sled = self.sled()?;
-        (&sled.events, &sled.sessions, &sled.text_index, &sled.meta)
-            .transaction(|(events, sessions, index, meta)| {
-                for (commitment, slot) in &slots {
-                    index.insert(&commitment[..], &slot.encode()[..])?;
-                }
-                if let Some(end) = texts_end {
-                    meta.insert(TEXTS_END_KEY, &end.to_be_bytes()[..])?;
-                }
-                for event in &batch.events {
-                    if let Some(session) = &event.session {
-                        sessions.insert(session_key(session, event.seq), &[][..])?;
-                    }
-                    events.insert(&event.seq.to_be_bytes()[..], event.bytes.as_slice())?;
-                }
-                Ok(())
-            })
-            .map_err(|e: sled::transaction::TransactionError<()>| {
-                LedgerError::Sled(format!("{e:?}"))
-            })
+        let framed = self.log.append(&batch.events, &batch.texts)?;
+        self.unindexed.push(framed);
+        Ok(())
     }
 
+    /// One `fdatasync` of the log file, then the index entries of what it made durable. A
+    /// crash between the two loses nothing: the next open indexes the frame again.
     fn sync(&mut self) -> Result<(), LedgerError> {
-        self.sled()?.db.flush().map_err(sled_err)?;
-        if self.blob_possible {
-            self.sync_new_blobs()?;
-            self.blob_possible = false;
+        if self.unindexed.is_empty() {
+            return Ok(());
         }
-        self.log_file.sync_data()?;
-        Ok(())
+        self.log.sync()?;
+        #[cfg(debug_assertions)]
+        if crash_drill::between_the_two_writes() {
+            crash_drill::abort("between the log file's sync and the index's write");
+        }
+        let frames = std::mem::take(&mut self.unindexed);
+        self.sled()?.index(&frames)
     }
 
     fn last_seq(&self) -> Result<Option<u64>, LedgerError> {
@@ -548,12 +672,10 @@ impl Store for SledStore {
     }
 
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
-        Ok(self
-            .sled()?
-            .events
-            .get(seq.to_be_bytes())
-            .map_err(sled_err)?
-            .map(|v| v.to_vec()))
+        match slot_in(&self.sled()?.events, &seq.to_be_bytes())? {
+            None => Ok(None),
+            Some(slot) => self.reader.event(slot).map(Some),
+        }
     }
 
     fn events_from(&self, from: u64) -> EventIter<'_> {
@@ -561,10 +683,13 @@ impl Store for SledStore {
             Ok(sled) => sled,
             Err(e) => return Box::new(std::iter::once(Err(e))),
         };
-        Box::new(sled.events.range(from.to_be_bytes()..).map(|item| {
+        let ranges = sled.events.range(from.to_be_bytes()..).map(|item| {
             let (key, value) = item.map_err(sled_err)?;
-            Ok((seq_of(&key)?, value.to_vec()))
-        }))
+            let slot =
+                Slot::decode(&value).ok_or_else(|| LedgerError::Corrupt("index entry".into()))?;
+            Ok((seq_of(&key)?, slot.offset, u64::from(slot.len)))
+        });
+        Box::new(self.reader.in_order(ranges))
     }
 
     fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
@@ -572,15 +697,15 @@ impl Store for SledStore {
     }
 
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
-        match self.slot(commitment)? {
+        match slot_in(&self.sled()?.texts, commitment)? {
             None => Ok(None),
-            Some(slot) => self.text_file.read(slot, commitment),
+            Some(slot) => self.reader.text(slot, commitment),
         }
     }
 
     fn texts_in_file_order(&self) -> Result<TextIter<'_>, LedgerError> {
         let mut slots = Vec::new();
-        for item in self.sled()?.text_index.iter() {
+        for item in self.sled()?.texts.iter() {
             let (key, value) = item.map_err(sled_err)?;
             let commitment: [u8; 32] = key
                 .as_ref()
@@ -591,23 +716,30 @@ impl Store for SledStore {
             slots.push((commitment, slot));
         }
         slots.sort_by_key(|(_, slot)| slot.offset);
-        Ok(Box::new(self.text_file.read_in_order(slots)))
+        Ok(Box::new(self.reader.texts_in_order(slots)))
     }
 
+    /// Overwrites the texts in the log file. The index is made durable first: a frame whose
+    /// text was overwritten no longer matches its checksum, so it must never be judged again
+    /// at open, and only frames past the durable index's mark are.
     fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
-        let mut any = false;
+        self.sync()?;
+        let mut slots = Vec::new();
         for c in commitments {
-            if let Some(slot) = self.slot(c)?
-                && self.text_file.read(slot, c)?.is_some()
+            if let Some(slot) = slot_in(&self.sled()?.texts, c)?
+                && self.reader.text(slot, c)?.is_some()
             {
-                self.text_file.erase(slot)?;
-                any = true;
+                slots.push(slot);
             }
         }
-        if any {
-            self.text_file.sync()?;
+        if slots.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.make_index_durable()?;
+        for slot in slots {
+            self.log.erase(slot)?;
+        }
+        self.log.sync()
     }
 
     fn snapshots(&self) -> Option<Arc<dyn SnapshotStore>> {
@@ -615,7 +747,7 @@ impl Store for SledStore {
     }
 
     /// sled's page cache evicts a page only once 64 more reads have been queued in its shard
-    /// (one of 256), so a pass over the whole log keeps up to 16,384 pages in memory whatever
+    /// (one of 256), so a pass over the whole index keeps up to 16,384 pages in memory whatever
     /// its capacity, and reads after it come too seldom to push them out: at 100,000 memories
     /// the check of the log under a snapshot left about 160 MB. Closing the database and
     /// opening it again drops them; it costs one open of sled (271 ms on a 100,000-event ledger,
@@ -630,7 +762,7 @@ impl Store for SledStore {
         *reads = None;
         drop(self.sled.take());
         let sled = when_unlocked(|| Sled::open(&self.dir, self.cache_bytes))?;
-        *reads = Some(ReadParts::of(&sled, &self.dir)?);
+        *reads = Some(ReadParts::of(&sled, &self.reader));
         self.sled = Some(sled);
         Ok(())
     }
@@ -833,70 +965,129 @@ mod tests {
         check(&SledStore::reopen(dir.path()), 3);
     }
 
-    /// A torn append beyond the last durable record is cut off at open, whether the end comes
-    /// from `texts_end` or (a ledger written before that key) from scanning the index.
+    /// A frame made durable whose index entries never were (a crash between the two writes)
+    /// is indexed at the next open; a frame that never became whole (a torn write) is cut off.
     #[test]
-    fn texts_end_is_kept_with_the_index_and_found_without_it() {
-        for with_key in [true, false] {
-            let dir = tempfile::tempdir().unwrap();
-            let session = SessionId::random();
-            let end = {
-                let mut store = SledStore::reopen(dir.path());
-                store.append_batch(&batch(1, &session)).unwrap();
-                store.append_batch(&batch(2, &session)).unwrap();
-                store.sync().unwrap();
-                let end = std::fs::metadata(dir.path().join(TEXT_FILE)).unwrap().len();
-                assert_eq!(
-                    store
-                        .sled()
-                        .unwrap()
-                        .meta
-                        .get(TEXTS_END_KEY)
-                        .unwrap()
-                        .as_deref(),
-                    Some(&end.to_be_bytes()[..]),
-                    "each batch with texts records where they end"
-                );
-                if !with_key {
-                    store.sled().unwrap().meta.remove(TEXTS_END_KEY).unwrap();
-                    store.sync().unwrap();
+    fn frames_past_the_index_are_indexed_at_open_and_a_torn_one_is_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = SessionId::random();
+        let log = dir.path().join(LOG_FILE);
+        let whole = {
+            let mut store = SledStore::reopen(dir.path());
+            store.append_batch(&batch(1, &session)).unwrap();
+            store.sync().unwrap();
+            // Durable in the log, never indexed.
+            store.append_batch(&batch(2, &session)).unwrap();
+            store.log.sync().unwrap();
+            store.unindexed.clear();
+            assert_eq!(store.last_seq().unwrap(), Some(1));
+            // A third frame, written only in part.
+            store.append_batch(&batch(3, &session)).unwrap();
+            store.log.sync().unwrap();
+            let whole = store.unindexed[0].end;
+            store.unindexed.clear();
+            whole
+        };
+        let torn = whole - 5;
+        File::options()
+            .write(true)
+            .open(&log)
+            .unwrap()
+            .set_len(torn)
+            .unwrap();
+        let mut store = SledStore::reopen(dir.path());
+        assert_eq!(store.last_seq().unwrap(), Some(2));
+        assert_eq!(store.session_seqs(&session).unwrap(), vec![1, 2]);
+        assert_eq!(store.text(&[2; 32]).unwrap().unwrap().text, "text 2");
+        assert_eq!(store.text(&[3; 32]).unwrap(), None);
+        let cut = std::fs::metadata(&log).unwrap().len();
+        assert!(cut < torn, "the torn frame is cut off ({torn} -> {cut})");
+        // The next batch goes where the torn one was.
+        store.append_batch(&batch(3, &session)).unwrap();
+        store.sync().unwrap();
+        drop(store);
+        let store = SledStore::reopen(dir.path());
+        let all: Vec<u64> = store.events_from(1).map(|r| r.unwrap().0).collect();
+        assert_eq!(all, vec![1, 2, 3]);
+        assert_eq!(store.text(&[3; 32]).unwrap().unwrap().text, "text 3");
+    }
+
+    /// A ledger of the layout before the log file (events in sled's `events` tree, texts in
+    /// `texts.dat`) is copied into the log file at its first open: every event, session entry
+    /// and text the old index named, no erased or torn text, nothing of the old layout left.
+    #[test]
+    fn a_ledger_of_the_layout_before_the_log_file_is_copied_into_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = SessionId::random();
+        let len_prefix = |text: &str| {
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(&u32::try_from(32 + text.len()).unwrap().to_le_bytes());
+            bytes
+        };
+        {
+            let db = sled::open(dir.path()).unwrap();
+            let events = db.open_tree(OLD_EVENTS).unwrap();
+            let sessions = db.open_tree("session_events").unwrap();
+            let index = db.open_tree(OLD_TEXT_INDEX).unwrap();
+            let meta = db.open_tree("meta").unwrap();
+            meta.insert(
+                "ledger",
+                &br#"{"ledgerId":"l","createdAt":"t","format":"thinkledger/1"}"#[..],
+            )
+            .unwrap();
+            for seq in 1..=3u64 {
+                events
+                    .insert(seq.to_be_bytes(), format!("{{\"seq\":{seq}}}").as_bytes())
+                    .unwrap();
+            }
+            sessions.insert(session_key(&session, 1), &[][..]).unwrap();
+            sessions.insert(session_key(&session, 3), &[][..]).unwrap();
+            // Three records: kept, erased, and one past where the old index ended (torn).
+            let mut file = b"thinkledger texts v1\n".to_vec();
+            for (c, text, erased) in [(1u8, "kept text", false), (2, "gone text", true)] {
+                let offset = file.len() as u64;
+                file.extend(len_prefix(text));
+                file.extend_from_slice(&[c; 32]);
+                if erased {
+                    file.extend(vec![0; 32 + text.len()]);
+                } else {
+                    file.extend_from_slice(&[9; 32]);
+                    file.extend_from_slice(text.as_bytes());
                 }
-                // A batch appended by a build that does not keep `texts_end`: its text and
-                // index entry are durable, the key still names the end before it.
-                let record = batch(4, &session).texts[0].1.clone();
-                let slot = store.text_file.append_all(&[([4; 32], record)]).unwrap()[0];
-                store.text_file.sync().unwrap();
-                store
-                    .sled()
-                    .unwrap()
-                    .text_index
-                    .insert(&[4u8; 32][..], &slot.encode()[..])
-                    .unwrap();
-                store.sync().unwrap();
-                let end = slot.end();
-                // A batch whose texts reached the file but whose index entries never did.
-                store
-                    .text_file
-                    .append_all(&[([9; 32], batch(3, &session).texts[0].1.clone())])
-                    .unwrap();
-                store.text_file.sync().unwrap();
-                end
-            };
-            let path = dir.path().join(TEXT_FILE);
-            assert!(std::fs::metadata(&path).unwrap().len() > end);
-            let store = SledStore::reopen(dir.path());
-            assert_eq!(
-                std::fs::metadata(&path).unwrap().len(),
-                end,
-                "the torn record is cut off (with_key={with_key})"
-            );
-            assert_eq!(store.text(&[2; 32]).unwrap().unwrap().text, "text 2");
-            assert_eq!(
-                store.text(&[4; 32]).unwrap().unwrap().text,
-                "text 4",
-                "a record the index knows of is never cut off (with_key={with_key})"
-            );
+                let slot = Slot {
+                    offset,
+                    len: u32::try_from(32 + text.len()).unwrap(),
+                };
+                index.insert(&[c; 32][..], &slot.encode()[..]).unwrap();
+            }
+            meta.insert(OLD_TEXTS_END, &(file.len() as u64).to_be_bytes()[..])
+                .unwrap();
+            file.extend(len_prefix("torn"));
+            std::fs::write(dir.path().join(OLD_TEXT_FILE), file).unwrap();
+            db.flush().unwrap();
         }
+        let store = SledStore::reopen(dir.path());
+        assert_eq!(store.meta().unwrap().unwrap().ledger_id, "l");
+        let all: Vec<(u64, Vec<u8>)> = store.events_from(1).map(|r| r.unwrap()).collect();
+        assert_eq!(
+            all,
+            (1..=3u64)
+                .map(|s| (s, format!("{{\"seq\":{s}}}").into_bytes()))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(store.session_seqs(&session).unwrap(), vec![1, 3]);
+        let kept = store.text(&[1; 32]).unwrap().unwrap();
+        assert_eq!((kept.salt, kept.text.as_str()), ([9; 32], "kept text"));
+        assert_eq!(store.text(&[2; 32]).unwrap(), None);
+        assert!(!dir.path().join(OLD_TEXT_FILE).exists());
+        let names = store.sled().unwrap().db.tree_names();
+        assert!(!names.iter().any(|n| n == OLD_EVENTS.as_bytes()));
+        assert!(!names.iter().any(|n| n == OLD_TEXT_INDEX.as_bytes()));
+        drop(store);
+        // Opened again: as it was, nothing copied twice.
+        let store = SledStore::reopen(dir.path());
+        assert_eq!(store.events_from(1).count(), 3);
+        assert_eq!(store.texts_in_file_order().unwrap().count(), 1);
     }
 
     #[test]
@@ -913,7 +1104,7 @@ mod tests {
     }
 
     #[test]
-    fn values_large_enough_for_sled_blob_files_survive_reopen() {
+    fn a_large_event_survives_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let big = "x".repeat(300 * 1024);
         {
@@ -927,16 +1118,7 @@ mod tests {
                 texts: Vec::new(),
             };
             store.append_batch(&batch).unwrap();
-            assert!(
-                store.blob_possible,
-                "a 300 KiB value must trigger the blob scan"
-            );
             store.sync().unwrap();
-            assert!(!store.blob_possible);
-            assert!(
-                !store.synced_blobs.is_empty(),
-                "sled wrote a blob file and it was fsynced"
-            );
         }
         let store = SledStore::reopen(dir.path());
         assert_eq!(store.event_bytes(1).unwrap().unwrap(), big.into_bytes());

@@ -302,7 +302,7 @@ enum TextStatus {
     Gone,
 }
 
-/// Every stored text's status, read in one forward pass over the text file: what
+/// Every stored text's status, read in one forward pass over the log file: what
 /// [`Store::text`] would give for each commitment, judged once.
 #[derive(Default)]
 struct StoredTexts {

@@ -302,14 +302,14 @@ fn memory_sinks() -> Value {
             {
                 "name": "ledger",
                 "state": "active",
-                "what": "every tool call as a hash-chained event in sled (ledger/); all deliberation state is a projection rebuilt from it at start-up",
+                "what": "every tool call as a hash-chained event in ledger/log.dat, indexed by sled; all deliberation state is a projection rebuilt from it at start-up",
                 "durability": "fsynced before each answer",
             },
             {
                 "name": "text_store",
                 "state": "active",
-                "what": "caller and derived free text (node content, claims, evidence, originals of redacted text) in ledger/texts.dat, referenced by salted commitments; erasable with `thinkledger erase`",
-                "durability": "fdatasynced before the events that reference it",
+                "what": "caller and derived free text (node content, claims, evidence, originals of redacted text) in ledger/log.dat beside the events that reference them by salted commitments; erasable with `thinkledger erase` (overwritten in place)",
+                "durability": "fdatasynced with the events that reference it",
             },
             {
                 "name": "signed_checkpoints",

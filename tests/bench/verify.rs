@@ -97,12 +97,12 @@ fn main() {
         secs.push(took);
     }
     let on_disk = common::disk_bytes(&ledger_dir);
-    let texts_file = std::fs::metadata(ledger_dir.join("texts.dat")).map_or(0, |m| m.len());
+    let log_file = std::fs::metadata(ledger_dir.join("log.dat")).map_or(0, |m| m.len());
     println!(
         "  ledger:   {found} events, {texts} text references, {:.0} bytes per event on disk \
-         ({:.0} in texts.dat)",
+         ({:.0} in log.dat, the rest sled's index and the snapshot)",
         on_disk as f64 / found.max(1) as f64,
-        texts_file as f64 / found.max(1) as f64
+        log_file as f64 / found.max(1) as f64
     );
     println!(
         "  verify:   {} events/s, {} s per run ({runs} runs, median (min–max))",

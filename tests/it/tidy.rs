@@ -588,9 +588,10 @@ fn effects_come_through_one_door() {
             "the ledger's signing key, generated once",
         ),
         (
-            "ledger/store.rs",
+            "ledger/logfile.rs",
             &["env::var"],
-            "the crash drill of debug builds (THINKLEDGER_DRILL_CRASH_BETWEEN_WRITES), read once",
+            "the crash drills of debug builds (THINKLEDGER_DRILL_CRASH_BETWEEN_WRITES, \
+             THINKLEDGER_DRILL_TORN_WRITE), read once",
         ),
         (
             "tools/current.rs",
