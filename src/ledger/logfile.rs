@@ -19,6 +19,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::{Arc, Mutex, mpsc};
 
 use super::LedgerError;
 use super::hash::SALT_LEN;
@@ -36,6 +37,11 @@ const EVENT: u8 = b'E';
 const TEXT: u8 = b'T';
 /// Bytes of a text record before its salt: its length and its commitment.
 const TEXT_HEADER: u64 = 4 + 32;
+/// Bytes of zeros the file is extended by, written and made durable ahead of the frames that
+/// will overwrite them: an `fdatasync` after a write that grows the file must also commit the
+/// new size to the file system's journal; one within bytes already written does not (on this
+/// machine's ext4, one 1.5 KB frame: 153–182 µs appended, 93–107 µs over written zeros).
+const PREALLOCATE: u64 = 1 << 20;
 
 /// Where something sits in the file: for an event, its stored bytes; for a text, its record
 /// (offset of the record, `len` = bytes of salt + text).
@@ -81,6 +87,10 @@ pub struct LogFile {
     file: File,
     /// Where the next frame goes.
     end: u64,
+    /// The file's length: from `end` on, zeros written ahead ([`PREALLOCATE`]).
+    allocated: Arc<Allocated>,
+    /// The thread that writes zeros ahead, once started: it is sent the length to reach.
+    ahead: Option<mpsc::Sender<u64>>,
     /// Whether bytes were written since the last sync.
     dirty: bool,
 }
@@ -110,9 +120,14 @@ impl LogFile {
                 )));
             }
         }
+        let allocated = Arc::new(Allocated {
+            len: Mutex::new(file.metadata()?.len()),
+        });
         Ok(Self {
             file,
             end: MAGIC.len() as u64,
+            allocated,
+            ahead: None,
             dirty: false,
         })
     }
@@ -122,6 +137,7 @@ impl LogFile {
         self.file.set_len(Self::start())?;
         self.file.sync_all()?;
         self.end = Self::start();
+        *self.allocated.lock() = Self::start();
         Ok(())
     }
 
@@ -133,8 +149,8 @@ impl LogFile {
     /// Reads the frames from `from` (the end of the last frame the index holds) to the end of
     /// the file, hands each whole one to `index` in order, and cuts off the file after the last
     /// whole one: what follows it is a frame that never became durable (a torn write, or one
-    /// whose `fdatasync` did not return), so no caller of it was answered. Returns how many
-    /// frames were handed over.
+    /// whose `fdatasync` did not return), so no caller of it was answered. Zeros written ahead
+    /// are kept. Returns how many frames were handed over.
     pub fn recover(
         &mut self,
         from: u64,
@@ -175,7 +191,7 @@ impl LogFile {
             frames += 1;
         }
         drop(reader);
-        if file_len > at {
+        if file_len > at && !self.zeros_from(at, file_len)? {
             tracing::warn!(
                 cut = file_len - at,
                 at,
@@ -185,7 +201,23 @@ impl LogFile {
             self.file.sync_all()?;
         }
         self.end = at;
+        *self.allocated.lock() = self.file.metadata()?.len();
         Ok(frames)
+    }
+
+    /// Whether the bytes from `from` to `to` are all zeros.
+    fn zeros_from(&self, from: u64, to: u64) -> Result<bool, LedgerError> {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut at = from;
+        while at < to {
+            let n = usize::try_from((to - at).min(buf.len() as u64)).unwrap_or(buf.len());
+            self.file.read_exact_at(&mut buf[..n], at)?;
+            if buf[..n].iter().any(|b| *b != 0) {
+                return Ok(false);
+            }
+            at += n as u64;
+        }
+        Ok(true)
     }
 
     /// Appends one frame holding `events` and `texts` with one write (not yet durable: see
@@ -202,6 +234,15 @@ impl LogFile {
     }
 
     fn write_frame(&mut self, bytes: &[u8]) -> Result<(), LedgerError> {
+        let needed = self.end + bytes.len() as u64;
+        let allocated = *self.allocated.lock();
+        if needed > allocated {
+            // The thread ahead fell behind: zeros up to the frame's end, written here.
+            self.allocated.extend(&self.file, needed)?;
+        }
+        if needed + PREALLOCATE / 2 > allocated {
+            self.extend_ahead(needed + PREALLOCATE)?;
+        }
         #[cfg(debug_assertions)]
         if crash_drill::torn_write() {
             // Half a frame reaches the file, then the process dies.
@@ -212,6 +253,33 @@ impl LogFile {
         self.file.write_all_at(bytes, self.end)?;
         self.end += bytes.len() as u64;
         self.dirty = true;
+        Ok(())
+    }
+
+    /// Asks the thread ahead (started on first need) to have zeros durable up to `to`.
+    fn extend_ahead(&mut self, to: u64) -> Result<(), LedgerError> {
+        if self.ahead.is_none() {
+            let (tx, rx) = mpsc::channel::<u64>();
+            let (file, allocated) = (self.file.try_clone()?, self.allocated.clone());
+            std::thread::Builder::new()
+                .name("thinkledger-log-ahead".into())
+                .spawn(move || {
+                    while let Ok(mut to) = rx.recv() {
+                        // Only the latest request matters.
+                        while let Ok(later) = rx.try_recv() {
+                            to = to.max(later);
+                        }
+                        if let Err(e) = allocated.extend(&file, to) {
+                            tracing::warn!(error = %e, "writing zeros ahead of the log failed");
+                        }
+                    }
+                })?;
+            self.ahead = Some(tx);
+        }
+        if let Some(ahead) = &self.ahead {
+            // A thread that is gone leaves the writer to extend the file itself.
+            let _ = ahead.send(to);
+        }
         Ok(())
     }
 
@@ -235,6 +303,35 @@ impl LogFile {
         let zeros = vec![0; slot.len as usize];
         self.file.write_all_at(&zeros, slot.offset + TEXT_HEADER)?;
         self.dirty = true;
+        Ok(())
+    }
+}
+
+/// How far the file holds zeros written ahead. Zeros are only ever written at or past its
+/// length and frames only below it, and both writers of zeros (the thread ahead, the writer
+/// when it has to) hold its lock while they write: neither can overwrite a frame.
+#[derive(Debug)]
+struct Allocated {
+    len: Mutex<u64>,
+}
+
+impl Allocated {
+    fn lock(&self) -> std::sync::MutexGuard<'_, u64> {
+        self.len.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes zeros from the file's length to a whole [`PREALLOCATE`] step at or past `to`
+    /// and makes them durable.
+    fn extend(&self, file: &File, to: u64) -> Result<(), LedgerError> {
+        let mut len = self.lock();
+        if *len >= to {
+            return Ok(());
+        }
+        let target = to.div_ceil(PREALLOCATE) * PREALLOCATE;
+        let zeros = vec![0u8; usize::try_from(target - *len).unwrap_or(usize::MAX)];
+        file.write_all_at(&zeros, *len)?;
+        file.sync_data()?;
+        *len = target;
         Ok(())
     }
 }
@@ -523,6 +620,17 @@ mod tests {
             Some(record("first secret"))
         );
         assert_eq!(reader.text(a, &[2; 32]).unwrap(), None, "another's slot");
+        // Zeros are written ahead of the frames (by a thread of their own), and kept when the
+        // log is read back.
+        let ahead = second.end + PREALLOCATE;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::metadata(&path).unwrap().len() < ahead {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no zeros written ahead"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         // Read back whole, in order, from the start: the same entries.
         let mut seen = Vec::new();
         assert_eq!(
@@ -536,6 +644,7 @@ mod tests {
         assert_eq!(seen[0].events, first.events);
         assert_eq!(seen[1].texts, second.texts);
         assert_eq!(seen[1].end, second.end);
+        assert!(std::fs::metadata(&path).unwrap().len() >= ahead);
 
         log.erase(a).unwrap();
         log.sync().unwrap();

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
 use std::path::Path;
+use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{Value, json};
@@ -279,11 +280,13 @@ async fn check_tamper_is_caught(dir: &Path, seq: u64) {
         call(&client, "sequentialthinking", thought_args(1)).await,
         "http",
     );
-    assert!(
-        server.stderr().contains("the ledger could not be opened"),
-        "{}",
-        server.stderr()
-    );
+    // The server logs why before it refuses, but its stderr reaches the test through a pipe
+    // read by a task of its own: wait for the line (bounded).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !server.stderr().contains("the ledger could not be opened") {
+        assert!(std::time::Instant::now() < deadline, "{}", server.stderr());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     server.kill().await;
     let (report, _) = verify_json(dir).await;
     assert_eq!(report["events"], 4, "nothing was recorded: {report}");
