@@ -192,6 +192,16 @@ impl LogFile {
         }
         drop(reader);
         if file_len > at && !self.zeros_from(at, file_len)? {
+            // A torn write is always the last frame: the writer writes a frame only once the
+            // one before it is durable. A whole frame after the bad bytes means they were
+            // damaged, and cutting them off would lose that frame: refused instead.
+            if let Some(next) = self.whole_frame_after(at, file_len)? {
+                return Err(LedgerError::Corrupt(format!(
+                    "{LOG_FILE} holds damaged bytes at offset {at}, followed by a whole frame at \
+                     offset {next}: not a torn write, so nothing was cut off; restore the \
+                     ledger directory from a backup"
+                )));
+            }
             tracing::warn!(
                 cut = file_len - at,
                 at,
@@ -203,6 +213,45 @@ impl LogFile {
         self.end = at;
         *self.allocated.lock() = self.file.metadata()?.len();
         Ok(frames)
+    }
+
+    /// The offset of the first whole frame that starts after `from`, if any.
+    fn whole_frame_after(&self, from: u64, file_len: u64) -> Result<Option<u64>, LedgerError> {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut pos = from + 1;
+        while pos + FRAME_HEADER as u64 <= file_len {
+            let n = usize::try_from((file_len - pos).min(buf.len() as u64)).unwrap_or(buf.len());
+            self.file.read_exact_at(&mut buf[..n], pos)?;
+            for (i, window) in buf[..n].windows(FRAME_MAGIC.len()).enumerate() {
+                if window == FRAME_MAGIC && self.whole_frame_at(pos + i as u64, file_len)? {
+                    return Ok(Some(pos + i as u64));
+                }
+            }
+            if n < buf.len() {
+                break;
+            }
+            // The next chunk starts where a magic cut in two by this one begins.
+            pos += (n - (FRAME_MAGIC.len() - 1)) as u64;
+        }
+        Ok(None)
+    }
+
+    /// Whether a whole frame (magic, length within the file, checksum, entries) starts at `at`.
+    fn whole_frame_at(&self, at: u64, file_len: u64) -> Result<bool, LedgerError> {
+        let mut header = [0u8; FRAME_HEADER];
+        if file_len - at < FRAME_HEADER as u64 {
+            return Ok(false);
+        }
+        self.file.read_exact_at(&mut header, at)?;
+        let len = u32::from_le_bytes(header[4..8].try_into().unwrap_or_default());
+        let body_at = at + FRAME_HEADER as u64;
+        if &header[..4] != FRAME_MAGIC || file_len - body_at < u64::from(len) {
+            return Ok(false);
+        }
+        let mut body = vec![0u8; len as usize];
+        self.file.read_exact_at(&mut body, body_at)?;
+        Ok(blake3::hash(&body).as_bytes()[..] == header[8..]
+            && parse_body(&body, body_at).is_some())
     }
 
     /// Whether the bytes from `from` to `to` are all zeros.
@@ -662,17 +711,31 @@ mod tests {
                 .any(|w| w == b"first secret")
         );
 
-        // A frame cut short, and one whose bytes changed: cut off from the first bad one.
+        // A frame whose bytes changed, followed by a whole one: damage, not a torn write, so
+        // refused and nothing cut off.
         let third = log.append(&[event(4, None)], &[]).unwrap();
         let fourth = log.append(&[event(5, None)], &[]).unwrap();
         log.sync().unwrap();
         let file = OpenOptions::new().write(true).open(&path).unwrap();
         file.write_all_at(b"X", third.events[0].2.offset).unwrap();
         drop(log);
+        let before = std::fs::metadata(&path).unwrap().len();
+        let mut log = LogFile::open(&path).unwrap();
+        let refused = log.recover(second.end, &mut |_| Ok(())).unwrap_err();
+        assert!(
+            refused.to_string().contains("not a torn write"),
+            "{refused}"
+        );
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
+        // The last frame damaged (a torn write): cut off from it.
+        file.set_len(fourth.end).unwrap();
+        file.write_all_at(b"X", fourth.events[0].2.offset).unwrap();
+        let mut log = LogFile::open(&path).unwrap();
+        assert_eq!(log.recover(third.end, &mut |_| Ok(())).unwrap(), 0);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), third.end);
+        file.set_len(second.end).unwrap();
         let mut log = LogFile::open(&path).unwrap();
         assert_eq!(log.recover(second.end, &mut |_| Ok(())).unwrap(), 0);
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), second.end);
-        assert!(fourth.end > second.end);
         let torn = log.append(&[event(4, None)], &[]).unwrap();
         log.sync().unwrap();
         std::fs::OpenOptions::new()
