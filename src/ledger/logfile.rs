@@ -310,7 +310,7 @@ impl LogFile {
         if self.ahead.is_none() {
             let (tx, rx) = mpsc::channel::<u64>();
             let (file, allocated) = (self.file.try_clone()?, self.allocated.clone());
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name("thinkledger-log-ahead".into())
                 .spawn(move || {
                     while let Ok(mut to) = rx.recv() {
@@ -322,8 +322,12 @@ impl LogFile {
                             tracing::warn!(error = %e, "writing zeros ahead of the log failed");
                         }
                     }
-                })?;
-            self.ahead = Some(tx);
+                });
+            match spawned {
+                Ok(_) => self.ahead = Some(tx),
+                // Then the writer extends the file itself, a frame at a time, when it must.
+                Err(e) => tracing::warn!(error = %e, "no thread to write zeros ahead of the log"),
+            }
         }
         if let Some(ahead) = &self.ahead {
             // A thread that is gone leaves the writer to extend the file itself.

@@ -114,7 +114,7 @@ pub trait Store: Send + 'static {
 /// One `fdatasync` makes a batch durable: its frame's. The index is written after it and made
 /// durable lazily (sled's own flushes, and before an erasure); at open, every frame past the
 /// index's durable mark is read again and indexed, and a frame that never became durable is
-/// cut off (docs/ARCHITECTURE.md, "A call's path").
+/// cut off (docs/ARCHITECTURE.md, "How one call flows", step 4).
 pub struct SledStore {
     /// `None` only after [`Store::release_reads`] failed to open the database again.
     sled: Option<Sled>,
