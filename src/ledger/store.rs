@@ -456,20 +456,9 @@ impl SledStore {
         }
         let old_texts = self.dir.join(OLD_TEXT_FILE);
         if old_texts.exists() {
-            let mut slots = Vec::new();
-            for item in old_text_index.iter() {
-                let (key, value) = item.map_err(sled_err)?;
-                let commitment: [u8; 32] = key
-                    .as_ref()
-                    .try_into()
-                    .map_err(|_| LedgerError::Corrupt("text index key".into()))?;
-                let slot = Slot::decode(&value)
-                    .ok_or_else(|| LedgerError::Corrupt("text index entry".into()))?;
-                slots.push((commitment, slot));
-            }
-            slots.sort_by_key(|(_, slot)| slot.offset);
             let reader = LogReader::open(&old_texts)?;
-            for (commitment, record) in reader.texts_in_order(slots) {
+            for (commitment, record) in reader.texts_in_order(slots_in_file_order(&old_text_index)?)
+            {
                 // Erased, or never made durable (past where the index ended): not copied.
                 let Some(record) = record? else { continue };
                 bytes += record.text.len();
@@ -593,6 +582,23 @@ fn slot_in(tree: &sled::Tree, key: &[u8]) -> Result<Option<Slot>, LedgerError> {
     }
 }
 
+/// Every commitment a text index holds with its slot, in the order the records sit on disk.
+fn slots_in_file_order(index: &sled::Tree) -> Result<Vec<([u8; 32], Slot)>, LedgerError> {
+    let mut slots = Vec::new();
+    for item in index.iter() {
+        let (key, value) = item.map_err(sled_err)?;
+        let commitment: [u8; 32] = key
+            .as_ref()
+            .try_into()
+            .map_err(|_| LedgerError::Corrupt("text index key".into()))?;
+        let slot =
+            Slot::decode(&value).ok_or_else(|| LedgerError::Corrupt("text index entry".into()))?;
+        slots.push((commitment, slot));
+    }
+    slots.sort_by_key(|(_, slot)| slot.offset);
+    Ok(slots)
+}
+
 fn seqs_of(sessions: &sled::Tree, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
     let prefix = session.as_str().as_bytes();
     sessions
@@ -704,18 +710,7 @@ impl Store for SledStore {
     }
 
     fn texts_in_file_order(&self) -> Result<TextIter<'_>, LedgerError> {
-        let mut slots = Vec::new();
-        for item in self.sled()?.texts.iter() {
-            let (key, value) = item.map_err(sled_err)?;
-            let commitment: [u8; 32] = key
-                .as_ref()
-                .try_into()
-                .map_err(|_| LedgerError::Corrupt("text index key".into()))?;
-            let slot = Slot::decode(&value)
-                .ok_or_else(|| LedgerError::Corrupt("text index entry".into()))?;
-            slots.push((commitment, slot));
-        }
-        slots.sort_by_key(|(_, slot)| slot.offset);
+        let slots = slots_in_file_order(&self.sled()?.texts)?;
         Ok(Box::new(self.reader.texts_in_order(slots)))
     }
 
