@@ -9,6 +9,7 @@ pub mod canonical;
 mod canonical_scan;
 pub mod checkpoint;
 mod event_check;
+mod eventindex;
 pub mod hash;
 pub mod keyfile;
 mod logfile;

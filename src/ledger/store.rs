@@ -15,6 +15,7 @@ use std::sync::{Arc, RwLock};
 use serde::{Deserialize, Serialize};
 
 use super::LedgerError;
+use super::eventindex::{EVENT_INDEX_FILE, EventIndex, EventIndexReader};
 use super::hash::SALT_LEN;
 #[cfg(debug_assertions)]
 use super::logfile::crash_drill;
@@ -109,12 +110,14 @@ pub trait Store: Send + 'static {
 }
 
 /// The embedded on-disk store, in one directory: the log file ([`LogFile`]: every event and
-/// every erasable text, one frame per batch) and a sled database indexing it.
+/// every erasable text, one frame per batch), a flat index of the events in it
+/// ([`EventIndex`]) and a sled database indexing sessions and texts.
 ///
-/// One `fdatasync` makes a batch durable: its frame's. The index is written after it and made
-/// durable lazily (sled's own flushes, and before an erasure); at open, every frame past the
-/// index's durable mark is read again and indexed, and a frame that never became durable is
-/// cut off (docs/ARCHITECTURE.md, "How one call flows", step 4).
+/// One `fdatasync` makes a batch durable: its frame's. The indexes are written after it and
+/// made durable lazily: every [`MARK_EVERY`], before an erasure and at shutdown, the index
+/// mark moves to what they hold once that is durable. At open, every frame past the durable
+/// mark is read again and indexed, and a frame that never became durable is cut off
+/// (docs/ARCHITECTURE.md, "How one call flows", step 4).
 pub struct SledStore {
     /// `None` only after [`Store::release_reads`] failed to open the database again.
     sled: Option<Sled>,
@@ -123,6 +126,12 @@ pub struct SledStore {
     log: LogFile,
     /// Reads of the log file, shared with [`SledReads`].
     reader: Arc<LogReader>,
+    /// Seq → where the event sits in the log file.
+    index: EventIndex,
+    /// The end of the last frame indexed: where the mark moves to when it next moves.
+    indexed_end: u64,
+    /// When the mark last moved.
+    marked_at: std::time::Instant,
     /// Where the frames appended since the last sync put their entries: indexed once the
     /// frames are durable.
     unindexed: Vec<Framed>,
@@ -143,16 +152,16 @@ pub struct SledReads {
 }
 
 struct ReadParts {
-    events: sled::Tree,
+    events: Arc<EventIndexReader>,
     sessions: sled::Tree,
     texts: sled::Tree,
     log: Arc<LogReader>,
 }
 
 impl ReadParts {
-    fn of(sled: &Sled, log: &Arc<LogReader>) -> Self {
+    fn of(sled: &Sled, log: &Arc<LogReader>, events: Arc<EventIndexReader>) -> Self {
         Self {
-            events: sled.events.clone(),
+            events,
             sessions: sled.sessions.clone(),
             texts: sled.texts.clone(),
             log: log.clone(),
@@ -179,7 +188,7 @@ impl SessionLog for SledReads {
     }
 
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
-        self.with(|p| match slot_in(&p.events, &seq.to_be_bytes())? {
+        self.with(|p| match p.events.slot(seq)? {
             None => Ok(None),
             Some(slot) => p.log.event(slot).map(Some),
         })
@@ -197,10 +206,10 @@ impl Drop for SledStore {
     fn drop(&mut self) {
         *self.reads.parts.write().unwrap_or_else(|e| e.into_inner()) = None;
         // The next open then reads no frame again; nothing is lost without it.
-        if let Some(sled) = &self.sled
-            && let Err(e) = sled.db.flush()
+        if self.sled.is_some()
+            && let Err(e) = self.make_index_durable(false)
         {
-            tracing::warn!(error = %e, "flushing the index at shutdown failed");
+            tracing::warn!(error = %e, "making the index durable at shutdown failed");
         }
     }
 }
@@ -208,8 +217,6 @@ impl Drop for SledStore {
 /// The sled database of a [`SledStore`] and its trees.
 struct Sled {
     db: sled::Db,
-    /// Seq → where the event sits in the log file.
-    events: sled::Tree,
     sessions: sled::Tree,
     /// Text commitment → where its record sits in the log file.
     texts: sled::Tree,
@@ -235,7 +242,6 @@ impl Sled {
                 .map_err(|e| LedgerError::Sled(e.to_string()))
         };
         Ok(Self {
-            events: tree("log_events")?,
             sessions: tree("session_events")?,
             texts: tree("log_texts")?,
             meta: tree("meta")?,
@@ -243,41 +249,44 @@ impl Sled {
         })
     }
 
-    /// Indexes what `frames` hold and moves the mark to the end of the last one, in one
-    /// transaction (not yet durable).
-    fn index(&self, frames: &[Framed]) -> Result<(), LedgerError> {
-        use sled::Transactional;
-        let Some(end) = frames.last().map(|f| f.end) else {
-            return Ok(());
-        };
-        (&self.events, &self.sessions, &self.texts, &self.meta)
-            .transaction(|(events, sessions, texts, meta)| {
-                for framed in frames {
-                    for (seq, session, slot) in &framed.events {
-                        if let Some(session) = session {
-                            sessions.insert(session_key(session, *seq), &[][..])?;
-                        }
-                        events.insert(&seq.to_be_bytes()[..], &slot.encode()[..])?;
-                    }
-                    for (commitment, slot) in &framed.texts {
-                        texts.insert(&commitment[..], &slot.encode()[..])?;
-                    }
+    /// Indexes what `frames` hold: events in `events`, sessions and texts in sled (not yet
+    /// durable; the mark does not move).
+    fn index(&self, events: &mut EventIndex, frames: &[Framed]) -> Result<(), LedgerError> {
+        let mut slots = Vec::new();
+        let mut sessions = sled::Batch::default();
+        let mut texts = sled::Batch::default();
+        for framed in frames {
+            for (seq, session, slot) in &framed.events {
+                if let Some(session) = session {
+                    sessions.insert(session_key(session, *seq), &[][..]);
                 }
-                meta.insert(LOG_END_KEY, &end.to_be_bytes()[..])?;
-                Ok(())
-            })
-            .map_err(|e: sled::transaction::TransactionError<()>| {
-                LedgerError::Sled(format!("{e:?}"))
-            })
+                slots.push((*seq, *slot));
+            }
+            for (commitment, slot) in &framed.texts {
+                texts.insert(&commitment[..], &slot.encode()[..]);
+            }
+        }
+        events.put(&slots)?;
+        self.sessions.apply_batch(sessions).map_err(sled_err)?;
+        self.texts.apply_batch(texts).map_err(sled_err)
     }
 }
 
-/// Key in `meta` of where the last frame the index holds ends in the log file (8 bytes BE),
-/// written in the same transaction as the frame's entries.
-const LOG_END_KEY: &str = "log_end";
-/// Key in `meta` of the store's layout; [`LAYOUT`] once the log file holds the events.
+/// Key in `meta` of the index mark: where the last frame the durable indexes hold ends in the
+/// log file, then how many records of the event index are durable (8 bytes BE each).
+const MARK_KEY: &str = "index_mark";
+/// How often the writer moves the mark: what a crash costs is reading again at most this much
+/// of the log at the next open.
+const MARK_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+/// Key in `meta` of the store's layout; [`LAYOUT`] once the event index is a file of its own.
 const LAYOUT_KEY: &str = "layout";
-const LAYOUT: &[u8] = b"log/1";
+const LAYOUT: &[u8] = b"log/2";
+
+/// The layout of 26 Nov 2026: the log file, with events indexed in this sled tree and the mark
+/// (the log file's end only) under this `meta` key.
+const LOG1: &[u8] = b"log/1";
+const LOG1_EVENTS: &str = "log_events";
+const LOG1_END: &str = "log_end";
 
 /// The layout before the log file (up to 26 Nov 2026): events as values of this sled tree...
 const OLD_EVENTS: &str = "events";
@@ -349,17 +358,21 @@ impl SledStore {
         let sled = Sled::open(dir, cache_bytes)?;
         let log = LogFile::open(&dir.join(LOG_FILE))?;
         let reader = Arc::new(LogReader::open(&dir.join(LOG_FILE))?);
+        let index = EventIndex::open(&dir.join(EVENT_INDEX_FILE))?;
         let sled_log = File::open(dir.join("db"))?;
-        // The directory entries of a new database and log file must be durable too.
+        // The directory entries of a new database and files must be durable too.
         File::open(dir)?.sync_all()?;
         let reads = Arc::new(SledReads {
-            parts: RwLock::new(Some(ReadParts::of(&sled, &reader))),
+            parts: RwLock::new(Some(ReadParts::of(&sled, &reader, index.reader()))),
         });
         let mut store = Self {
             sled: Some(sled),
             cache_bytes,
             log,
             reader,
+            index,
+            indexed_end: LogFile::start(),
+            marked_at: std::time::Instant::now(),
             unindexed: Vec::new(),
             sled_log,
             dir: dir.to_path_buf(),
@@ -370,11 +383,12 @@ impl SledStore {
         Ok(store)
     }
 
-    /// Brings a ledger of the layout before the log file over to it, or finishes doing so.
+    /// Brings a ledger of an earlier layout over to this one, or finishes doing so.
     fn settle_layout(&mut self) -> Result<(), LedgerError> {
         let sled = self.sled()?;
         match sled.meta.get(LAYOUT_KEY).map_err(sled_err)? {
             Some(layout) if layout == LAYOUT => self.drop_old_layout(),
+            Some(layout) if layout == LOG1 => self.index_events_in_a_file(),
             Some(other) => Err(LedgerError::Corrupt(format!(
                 "the store's layout is {:?}, which this build does not know: a later thinkledger \
                  wrote it",
@@ -388,14 +402,49 @@ impl SledStore {
                     .any(|name| name == OLD_EVENTS.as_bytes())
                     || self.dir.join(OLD_TEXT_FILE).exists();
                 if old {
-                    self.migrate()?;
+                    self.migrate()
                 } else {
-                    sled.meta.insert(LAYOUT_KEY, LAYOUT).map_err(sled_err)?;
-                    self.make_index_durable()?;
+                    self.index.keep(0)?;
+                    self.make_index_durable(true)
                 }
-                Ok(())
             }
         }
+    }
+
+    /// Moves the event index of a `log/1` ledger out of sled into its file. Until the layout
+    /// key is durable, the old tree and mark stay untouched: a crash here only means starting
+    /// over at the next open.
+    fn index_events_in_a_file(&mut self) -> Result<(), LedgerError> {
+        let started = std::time::Instant::now();
+        let sled = self.sled.as_ref().ok_or_else(closed)?;
+        self.indexed_end =
+            match sled.meta.get(LOG1_END).map_err(sled_err)? {
+                None => LogFile::start(),
+                Some(raw) => u64::from_be_bytes(raw.as_ref().try_into().map_err(|_| {
+                    LedgerError::Corrupt(format!("{LOG1_END} of {} bytes", raw.len()))
+                })?),
+            };
+        self.index.keep(0)?;
+        let old = sled.db.open_tree(LOG1_EVENTS).map_err(sled_err)?;
+        let mut slots = Vec::new();
+        for item in old.iter() {
+            let (key, value) = item.map_err(sled_err)?;
+            let slot =
+                Slot::decode(&value).ok_or_else(|| LedgerError::Corrupt("index entry".into()))?;
+            slots.push((seq_of(&key)?, slot));
+            if slots.len() == 1 << 16 {
+                self.index.put(&slots)?;
+                slots.clear();
+            }
+        }
+        self.index.put(&slots)?;
+        self.make_index_durable(true)?;
+        tracing::info!(
+            events = self.index.count(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "the event index was moved out of sled into {EVENT_INDEX_FILE}"
+        );
+        self.drop_old_layout()
     }
 
     /// Copies the events and texts of the layout before the log file into it. Until the layout
@@ -404,11 +453,9 @@ impl SledStore {
     fn migrate(&mut self) -> Result<(), LedgerError> {
         let started = std::time::Instant::now();
         self.log.reset()?;
+        self.index.keep(0)?;
         let sled = self.sled.as_ref().ok_or_else(closed)?;
-        for tree in [&sled.events, &sled.texts] {
-            tree.clear().map_err(sled_err)?;
-        }
-        sled.meta.remove(LOG_END_KEY).map_err(sled_err)?;
+        sled.texts.clear().map_err(sled_err)?;
         let tree = |name: &str| sled.db.open_tree(name).map_err(sled_err);
         let (old_events, old_text_index) = (tree(OLD_EVENTS)?, tree(OLD_TEXT_INDEX)?);
         // Which session each event is indexed under: the frames carry it.
@@ -429,6 +476,8 @@ impl SledStore {
         }
         let (mut events, mut texts, mut bytes) = (Vec::new(), Vec::new(), 0usize);
         let mut copied = (0u64, 0u64);
+        let index = &mut self.index;
+        let indexed_end = &mut self.indexed_end;
         let mut frame = |log: &mut LogFile,
                          events: &mut Vec<StagedEvent>,
                          texts: &mut Vec<([u8; 32], TextRecord)>|
@@ -438,7 +487,8 @@ impl SledStore {
             let framed = log.append(events, texts)?;
             events.clear();
             texts.clear();
-            sled.index(&[framed])
+            *indexed_end = framed.end;
+            sled.index(index, &[framed])
         };
         for item in old_events.iter() {
             let (key, value) = item.map_err(sled_err)?;
@@ -473,8 +523,7 @@ impl SledStore {
             frame(&mut self.log, &mut events, &mut texts)?;
         }
         self.log.sync()?;
-        sled.meta.insert(LAYOUT_KEY, LAYOUT).map_err(sled_err)?;
-        self.make_index_durable()?;
+        self.make_index_durable(true)?;
         tracing::info!(
             events = copied.0,
             texts = copied.1,
@@ -484,20 +533,22 @@ impl SledStore {
         self.drop_old_layout()
     }
 
-    /// Removes what the layout before the log file left, once the log file holds it all.
+    /// Removes what earlier layouts left, once the log file and the event index hold it all.
     fn drop_old_layout(&mut self) -> Result<(), LedgerError> {
         let sled = self.sled()?;
         let names = sled.db.tree_names();
         let mut any = false;
-        for old in [OLD_EVENTS, OLD_TEXT_INDEX] {
+        for old in [OLD_EVENTS, OLD_TEXT_INDEX, LOG1_EVENTS] {
             if names.iter().any(|name| name == old.as_bytes()) {
                 sled.db.drop_tree(old).map_err(sled_err)?;
                 any = true;
             }
         }
-        any |= sled.meta.remove(OLD_TEXTS_END).map_err(sled_err)?.is_some();
+        for key in [OLD_TEXTS_END, LOG1_END] {
+            any |= sled.meta.remove(key).map_err(sled_err)?.is_some();
+        }
         if any {
-            self.make_index_durable()?;
+            self.make_index_durable(false)?;
         }
         let old_texts = self.dir.join(OLD_TEXT_FILE);
         if old_texts.exists() {
@@ -507,24 +558,37 @@ impl SledStore {
         Ok(())
     }
 
-    /// Indexes every frame past the index's mark; cuts off one that never became durable.
+    /// Keeps the event records the durable mark covers, then indexes every frame past the
+    /// mark; cuts off one that never became durable.
     fn recover(&mut self) -> Result<(), LedgerError> {
         let sled = self.sled.as_ref().ok_or_else(closed)?;
-        let from = match sled.meta.get(LOG_END_KEY).map_err(sled_err)? {
-            None => LogFile::start(),
-            Some(raw) => u64::from_be_bytes(raw.as_ref().try_into().map_err(|_| {
-                LedgerError::Corrupt(format!("{LOG_END_KEY} of {} bytes", raw.len()))
-            })?),
-        };
-        let frames = self
-            .log
-            .recover(from, &mut |framed| sled.index(&[framed]))?;
+        let raw = sled
+            .meta
+            .get(MARK_KEY)
+            .map_err(sled_err)?
+            .ok_or_else(|| LedgerError::Corrupt(format!("no {MARK_KEY} in the store")))?;
+        let mark: [u8; 16] = raw
+            .as_ref()
+            .try_into()
+            .map_err(|_| LedgerError::Corrupt(format!("{MARK_KEY} of {} bytes", raw.len())))?;
+        let (from, records) = (
+            u64::from_be_bytes(mark[..8].try_into().unwrap_or_default()),
+            u64::from_be_bytes(mark[8..].try_into().unwrap_or_default()),
+        );
+        self.index.keep(records)?;
+        self.indexed_end = from;
+        let index = &mut self.index;
+        let indexed_end = &mut self.indexed_end;
+        let frames = self.log.recover(from, &mut |framed| {
+            *indexed_end = framed.end;
+            sled.index(index, &[framed])
+        })?;
         if frames > 0 {
             tracing::info!(
                 frames,
                 "indexed the log's frames the index did not hold yet"
             );
-            self.make_index_durable()?;
+            self.make_index_durable(false)?;
         }
         Ok(())
     }
@@ -534,11 +598,26 @@ impl SledStore {
         self.sled.as_ref().ok_or_else(closed)
     }
 
-    /// Makes everything written to the index durable: sled's flush, then `fdatasync` of its
-    /// log file.
-    fn make_index_durable(&mut self) -> Result<(), LedgerError> {
-        self.sled()?.db.flush().map_err(sled_err)?;
+    /// Makes everything written to the indexes durable (sled's flush, then `fdatasync` of its
+    /// log file and of the event index), then moves the mark to what they hold and makes it
+    /// durable the same way. `layout`: the layout key is written with the mark.
+    fn make_index_durable(&mut self, layout: bool) -> Result<(), LedgerError> {
+        let sled = self.sled()?;
+        sled.db.flush().map_err(sled_err)?;
         self.sled_log.sync_data()?;
+        self.index.sync()?;
+        let mut mark = [0u8; 16];
+        mark[..8].copy_from_slice(&self.indexed_end.to_be_bytes());
+        mark[8..].copy_from_slice(&self.index.count().to_be_bytes());
+        let mut batch = sled::Batch::default();
+        batch.insert(MARK_KEY, &mark[..]);
+        if layout {
+            batch.insert(LAYOUT_KEY, LAYOUT);
+        }
+        sled.meta.apply_batch(batch).map_err(sled_err)?;
+        sled.db.flush().map_err(sled_err)?;
+        self.sled_log.sync_data()?;
+        self.marked_at = std::time::Instant::now();
         Ok(())
     }
 
@@ -553,18 +632,15 @@ impl SledStore {
         let framed = self.log.append(&[event], &[])?;
         self.unindexed.push(framed);
         self.sync()?;
-        self.make_index_durable()
+        self.make_index_durable(false)
     }
 
     /// Removes one event from the index (and nothing else), bypassing the writer and every
     /// check. For tamper drills and tests of `verify` only, like
     /// [`SledStore::tamper_event_bytes`].
     pub fn tamper_remove_event(&mut self, seq: u64) -> Result<(), LedgerError> {
-        self.sled()?
-            .events
-            .remove(seq.to_be_bytes())
-            .map_err(sled_err)?;
-        self.make_index_durable()
+        self.index.remove(seq)?;
+        self.make_index_durable(false)
     }
 }
 
@@ -645,7 +721,7 @@ impl Store for SledStore {
             .meta
             .insert("ledger", bytes)
             .map_err(sled_err)?;
-        self.make_index_durable()
+        self.make_index_durable(false)
     }
 
     /// Writes the batch's frame to the log file; its index entries wait for [`Store::sync`].
@@ -656,7 +732,8 @@ impl Store for SledStore {
     }
 
     /// One `fdatasync` of the log file, then the index entries of what it made durable. A
-    /// crash between the two loses nothing: the next open indexes the frame again.
+    /// crash between the two loses nothing: the next open indexes the frame again. Every
+    /// [`MARK_EVERY`], the indexes are then made durable and the mark moved.
     fn sync(&mut self) -> Result<(), LedgerError> {
         if self.unindexed.is_empty() {
             return Ok(());
@@ -667,35 +744,32 @@ impl Store for SledStore {
             crash_drill::abort("between the log file's sync and the index's write");
         }
         let frames = std::mem::take(&mut self.unindexed);
-        self.sled()?.index(&frames)
+        self.sled
+            .as_ref()
+            .ok_or_else(closed)?
+            .index(&mut self.index, &frames)?;
+        if let Some(last) = frames.last() {
+            self.indexed_end = last.end;
+        }
+        if self.marked_at.elapsed() >= MARK_EVERY {
+            self.make_index_durable(false)?;
+        }
+        Ok(())
     }
 
     fn last_seq(&self) -> Result<Option<u64>, LedgerError> {
-        match self.sled()?.events.last().map_err(sled_err)? {
-            None => Ok(None),
-            Some((key, _)) => seq_of(&key).map(Some),
-        }
+        self.index.reads().last_seq()
     }
 
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
-        match slot_in(&self.sled()?.events, &seq.to_be_bytes())? {
+        match self.index.reads().slot(seq)? {
             None => Ok(None),
             Some(slot) => self.reader.event(slot).map(Some),
         }
     }
 
     fn events_from(&self, from: u64) -> EventIter<'_> {
-        let sled = match self.sled() {
-            Ok(sled) => sled,
-            Err(e) => return Box::new(std::iter::once(Err(e))),
-        };
-        let ranges = sled.events.range(from.to_be_bytes()..).map(|item| {
-            let (key, value) = item.map_err(sled_err)?;
-            let slot =
-                Slot::decode(&value).ok_or_else(|| LedgerError::Corrupt("index entry".into()))?;
-            Ok((seq_of(&key)?, slot.offset, u64::from(slot.len)))
-        });
-        Box::new(self.reader.in_order(ranges))
+        Box::new(self.reader.in_order(self.index.reads().slots_from(from)))
     }
 
     fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
@@ -730,7 +804,7 @@ impl Store for SledStore {
         if slots.is_empty() {
             return Ok(());
         }
-        self.make_index_durable()?;
+        self.make_index_durable(false)?;
         for slot in slots {
             self.log.erase(slot)?;
         }
@@ -757,7 +831,7 @@ impl Store for SledStore {
         *reads = None;
         drop(self.sled.take());
         let sled = when_unlocked(|| Sled::open(&self.dir, self.cache_bytes))?;
-        *reads = Some(ReadParts::of(&sled, &self.reader));
+        *reads = Some(ReadParts::of(&sled, &self.reader, self.index.reader()));
         self.sled = Some(sled);
         Ok(())
     }
@@ -1005,6 +1079,91 @@ mod tests {
         let all: Vec<u64> = store.events_from(1).map(|r| r.unwrap().0).collect();
         assert_eq!(all, vec![1, 2, 3]);
         assert_eq!(store.text(&[3; 32]).unwrap().unwrap().text, "text 3");
+    }
+
+    /// A crash before the mark moves: the event records past it may hold anything (they were
+    /// never made durable); the next open drops them and indexes those frames again.
+    #[test]
+    fn event_records_past_the_mark_are_written_again_from_the_log_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = SessionId::random();
+        {
+            let mut store = SledStore::reopen(dir.path());
+            store.append_batch(&batch(1, &session)).unwrap();
+            store.sync().unwrap();
+        }
+        {
+            let mut store = SledStore::reopen(dir.path());
+            for seq in 2..=3 {
+                store.append_batch(&batch(seq, &session)).unwrap();
+                store.sync().unwrap();
+            }
+            assert_eq!(store.last_seq().unwrap(), Some(3));
+            // A crash: sled goes without the mark moving past event 1.
+            store.sled = None;
+        }
+        let idx = dir.path().join(EVENT_INDEX_FILE);
+        let file = File::options().write(true).open(&idx).unwrap();
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(&[0xAB; 12 * 4], 12 * 2).unwrap();
+        drop(file);
+        let store = SledStore::reopen(dir.path());
+        let all: Vec<u64> = store.events_from(0).map(|r| r.unwrap().0).collect();
+        assert_eq!(all, vec![1, 2, 3]);
+        assert_eq!(store.event_bytes(3).unwrap(), Some(b"{\"seq\":3}".to_vec()));
+        assert_eq!(store.session_seqs(&session).unwrap(), vec![1, 2, 3]);
+        assert_eq!(std::fs::metadata(&idx).unwrap().len(), 12 * 4);
+    }
+
+    /// A ledger of 26 Nov 2026 (`log/1`: the event index in sled's `log_events` tree) has it
+    /// moved into `events.idx` at its first open, then the tree dropped.
+    #[test]
+    fn a_log1_ledger_has_its_event_index_moved_into_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = SessionId::random();
+        let mut slots = Vec::new();
+        {
+            let mut store = SledStore::reopen(dir.path());
+            for seq in 1..=3 {
+                store.append_batch(&batch(seq, &session)).unwrap();
+                store.sync().unwrap();
+            }
+            for seq in 1..=3 {
+                slots.push((seq, store.index.reads().slot(seq).unwrap().unwrap()));
+            }
+        }
+        {
+            // As the build of 26 Nov 2026 left it: no event index file, the entries and the
+            // mark (the log's end only) in sled.
+            let db = sled::open(dir.path()).unwrap();
+            let meta = db.open_tree("meta").unwrap();
+            let mark = meta.remove(MARK_KEY).unwrap().unwrap();
+            meta.insert(LOG1_END, &mark[..8]).unwrap();
+            meta.insert(LAYOUT_KEY, LOG1).unwrap();
+            let events = db.open_tree(LOG1_EVENTS).unwrap();
+            for (seq, slot) in &slots {
+                events
+                    .insert(seq.to_be_bytes(), &slot.encode()[..])
+                    .unwrap();
+            }
+            db.flush().unwrap();
+            std::fs::remove_file(dir.path().join(EVENT_INDEX_FILE)).unwrap();
+        }
+        let store = SledStore::reopen(dir.path());
+        let all: Vec<u64> = store.events_from(0).map(|r| r.unwrap().0).collect();
+        assert_eq!(all, vec![1, 2, 3]);
+        assert_eq!(store.last_seq().unwrap(), Some(3));
+        assert_eq!(store.text(&[2; 32]).unwrap().unwrap().text, "text 2");
+        let sled = store.sled().unwrap();
+        assert!(
+            !sled
+                .db
+                .tree_names()
+                .iter()
+                .any(|n| n == LOG1_EVENTS.as_bytes())
+        );
+        assert_eq!(sled.meta.get(LAYOUT_KEY).unwrap().unwrap(), LAYOUT);
+        assert_eq!(sled.meta.get(LOG1_END).unwrap(), None);
     }
 
     /// A ledger of the layout before the log file (events in sled's `events` tree, texts in
