@@ -88,7 +88,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/11",
-        "f0be9191165b7175b9194d89d86002668566f641234be37fd1b5e6e303e8f611",
+        "7fbe1567f384a1de5ee688a54340ae953e4e3f6d0a214ddfb35ba85780572eba",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

@@ -250,25 +250,26 @@ impl Sled {
     }
 
     /// Indexes what `frames` hold: events in `events`, sessions and texts in sled (not yet
-    /// durable; the mark does not move).
+    /// durable; the mark does not move). Plain inserts: the mark, not sled's batches, says
+    /// what is whole after a crash, and each sled batch writes a manifest to sled's log.
     fn index(&self, events: &mut EventIndex, frames: &[Framed]) -> Result<(), LedgerError> {
         let mut slots = Vec::new();
-        let mut sessions = sled::Batch::default();
-        let mut texts = sled::Batch::default();
         for framed in frames {
             for (seq, session, slot) in &framed.events {
                 if let Some(session) = session {
-                    sessions.insert(session_key(session, *seq), &[][..]);
+                    self.sessions
+                        .insert(session_key(session, *seq), &[][..])
+                        .map_err(sled_err)?;
                 }
                 slots.push((*seq, *slot));
             }
             for (commitment, slot) in &framed.texts {
-                texts.insert(&commitment[..], &slot.encode()[..]);
+                self.texts
+                    .insert(&commitment[..], &slot.encode()[..])
+                    .map_err(sled_err)?;
             }
         }
-        events.put(&slots)?;
-        self.sessions.apply_batch(sessions).map_err(sled_err)?;
-        self.texts.apply_batch(texts).map_err(sled_err)
+        events.put(&slots)
     }
 }
 

@@ -714,7 +714,8 @@ impl Bodies {
         let mut next = Session::clone(&cached.current);
         let before = next.thoughts.len();
         next.fold(event, texts);
-        let added: usize = next.thoughts.iter().skip(before).map(thought_bytes).sum();
+        // `skip` on the vector, not its iterator: that steps through every thought before.
+        let added: usize = next.thoughts.skip(before).iter().map(thought_bytes).sum();
         cached.previous = Some(std::mem::replace(&mut cached.current, Arc::new(next)));
         cached.bytes += added;
         cache.bytes += added;
