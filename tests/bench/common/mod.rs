@@ -181,8 +181,27 @@ pub fn record_thoughts(data_dir: &Path, events: u64) -> Duration {
         }
         let took = started.elapsed();
         ledger.shutdown().await;
+        wait_until_unlocked(data_dir);
         took
     })
+}
+
+/// Waits (up to 60 s) until nothing in this process holds the ledger's file lock: sled's
+/// threads let go of it a moment after the store is dropped, and a server started on the
+/// ledger before that is refused as another process's.
+fn wait_until_unlocked(data_dir: &Path) {
+    let db = data_dir.join("ledger").join("db");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let Ok(file) = std::fs::File::open(&db) else {
+            return;
+        };
+        if file.try_lock().is_ok() || Instant::now() > deadline {
+            return;
+        }
+        drop(file);
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Text references each `sequentialthinking` event carries: its thought is committed once and
