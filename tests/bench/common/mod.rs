@@ -190,16 +190,11 @@ pub fn record_thoughts(data_dir: &Path, events: u64) -> Duration {
 /// threads let go of it a moment after the store is dropped, and a server started on the
 /// ledger before that is refused as another process's.
 fn wait_until_unlocked(data_dir: &Path) {
-    let db = data_dir.join("ledger").join("db");
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let Ok(file) = std::fs::File::open(&db) else {
-            return;
-        };
-        if file.try_lock().is_ok() || Instant::now() > deadline {
+    while let Err(LedgerError::Locked { .. }) = SledStore::open(&data_dir.join("ledger")) {
+        if Instant::now() > deadline {
             return;
         }
-        drop(file);
         std::thread::sleep(Duration::from_millis(20));
     }
 }
