@@ -190,11 +190,19 @@ pub fn record_thoughts(data_dir: &Path, events: u64) -> Duration {
 /// threads let go of it a moment after the store is dropped, and a server started on the
 /// ledger before that is refused as another process's.
 fn wait_until_unlocked(data_dir: &Path) {
+    use rustix::fs::{FlockOperation, flock};
     let deadline = Instant::now() + Duration::from_secs(60);
-    while let Err(LedgerError::Locked { .. }) = SledStore::open(&data_dir.join("ledger")) {
-        if Instant::now() > deadline {
+    // sled takes an exclusive `flock` on its file `db`; ours is let go of when `file` closes.
+    loop {
+        let Ok(file) = std::fs::File::open(data_dir.join("ledger").join("db")) else {
+            return;
+        };
+        if flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok()
+            || Instant::now() > deadline
+        {
             return;
         }
+        drop(file);
         std::thread::sleep(Duration::from_millis(20));
     }
 }
