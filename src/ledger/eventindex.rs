@@ -79,7 +79,8 @@ impl EventIndex {
             .ok_or_else(|| LedgerError::Corrupt("event index mark".into()))?;
         if len < wanted {
             return Err(LedgerError::Corrupt(format!(
-                "{EVENT_INDEX_FILE} holds {} records, its mark says {count} are durable",
+                "{EVENT_INDEX_FILE} holds {} records, its mark says {count} are durable: the \
+                 file was cut or replaced; restore the ledger directory from a backup",
                 len / RECORD
             )));
         }
