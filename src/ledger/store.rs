@@ -132,6 +132,9 @@ pub struct SledStore {
     indexed_end: u64,
     /// When the mark last moved.
     marked_at: std::time::Instant,
+    /// Whether opening finished: until then the mark read at open is the truth, and dropping
+    /// the store (an open that failed) must not move it to what was only partly read.
+    opened: bool,
     /// Where the frames appended since the last sync put their entries: indexed once the
     /// frames are durable.
     unindexed: Vec<Framed>,
@@ -206,7 +209,8 @@ impl Drop for SledStore {
     fn drop(&mut self) {
         *self.reads.parts.write().unwrap_or_else(|e| e.into_inner()) = None;
         // The next open then reads no frame again; nothing is lost without it.
-        if self.sled.is_some()
+        if self.opened
+            && self.sled.is_some()
             && let Err(e) = self.make_index_durable(false)
         {
             tracing::warn!(error = %e, "making the index durable at shutdown failed");
@@ -374,6 +378,7 @@ impl SledStore {
             index,
             indexed_end: LogFile::start(),
             marked_at: std::time::Instant::now(),
+            opened: false,
             unindexed: Vec::new(),
             sled_log,
             dir: dir.to_path_buf(),
@@ -381,6 +386,7 @@ impl SledStore {
         };
         store.settle_layout()?;
         store.recover()?;
+        store.opened = true;
         Ok(store)
     }
 
@@ -1114,6 +1120,41 @@ mod tests {
         assert_eq!(store.event_bytes(3).unwrap(), Some(b"{\"seq\":3}".to_vec()));
         assert_eq!(store.session_seqs(&session).unwrap(), vec![1, 2, 3]);
         assert_eq!(std::fs::metadata(&idx).unwrap().len(), 12 * 4);
+    }
+
+    /// An event index cut shorter than the mark: the store refuses to open, and a refused open
+    /// leaves the mark where it was (it does not fall back to indexing from the start of the
+    /// log, whose erased frames no longer match their checksums).
+    #[test]
+    fn a_cut_event_index_is_refused_every_time_and_the_mark_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = SessionId::random();
+        {
+            let mut store = SledStore::reopen(dir.path());
+            for seq in 1..=3 {
+                store.append_batch(&batch(seq, &session)).unwrap();
+                store.sync().unwrap();
+            }
+        }
+        let idx = dir.path().join(EVENT_INDEX_FILE);
+        let full = std::fs::read(&idx).unwrap();
+        File::options()
+            .write(true)
+            .open(&idx)
+            .unwrap()
+            .set_len(12)
+            .unwrap();
+        for _ in 0..2 {
+            match when_unlocked(|| SledStore::open(dir.path())) {
+                Err(LedgerError::Corrupt(why)) => assert!(why.contains("restore"), "{why}"),
+                Err(other) => panic!("{other}"),
+                Ok(_) => panic!("a cut event index was accepted"),
+            }
+        }
+        std::fs::write(&idx, full).unwrap();
+        let store = SledStore::reopen(dir.path());
+        let all: Vec<u64> = store.events_from(0).map(|r| r.unwrap().0).collect();
+        assert_eq!(all, vec![1, 2, 3]);
     }
 
     /// A ledger of 26 Nov 2026 (`log/1`: the event index in sled's `log_events` tree) has it
