@@ -172,21 +172,16 @@ impl LogFile {
             if file_len - at < FRAME_HEADER as u64 || reader.read_exact(&mut header).is_err() {
                 break;
             }
-            let len = u32::from_le_bytes(header[4..8].try_into().unwrap_or_default());
             let body_at = at + FRAME_HEADER as u64;
-            if &header[..4] != FRAME_MAGIC || file_len - body_at < u64::from(len) {
-                break;
-            }
-            body.resize(len as usize, 0);
-            reader.read_exact(&mut body)?;
-            if blake3::hash(&body).as_bytes()[..] != header[8..] {
-                break;
-            }
-            let Some(mut framed) = parse_body(&body, body_at) else {
+            let Some(len) = announced_len(&header, body_at, file_len) else {
                 break;
             };
-            at = body_at + u64::from(len);
-            framed.end = at;
+            body.resize(len as usize, 0);
+            reader.read_exact(&mut body)?;
+            let Some(framed) = whole(&header, &body, body_at) else {
+                break;
+            };
+            at = framed.end;
             index(framed)?;
             frames += 1;
         }
@@ -243,15 +238,13 @@ impl LogFile {
             return Ok(false);
         }
         self.file.read_exact_at(&mut header, at)?;
-        let len = u32::from_le_bytes(header[4..8].try_into().unwrap_or_default());
         let body_at = at + FRAME_HEADER as u64;
-        if &header[..4] != FRAME_MAGIC || file_len - body_at < u64::from(len) {
+        let Some(len) = announced_len(&header, body_at, file_len) else {
             return Ok(false);
-        }
+        };
         let mut body = vec![0u8; len as usize];
         self.file.read_exact_at(&mut body, body_at)?;
-        Ok(blake3::hash(&body).as_bytes()[..] == header[8..]
-            && parse_body(&body, body_at).is_some())
+        Ok(whole(&header, &body, body_at).is_some())
     }
 
     /// Whether the bytes from `from` to `to` are all zeros.
@@ -443,6 +436,25 @@ fn frame(
     bytes.extend_from_slice(blake3::hash(&body).as_bytes());
     bytes.extend_from_slice(&body);
     Ok((bytes, framed))
+}
+
+/// The body length `header` announces, if it is a frame's header (its magic) and the body fits
+/// in the `file_len` bytes of the file from `body_at` (which is within them).
+fn announced_len(header: &[u8; FRAME_HEADER], body_at: u64, file_len: u64) -> Option<u32> {
+    let len = u32::from_le_bytes(header[4..8].try_into().ok()?);
+    (header[..4] == FRAME_MAGIC[..] && file_len - body_at >= u64::from(len)).then_some(len)
+}
+
+/// The frame `header` and `body` (read at `body_at`) make, if it is whole: the checksum holds
+/// and the entries parse to the body's end. What recovery keeps and what proves bad bytes are
+/// damage rather than a torn write are judged here alike.
+fn whole(header: &[u8; FRAME_HEADER], body: &[u8], body_at: u64) -> Option<Framed> {
+    if blake3::hash(body).as_bytes()[..] != header[8..] {
+        return None;
+    }
+    let mut framed = parse_body(body, body_at)?;
+    framed.end = body_at + body.len() as u64;
+    Some(framed)
 }
 
 /// The entries of a frame body that starts at `body_at`; `None` if it does not parse whole.
