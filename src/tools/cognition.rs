@@ -60,8 +60,8 @@ pub(super) fn entries() -> Vec<ToolEntry> {
         entry::<DetectBiasArgs, DetectBiasOutput>(
             DETECT_BIAS_TOOL,
             "Detect Bias",
-            "Find 8 cognitive bias types in reasoning by phrase rules: severity, evidence \
-             span, correction.",
+            "Find 8 cognitive bias types in reasoning by phrase rules and labelled examples: \
+             severity, evidence span, correction.",
             Effect::Appends,
             render_json,
         ),
@@ -69,7 +69,7 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             DETECT_EMOTION_TOOL,
             "Detect Emotion",
             "Valence, arousal, dominance and 11 discrete emotions of a text from published \
-             lexicons (VADER, WordNet-Affect).",
+             lexicons (VADER, WordNet-Affect) and labelled examples.",
             Effect::Appends,
             render_json,
         ),

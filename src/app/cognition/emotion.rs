@@ -13,7 +13,9 @@
 //!   1 / vocabulary; since emotion/4 also the appraisal cues of [`appraisal`] (what happened,
 //!   and to whom). A word or cue counts 1, 1.5 after an intensifier, 0.5 after a downtoner,
 //!   and nothing when one of the three words before it negates it (VADER's window), unless
-//!   the negator's scope ends at a verb's object ([`reaches`]);
+//!   the negator's scope ends at a verb's object ([`reaches`]); a text with no emotion word
+//!   and no cue takes the vote of its nearest labelled examples ([`examples`], since
+//!   emotion/6), each emotion weighing its share;
 //! - arousal and dominance are the emotions' PAD anchors (`ANCHORS`) weighted by their scores.
 //!
 //! Pure: text in, numbers out. Must not know MCP or the ledger.
@@ -24,10 +26,10 @@ use std::sync::LazyLock;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::appraisal;
+use super::{appraisal, examples};
 
 /// The rule set and version every answer names.
-pub const RULES: &str = "thinkledger.cognition.emotion/5 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions and appraisal cues)";
+pub const RULES: &str = "thinkledger.cognition.emotion/6 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions and appraisal cues + nearest labelled examples in potion-base-2M)";
 
 /// The seed's eleven discrete emotions, in its order.
 pub const EMOTIONS: [&str; 11] = [
@@ -343,8 +345,38 @@ pub struct Discrete {
     /// Emotions with a score above zero, highest first.
     pub emotions: Vec<EmotionScore>,
     pub confidence: f64,
-    /// `lexicon` or `valence` (the fallback above), null without a primary.
+    /// `lexicon` (an emotion word or appraisal cue), `examples` (none of those: the nearest
+    /// labelled examples voted) or `valence` (neither: the sign of a clear valence), null
+    /// without a primary.
     pub basis: Option<String>,
+    /// The vote of the nearest labelled examples, when they decided (`basis: "examples"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub examples: Option<ExampleVote>,
+}
+
+/// How the nearest labelled examples voted (docs/cognition.md).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ExampleVote {
+    /// How many examples voted.
+    pub k: usize,
+    /// Each label's share of the votes, highest first.
+    pub shares: Vec<LabelShare>,
+    /// The most similar example of the winning label.
+    pub nearest: NearestExample,
+}
+
+/// One label's share of a vote.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct LabelShare {
+    pub label: String,
+    pub share: f64,
+}
+
+/// A labelled example (thinkledger's own sentence) and its cosine similarity to the text.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct NearestExample {
+    pub similarity: f64,
+    pub sentence: String,
 }
 
 /// What the rules found in one text.
@@ -495,6 +527,8 @@ pub fn read(text: &str) -> Reading {
     // Emotions named outright (a word of `NAME_WORDS`): they win a tie.
     let mut named_outright = [false; 11];
     let mut matched = 0usize;
+    // Emotion words and cues found negated: the text speaks of emotions, so no vote.
+    let mut negated_words = 0usize;
     // VADER's word scale sum of the emotion words VADER itself does not know.
     let mut unknown_to_vader = 0.0f64;
     // Appraisal cues first; the words they span are not read again as lexicon words.
@@ -502,7 +536,11 @@ pub fn read(text: &str) -> Reading {
     // Emotions an appraisal cue points to: after a name, they win a tie.
     let mut cued = [false; 11];
     for cue in appraisal::find(&tokens) {
-        if covered[cue.start..cue.end].iter().any(|c| *c) || negated(&tokens, cue.start) {
+        if covered[cue.start..cue.end].iter().any(|c| *c) {
+            continue;
+        }
+        if negated(&tokens, cue.start) {
+            negated_words += 1;
             continue;
         }
         covered[cue.start..cue.end]
@@ -545,6 +583,7 @@ pub fn read(text: &str) -> Reading {
         let start = i;
         i += span;
         if negated(&tokens, start) {
+            negated_words += 1;
             continue;
         }
         let i = start;
@@ -564,6 +603,24 @@ pub fn read(text: &str) -> Reading {
                 .map(|(&k, share)| ANCHORS[k].0 * share)
                 .sum();
             unknown_to_vader += factor * LEXICON_VALENCE_SCALE * pleasure;
+        }
+    }
+    // No emotion word and no cue: the nearest labelled examples vote (since emotion/6), each
+    // emotion weighing its share of the votes.
+    // A sentence without an emotion (`none`) among the nearest: the text may be one too, and
+    // no emotion is read into it.
+    let vote = if matched == 0 && negated_words == 0 {
+        examples::EMOTION_EXAMPLES
+            .vote(text)
+            .filter(|v| v.shares.iter().all(|(label, _)| *label != "none"))
+    } else {
+        None
+    };
+    if let Some(vote) = &vote {
+        for (label, share) in &vote.shares {
+            if let Some(k) = EMOTIONS.iter().position(|e| e == label) {
+                weight[k] += share;
+            }
         }
     }
     let exclamations = text.matches('!').count().min(3);
@@ -631,6 +688,7 @@ pub fn read(text: &str) -> Reading {
             .then_with(|| cued[j].cmp(&cued[i]))
     });
     let (primary, basis) = match emotions.first() {
+        Some(top) if vote.is_some() => (Some(top.emotion.clone()), Some("examples".to_owned())),
         Some(top) => (Some(top.emotion.clone()), Some("lexicon".to_owned())),
         None if valence >= 0.3 => (Some("joy".to_owned()), Some("valence".to_owned())),
         None if valence <= -0.3 => (Some("sadness".to_owned()), Some("valence".to_owned())),
@@ -654,6 +712,21 @@ pub fn read(text: &str) -> Reading {
             emotions,
             confidence: discrete_confidence,
             basis,
+            examples: vote.map(|v| ExampleVote {
+                k: examples::K,
+                shares: v
+                    .shares
+                    .iter()
+                    .map(|(label, share)| LabelShare {
+                        label: (*label).to_owned(),
+                        share: round3(*share),
+                    })
+                    .collect(),
+                nearest: NearestExample {
+                    similarity: round3(v.nearest.0),
+                    sentence: v.nearest.1.to_owned(),
+                },
+            }),
         },
         matched,
     }
@@ -668,6 +741,28 @@ mod tests {
         for (k, e) in EMOTIONS.iter().enumerate() {
             assert!(LEXICON.values().any(|v| v.contains(&k)), "{e} has no word");
         }
+    }
+
+    #[test]
+    fn without_an_emotion_word_the_nearest_examples_vote() {
+        // No emotion word, no cue: a described loss.
+        let r = read("The vet said there was nothing more they could do for our dog.");
+        assert_eq!(r.matched, 0);
+        assert_eq!(r.discrete.basis.as_deref(), Some("examples"));
+        assert_eq!(r.discrete.primary.as_deref(), Some("sadness"));
+        let vote = r.discrete.examples.as_ref().unwrap();
+        assert_eq!(vote.k, examples::K);
+        assert!(r.circumplex.valence < 0.0, "{r:?}");
+        // A plain statement: the sentences without an emotion win the vote.
+        let r = read("The meeting moved to room 204 on the third floor.");
+        assert_ne!(r.discrete.basis.as_deref(), Some("examples"));
+        assert!(r.discrete.examples.is_none());
+        // An emotion word, even negated, keeps the vote out.
+        assert_ne!(
+            read("I am not happy.").discrete.basis.as_deref(),
+            Some("examples")
+        );
+        assert!(read("I am not happy.").discrete.examples.is_none());
     }
 
     #[test]
@@ -748,7 +843,7 @@ mod tests {
                 .as_deref(),
             Some("surprise")
         );
-        assert!(read("The guard was off duty.").discrete.emotions.is_empty());
+        assert_eq!(read("The guard was off duty.").matched, 0);
         assert!(
             read("I was not thrilled.")
                 .discrete

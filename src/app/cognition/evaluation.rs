@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use super::examples::{Examples, labelled};
 use super::{bias, emotion};
 
 fn rows(tsv: &str) -> Vec<Vec<&str>> {
@@ -118,18 +119,18 @@ fn emotion_figures(name: &str, tsv: &str) -> (usize, usize, Vec<String>) {
     (right, data.len(), wrong_sign)
 }
 
-/// The issue's thresholds on the fifth held-out set (written after the emotion/5 rules,
-/// committed before its first run): primary emotion right for ≥ 3/4, valence sign right on
-/// every clearly signed sentence. Not met at its first run (8/26 primary, 11/24 signs, under
-/// emotion/5; the fourth set's first run, under emotion/4, was 16/26 and 20/24;
-/// docs/cognition.md): issue 13 stays open until a fresh held-out set passes. Run it with
-/// `--ignored`.
+/// The issue's thresholds on the seventh held-out set (written by a writer who had seen
+/// neither the rules nor an earlier set, committed unread before its first run): primary
+/// emotion right for ≥ 3/4, valence sign right on every clearly signed sentence. Not met at its
+/// first run under emotion/6 (31/44 primary, 36/43 signs; emotion/5 would have given 27/44 and
+/// 31/43; docs/cognition.md): issue 13 stays open until a fresh held-out set passes. Run it
+/// with `--ignored`.
 #[test]
 #[ignore = "issue 13: the held-out emotion thresholds are not met yet (docs/cognition.md)"]
 fn emotion_held_out() {
     let (right, total, wrong_sign) = emotion_figures(
-        "heldout5",
-        include_str!("../../../tests/cognition/emotion_heldout5.tsv"),
+        "heldout7",
+        include_str!("../../../tests/cognition/emotion_heldout7.tsv"),
     );
     assert!(
         wrong_sign.is_empty(),
@@ -149,7 +150,7 @@ fn emotion_earlier_held_out_sets_reported() {
         (
             "heldout1",
             include_str!("../../../tests/cognition/emotion_heldout.tsv"),
-            12,
+            11,
             12,
             0,
         ),
@@ -174,11 +175,33 @@ fn emotion_earlier_held_out_sets_reported() {
             26,
             0,
         ),
+        (
+            "heldout5",
+            include_str!("../../../tests/cognition/emotion_heldout5.tsv"),
+            10,
+            26,
+            9,
+        ),
+        (
+            "heldout6",
+            include_str!("../../../tests/cognition/emotion_heldout6.tsv"),
+            29,
+            33,
+            2,
+        ),
     ];
-    for (name, tsv, right, total, wrong) in sets {
-        let (r, t, w) = emotion_figures(name, tsv);
-        assert_eq!((r, t, w.len()), (right, total, wrong), "{name}");
-    }
+    let got: Vec<_> = sets
+        .iter()
+        .map(|(name, tsv, ..)| {
+            let (r, t, w) = emotion_figures(name, tsv);
+            (*name, r, t, w.len())
+        })
+        .collect();
+    let pinned: Vec<_> = sets
+        .iter()
+        .map(|(name, _, r, t, w)| (*name, *r, *t, *w))
+        .collect();
+    assert_eq!(got, pinned);
 }
 
 #[test]
@@ -230,20 +253,24 @@ fn bias_figures(name: &str, tsv: &str) -> (usize, usize) {
     (right, data.len())
 }
 
-/// The issue's threshold on the fifth held-out set (written under the bias/4 rules, unchanged
-/// since the fourth set, committed before its first run): at least six of the eight types
-/// recognised from one plain example each. Met on the fourth set's first run (7/8), not on the
-/// fifth's (2/8) under the same rules (docs/cognition.md): not met reliably. Run it with
-/// `--ignored`.
+/// The issue's threshold on the seventh held-out set (three plain examples per type, taken as
+/// three runs of one example each; written and committed as the emotion set): at least six of
+/// the eight types recognised in every run. Not met at its first run under bias/5 (2/8, 4/8,
+/// 1/8; bias/4 would have given 1/8, 2/8, 1/8; docs/cognition.md). Run it with `--ignored`.
 #[test]
 #[ignore = "issue 13: the held-out bias threshold is not met reliably (docs/cognition.md)"]
 fn bias_held_out() {
-    let (right, total) = bias_figures(
-        "heldout5",
-        include_str!("../../../tests/cognition/bias_heldout5.tsv"),
-    );
-    assert_eq!(total, 8, "one example per type");
-    assert!(right >= 6, "{right}/8");
+    let tsv = include_str!("../../../tests/cognition/bias_heldout7.tsv");
+    let lines: Vec<&str> = tsv.lines().filter(|l| !l.starts_with('#')).collect();
+    let runs: Vec<(usize, usize)> = lines
+        .chunks(8)
+        .enumerate()
+        .map(|(run, examples)| bias_figures(&format!("heldout7-{}", run + 1), &examples.join("\n")))
+        .collect();
+    for (run, (right, total)) in runs.iter().enumerate() {
+        assert_eq!(*total, 8, "one example per type");
+        assert!(*right >= 6, "run {}: {right}/8", run + 1);
+    }
 }
 
 /// The earlier held-out sets, reported only (see `emotion_earlier_held_out_sets_reported`).
@@ -275,8 +302,123 @@ fn bias_earlier_held_out_sets_reported() {
             7,
             8,
         ),
+        (
+            "heldout5",
+            include_str!("../../../tests/cognition/bias_heldout5.tsv"),
+            3,
+            8,
+        ),
+        (
+            "heldout6",
+            include_str!("../../../tests/cognition/bias_heldout6.tsv"),
+            7,
+            16,
+        ),
     ];
-    for (name, tsv, right, total) in sets {
-        assert_eq!(bias_figures(name, tsv), (right, total), "{name}");
+    let got: Vec<_> = sets
+        .iter()
+        .map(|(name, tsv, ..)| (*name, bias_figures(name, tsv)))
+        .collect();
+    let pinned: Vec<_> = sets
+        .iter()
+        .map(|(name, _, r, t)| (*name, (*r, *t)))
+        .collect();
+    assert_eq!(got, pinned);
+}
+
+/// Reasoning without a bias (`bias_none.tsv`, many of them sound reasoning on a bias's usual
+/// topic): how many a type is wrongly found in, by patterns and by resemblance (each sentence's
+/// own line left out of the vote). Reported, and pinned so a change is seen.
+#[test]
+fn bias_false_alarms_on_reasoning_without_a_bias_reported() {
+    let data = rows(include_str!("../../../tests/cognition/bias_none.tsv"));
+    let (mut by_pattern, mut by_examples) = (0, 0);
+    for r in &data {
+        let found = bias::detect(r[1]);
+        if !found.is_empty() {
+            println!(
+                "bias-none\tfalse alarm\t{:?}\t{}",
+                found
+                    .iter()
+                    .map(|f| format!("{} ({})", f.kind, f.basis))
+                    .collect::<Vec<_>>(),
+                r[1]
+            );
+        }
+        by_pattern += usize::from(found.iter().any(|f| f.basis == "pattern"));
+        by_examples += usize::from(found.iter().any(|f| f.basis == "examples"));
     }
+    println!(
+        "bias-none\tfalse alarms\tpatterns {by_pattern}/{n}\texamples {by_examples}/{n}",
+        n = data.len()
+    );
+    assert_eq!((by_pattern, by_examples, data.len()), (5, 7, 32));
+}
+
+/// Sentences without an emotion (`emotion_neutral.tsv`): how many are given one by the
+/// nearest examples (each sentence's own line left out of the vote). Reported and pinned.
+#[test]
+fn emotion_on_sentences_without_one_reported() {
+    let data = rows(include_str!("../../../tests/cognition/emotion_neutral.tsv"));
+    let mut given = 0;
+    for r in &data {
+        let reading = emotion::read(r[1]);
+        if reading.discrete.basis.as_deref() == Some("examples") {
+            given += 1;
+            println!(
+                "emotion-none\tgiven\t{:?}\t{}",
+                reading.discrete.primary, r[1]
+            );
+        }
+    }
+    println!(
+        "emotion-none\tgiven an emotion by examples\t{given}/{}",
+        data.len()
+    );
+    assert_eq!((given, data.len()), (2, 30));
+}
+
+/// How the number of voting examples was chosen (docs/cognition.md): on the fifth and sixth
+/// held-out sets, each left out of the examples in turn, the share of the sentences the rules
+/// read no emotion word or cue in whose vote names their emotion, for k = 3, 5, 7, 9, 11.
+#[test]
+fn examples_k_chosen_with_each_held_out_set_left_out_reported() {
+    let sets = [
+        include_str!("../../../tests/cognition/emotion.tsv"),
+        include_str!("../../../tests/cognition/emotion_heldout.tsv"),
+        include_str!("../../../tests/cognition/emotion_heldout2.tsv"),
+        include_str!("../../../tests/cognition/emotion_heldout3.tsv"),
+        include_str!("../../../tests/cognition/emotion_heldout4.tsv"),
+        include_str!("../../../tests/cognition/emotion_heldout5.tsv"),
+        include_str!("../../../tests/cognition/emotion_heldout6.tsv"),
+    ];
+    let mut figures = Vec::new();
+    for k in [3, 5, 7, 9, 11] {
+        let mut line = Vec::new();
+        for left_out in [5, 6] {
+            let pool: Vec<&str> = sets
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != left_out)
+                .map(|(_, s)| *s)
+                .collect();
+            let examples = Examples::new(&labelled(&pool));
+            let (mut right, mut n) = (0, 0);
+            for r in rows(sets[left_out]) {
+                if emotion::read(r[2]).matched > 0 {
+                    continue;
+                }
+                n += 1;
+                let top = examples.vote_of(r[2], k).and_then(|v| v.top());
+                right += usize::from(top.is_some_and(|(label, _)| label == r[0]));
+            }
+            line.push((right, n));
+        }
+        println!(
+            "examples\tk={k}\tfifth set left out {:?}\tsixth {:?}",
+            line[0], line[1]
+        );
+        figures.push((k, line));
+    }
+    assert!(figures.iter().all(|(_, l)| l[0].1 > 0 && l[1].1 > 0));
 }

@@ -133,8 +133,9 @@ pub type DetectBiasOutput = Envelope<BiasData>;
 
 fn bias_limits() -> Vec<String> {
     vec![
-        "Biases are found by phrase patterns (docs/cognition.md): a bias expressed in other \
-         words is missed, and a matching phrase is a sign, not a proof"
+        "Biases are found by phrase patterns and by resemblance to labelled example \
+         sentences (docs/cognition.md): a bias in words no pattern names and unlike every \
+         example is missed, and a match is a sign, not a proof"
             .to_owned(),
     ]
 }
@@ -153,6 +154,7 @@ fn record_biases(call: &mut Call<'_>, found: &[Finding]) -> (serde_json::Value, 
             "severity": f.severity,
             "confidence": f.confidence,
             "spans": f.spans,
+            "basis": f.basis,
         })).collect::<Vec<_>>(),
     });
     (result, texts)
@@ -218,8 +220,10 @@ fn emotion_data(text: &str, discrete: bool) -> EmotionData {
             rules: emotion::RULES.to_owned(),
             model: None,
             limitations: vec![
-                "Word lexicons with negation and intensifier rules (docs/cognition.md): irony, \
-                 sarcasm and emotion without emotion words are missed"
+                "Word lexicons and appraisal cues with negation and intensifier rules; without \
+                 an emotion word or cue, the vote of the nearest labelled example sentences \
+                 (docs/cognition.md): irony and sarcasm are missed, and a vote is only as good \
+                 as the examples near the text"
                     .to_owned(),
             ],
         },
@@ -238,6 +242,11 @@ pub(super) fn decide_emotion(call: &mut Call<'_>) -> Outcome {
             "emotions": d.emotions,
             "confidence": d.confidence,
             "basis": d.basis,
+            "examples": d.examples.as_ref().map(|v| json!({
+                "k": v.k,
+                "shares": v.shares,
+                "nearestSimilarity": v.nearest.similarity,
+            })),
         })),
     });
     let components: &[&str] = if discrete {

@@ -16,6 +16,7 @@ mod appraisal;
 pub mod bias;
 pub mod decompose;
 pub mod emotion;
+pub mod examples;
 pub mod features;
 pub mod frameworks;
 mod metacognition;

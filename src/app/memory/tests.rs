@@ -34,7 +34,7 @@ impl Harness {
     /// The ledger in `dir` (created when empty) with its memory index beside it, as the server
     /// lays them out; calls come from `connection`.
     fn open(dir: tempfile::TempDir, connection: SessionId) -> Self {
-        let store = SledStore::open(&dir.path().join("ledger")).expect("store");
+        let store = SledStore::reopen(&dir.path().join("ledger"));
         let app =
             App::new(AppConfig::default()).with_memory_index_dir(dir.path().join("memory-index"));
         let ledger = open_ledger(store, app, WriterConfig::default()).expect("open");
@@ -442,7 +442,7 @@ async fn a_hard_delete_leaves_no_byte_of_the_content_and_the_ledger_verifies() {
         !files_holding(dir.path(), b"weather").is_empty(),
         "the search looks at the right files"
     );
-    let store = SledStore::open(&dir.path().join("ledger")).expect("reopen");
+    let store = SledStore::reopen(&dir.path().join("ledger"));
     let report = verify::verify(&store).expect("verify");
     assert!(report.problems.is_empty(), "{report:?}");
     drop(store);
