@@ -1,6 +1,7 @@
 //! ThoughtMCP's reasoning and metacognition tools (the `cognition` toolset): `think` and
-//! `think_parallel` ask the configured model when there is one (open world); the other six are
-//! decided by documented rules (docs/cognition.md).
+//! `think_parallel` ask the configured model when there is one (open world), and so do
+//! `detect_bias` and `detect_emotion`, for a judgement beside their rules; the other four are
+//! decided by documented rules alone (docs/cognition.md).
 
 use super::catalog::{Effect, ToolEntry, entry, render_json};
 use crate::app::cognition::{
@@ -61,16 +62,17 @@ pub(super) fn entries() -> Vec<ToolEntry> {
             DETECT_BIAS_TOOL,
             "Detect Bias",
             "Find 8 cognitive bias types in reasoning by phrase rules and labelled examples: \
-             severity, evidence span, correction.",
-            Effect::Appends,
+             severity, evidence span, correction; the configured model's judgement beside.",
+            Effect::AsksModel,
             render_json,
         ),
         entry::<DetectEmotionArgs, DetectEmotionOutput>(
             DETECT_EMOTION_TOOL,
             "Detect Emotion",
             "Valence, arousal, dominance and 11 discrete emotions of a text from published \
-             lexicons (VADER, WordNet-Affect) and labelled examples.",
-            Effect::Appends,
+             lexicons (VADER, WordNet-Affect) and labelled examples; the configured model's \
+             judgement beside.",
+            Effect::AsksModel,
             render_json,
         ),
         entry::<AnalyzeReasoningArgs, AnalyzeReasoningOutput>(

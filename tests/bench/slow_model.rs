@@ -30,7 +30,6 @@ mod common;
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,7 +41,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::IntoResponse;
-use common::{across, percentile, rpc_response, stateless_call_body, us};
+use common::{across, percentile, rpc_response, start_local_llm, stateless_call_body, us};
 use serde_json::{Value, json};
 
 /// Thoughts per session before a client starts a new one.
@@ -52,40 +51,6 @@ const CHAIN: u32 = 50;
 /// principal, and every `confer` call a new one, so each asks in a new session the very same
 /// question (whose real answer the slow endpoint recorded once).
 const PRINCIPAL_HEADER: &str = "x-forwarded-user";
-
-/// The real local model, started once; it exits when its standard input closes.
-struct LocalLlm {
-    base_url: String,
-    _child: Child,
-}
-
-fn start_local_llm() -> Option<LocalLlm> {
-    let gguf = std::env::var("THINKLEDGER_TEST_LLM_GGUF")
-        .ok()
-        .filter(|v| !v.trim().is_empty())?;
-    let python = std::env::var("THINKLEDGER_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/llm/serve.py");
-    let mut child = Command::new(&python)
-        .args([script, &gguf, "0"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("THINKLEDGER_TEST_LLM_GGUF is set but {python} fails: {e}"));
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("read the model server's first line");
-    let port: u16 = line
-        .trim()
-        .strip_prefix("listening ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("the local model did not start: {line:?}"));
-    Some(LocalLlm {
-        base_url: format!("http://127.0.0.1:{port}"),
-        _child: child,
-    })
-}
 
 /// The real model's answers, by the exact request bytes they answered.
 type Recorded = Arc<Mutex<HashMap<Vec<u8>, (StatusCode, Bytes)>>>;

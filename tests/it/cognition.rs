@@ -957,3 +957,121 @@ async fn think_parallel_past_its_timeout_is_refused_as_the_seed_says_and_recorde
     assert_intact(dir.path(), 1).await;
     assert_events_match_the_schema(dir.path());
 }
+
+#[tokio::test]
+async fn detect_emotion_and_detect_bias_add_the_models_judgement_beside_the_rules() {
+    let Some(base) =
+        super::model::llm_or_skip("detect_emotion_and_detect_bias_add_the_models_judgement…")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let env = provider_env(&base, "48");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = StdioServer::start_with_env(dir.path(), &[], &env).await;
+
+    let text = "I'm so grateful to my neighbour, who fed our cat all summer.";
+    let body = ok(&model_call(&server, "detect_emotion", json!({"text": text})).await);
+    let data = envelope(
+        &body,
+        &[
+            "emotionAnalyzer",
+            "discreteEmotionClassifier",
+            "reasoningModel",
+        ],
+    );
+    // The rules' reading is whole, and the model's answer stands beside it, labelled.
+    assert_eq!(data["discrete"]["primary"], "gratitude", "{data}");
+    assert!(
+        data["circumplex"]["valence"].as_f64().unwrap() > 0.0,
+        "{data}"
+    );
+    let judgement = &data["modelJudgement"];
+    assert!(
+        judgement["model"]
+            .as_str()
+            .is_some_and(|m| m.contains("SmolLM2")),
+        "the model that judged is named: {data}"
+    );
+    assert_eq!(data["provenance"]["model"], judgement["model"], "{data}");
+    match judgement["status"].as_str() {
+        Some("answered") => {
+            let emotion = judgement["emotion"].as_str().expect("emotion");
+            assert!(
+                emotion == "none" || EMOTIONS.contains(&emotion),
+                "only the rules' labels are taken: {data}"
+            );
+            assert!(
+                ["positive", "negative", "neutral"]
+                    .contains(&judgement["valence"].as_str().unwrap()),
+                "{data}"
+            );
+        }
+        Some("unreadable") => assert!(judgement.get("emotion").is_none(), "{data}"),
+        other => panic!("status {other:?}: {data}"),
+    }
+    let limitations = data["provenance"]["limitations"].to_string();
+    assert!(limitations.contains("modelJudgement"), "{data}");
+
+    let reasoning = "We've already spent two years on this tool, so we can't switch now.";
+    let body = ok(&model_call(&server, "detect_bias", json!({"reasoning": reasoning})).await);
+    let data = envelope(&body, &["biasDetector", "reasoningModel"]);
+    let found: Vec<&str> = data["biases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
+    assert!(found.contains(&"sunk_cost"), "the rules find it: {data}");
+    let judgement = &data["modelJudgement"];
+    match judgement["status"].as_str() {
+        Some("answered") => {
+            for b in judgement["biases"].as_array().expect("biases") {
+                assert!(BIAS_TYPES.contains(&b.as_str().unwrap()), "{data}");
+            }
+        }
+        Some("unreadable") => assert!(judgement.get("biases").is_none(), "{data}"),
+        other => panic!("status {other:?}: {data}"),
+    }
+    let session = body["metadata"]["sessionId"].as_str().unwrap().to_owned();
+    server.stop().await;
+    assert_intact(dir.path(), 2).await;
+
+    // Each call is one event with its one model call; re-executed from the log, both match.
+    let events = stored_events(dir.path());
+    for event in &events {
+        let calls = event["call"]["effects"]["modelCalls"]
+            .as_array()
+            .expect("modelCalls");
+        assert_eq!(calls.len(), 1, "{event:#}");
+    }
+    assert_events_match_the_schema(dir.path());
+    assert_replays_exactly(dir.path(), &session, 2).await;
+}
+
+/// The seed's eight bias types.
+const BIAS_TYPES: [&str; 8] = [
+    "confirmation",
+    "anchoring",
+    "availability",
+    "recency",
+    "representativeness",
+    "framing",
+    "sunk_cost",
+    "attribution",
+];
+
+/// The seed's eleven emotions.
+const EMOTIONS: [&str; 11] = [
+    "joy",
+    "sadness",
+    "anger",
+    "fear",
+    "disgust",
+    "surprise",
+    "pride",
+    "shame",
+    "guilt",
+    "gratitude",
+    "awe",
+];

@@ -198,6 +198,8 @@ async fn initialize_names_the_server_and_lists_every_tool_with_schemas_and_hones
             "verify_thoughts",
             "think",
             "think_parallel",
+            "detect_bias",
+            "detect_emotion",
         ];
         assert_eq!(
             annotations.open_world_hint,

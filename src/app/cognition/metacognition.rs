@@ -9,6 +9,7 @@ use serde_json::json;
 use super::bias::{self, Finding};
 use super::emotion::{self, Circumplex, Discrete};
 use super::features::{self, Dimensions, Quality};
+use super::judgement::{self, ModelJudgement};
 use super::{Envelope, Provenance, answer, non_empty, parse};
 use crate::app::Outcome;
 use crate::app::call::Call;
@@ -126,6 +127,9 @@ pub struct BiasData {
     pub detection_time: f64,
     /// Always false: a call is one analysis.
     pub monitoring_active: bool,
+    /// The configured model's answer, beside the rules (absent without a provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_judgement: Option<ModelJudgement>,
     pub provenance: Provenance,
 }
 
@@ -164,22 +168,35 @@ pub(super) fn decide_bias(call: &mut Call<'_>) -> Outcome {
     let args: DetectBiasArgs = parse(call.args, BIAS_USAGE)?;
     non_empty("reasoning", &args.reasoning, BIAS_USAGE)?;
     let found = bias::detect(&args.reasoning);
-    let (result, texts) = record_biases(call, &found);
+    let (mut result, texts) = record_biases(call, &found);
+    let model_judgement = judgement::bias(call);
+    let mut limitations = bias_limits();
+    if let Some(j) = &model_judgement {
+        result["modelJudgement"] = j.recorded();
+        limitations.push(judgement::limitation(j));
+    }
+    let model = model_judgement.as_ref().map(|j| j.model.clone());
     let data = BiasData {
         biases: found,
         detection_time: 0.0,
         monitoring_active: false,
+        model_judgement,
         provenance: Provenance {
             rules: bias::RULES.to_owned(),
-            model: None,
-            limitations: bias_limits(),
+            model: model.clone(),
+            limitations,
         },
+    };
+    let components: &[&str] = if model.is_some() {
+        &["biasDetector", "reasoningModel"]
+    } else {
+        &["biasDetector"]
     };
     answer(
         call,
-        (super::DETECT_BIAS_TOOL, bias::RULES, None, result, texts),
+        (super::DETECT_BIAS_TOOL, bias::RULES, model, result, texts),
         data,
-        &["biasDetector"],
+        components,
     )
 }
 
@@ -205,6 +222,9 @@ pub struct EmotionData {
     pub discrete: Option<Discrete>,
     /// Milliseconds: see `metadata.processingTime`.
     pub detection_time: f64,
+    /// The configured model's answer, beside the rules (absent without a provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_judgement: Option<ModelJudgement>,
     pub provenance: Provenance,
 }
 
@@ -216,6 +236,7 @@ fn emotion_data(text: &str, discrete: bool) -> EmotionData {
         circumplex: reading.circumplex,
         discrete: discrete.then_some(reading.discrete),
         detection_time: 0.0,
+        model_judgement: None,
         provenance: Provenance {
             rules: emotion::RULES.to_owned(),
             model: None,
@@ -234,8 +255,14 @@ pub(super) fn decide_emotion(call: &mut Call<'_>) -> Outcome {
     let args: DetectEmotionArgs = parse(call.args, EMOTION_USAGE)?;
     non_empty("text", &args.text, EMOTION_USAGE)?;
     let discrete = args.include_discrete.unwrap_or(true);
-    let data = emotion_data(&args.text, discrete);
-    let result = json!({
+    let mut data = emotion_data(&args.text, discrete);
+    data.model_judgement = judgement::emotion(call);
+    let model = data.model_judgement.as_ref().map(|j| j.model.clone());
+    if let Some(j) = &data.model_judgement {
+        data.provenance.model = model.clone();
+        data.provenance.limitations.push(judgement::limitation(j));
+    }
+    let mut result = json!({
         "circumplex": data.circumplex,
         "discrete": data.discrete.as_ref().map(|d| json!({
             "primary": d.primary,
@@ -249,22 +276,27 @@ pub(super) fn decide_emotion(call: &mut Call<'_>) -> Outcome {
             })),
         })),
     });
-    let components: &[&str] = if discrete {
-        &["emotionAnalyzer", "discreteEmotionClassifier"]
-    } else {
-        &["emotionAnalyzer"]
-    };
+    if let Some(j) = &data.model_judgement {
+        result["modelJudgement"] = j.recorded();
+    }
+    let mut components = vec!["emotionAnalyzer"];
+    if discrete {
+        components.push("discreteEmotionClassifier");
+    }
+    if model.is_some() {
+        components.push("reasoningModel");
+    }
     answer(
         call,
         (
             super::DETECT_EMOTION_TOOL,
             emotion::RULES,
-            None,
+            model,
             result,
             Vec::new(),
         ),
         data,
-        components,
+        &components,
     )
 }
 

@@ -19,6 +19,7 @@ pub mod emotion;
 pub mod examples;
 pub mod features;
 pub mod frameworks;
+mod judgement;
 mod metacognition;
 mod reasoning;
 mod think;
@@ -115,13 +116,19 @@ pub(crate) const SPECS: &[ToolSpec] = &[
         name: DETECT_BIAS_TOOL,
         known_fields: &["reasoning", "context", "monitorContinuously"],
         text_fields: &["reasoning", "context"],
-        decide: Decide::InContext(metacognition::decide_bias),
+        decide: Decide::WithModel(ModelTool {
+            plan: judgement::plan_bias,
+            decide: metacognition::decide_bias,
+        }),
     },
     ToolSpec {
         name: DETECT_EMOTION_TOOL,
         known_fields: &["text", "includeDiscrete", "context"],
         text_fields: &["text", "context"],
-        decide: Decide::InContext(metacognition::decide_emotion),
+        decide: Decide::WithModel(ModelTool {
+            plan: judgement::plan_emotion,
+            decide: metacognition::decide_emotion,
+        }),
     },
     ToolSpec {
         name: ANALYZE_REASONING_TOOL,

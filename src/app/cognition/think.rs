@@ -293,7 +293,7 @@ fn stream_request(stream: &str, problem: &str, context: Option<&ProblemContext>)
     request
 }
 
-fn no_model(command: &Command) -> bool {
+pub(super) fn no_model(command: &Command) -> bool {
     matches!(
         command.prepared.model.failure,
         Some(ModelFailure::NotConfigured(_))
@@ -302,7 +302,7 @@ fn no_model(command: &Command) -> bool {
 
 /// A configured model that failed: refused in the seed's shape (`success: false`, its
 /// `Timeout exceeded` error and suggestion), never answered with the scaffold.
-fn model_failed(command: &Command) -> Result<(), Refusal> {
+pub(super) fn model_failed(command: &Command) -> Result<(), Refusal> {
     let Some(ModelFailure::Failed(message)) = &command.prepared.model.failure else {
         return Ok(());
     };
@@ -389,7 +389,7 @@ pub(super) fn plan_parallel(_app: &App, command: &Command) -> Result<Option<Mode
     )))
 }
 
-fn model_of(answer: &ChatOutcome) -> String {
+pub(super) fn model_of(answer: &ChatOutcome) -> String {
     answer
         .exchange
         .model_reported

@@ -4,7 +4,9 @@
 
 pub mod stdio;
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -438,4 +440,41 @@ pub fn disk_bytes(dir: &Path) -> u64 {
             }
         })
         .sum()
+}
+
+/// The real local model, started once; it exits when its standard input closes.
+pub struct LocalLlm {
+    /// `http://127.0.0.1:PORT` (the OpenAI-compatible API is under `/v1`).
+    pub base_url: String,
+    _child: Child,
+}
+
+/// llama.cpp's server from PyPI `xllamacpp` serving `THINKLEDGER_TEST_LLM_GGUF` (with
+/// `THINKLEDGER_TEST_PYTHON`), as the model tests start it; `None` when the variable is unset.
+pub fn start_local_llm() -> Option<LocalLlm> {
+    let gguf = std::env::var("THINKLEDGER_TEST_LLM_GGUF")
+        .ok()
+        .filter(|v| !v.trim().is_empty())?;
+    let python = std::env::var("THINKLEDGER_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/llm/serve.py");
+    let mut child = Command::new(&python)
+        .args([script, &gguf, "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("THINKLEDGER_TEST_LLM_GGUF is set but {python} fails: {e}"));
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("read the model server's first line");
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the local model did not start: {line:?}"));
+    Some(LocalLlm {
+        base_url: format!("http://127.0.0.1:{port}"),
+        _child: child,
+    })
 }

@@ -1,0 +1,243 @@
+//! A model's judgement beside the rules (`detect_emotion`, `detect_bias`): when a provider is
+//! configured, the tool asks the model once — which of the eleven emotions and which valence
+//! sign, or which of the eight bias types — with the answer constrained to those labels by a
+//! JSON schema, and shows the answer as `modelJudgement`, labelled with the model, beside the
+//! rules' own reading, which it never changes. Without a provider nothing is asked and the
+//! answer is the rules' alone; a configured provider that fails refuses the call
+//! (`model_call_failed`), as for `think`.
+//!
+//! Only labels are taken from the model's answer (an answer that is not the JSON asked for, or
+//! names a label outside the lists, gives `status: "unreadable"`), so the judgement is
+//! recorded in clear and no model text reaches the answer.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::bias::BIAS_TYPES;
+use super::emotion::EMOTIONS;
+use super::metacognition::{DetectBiasArgs, DetectEmotionArgs};
+use super::think::{model_failed, model_of, no_model};
+use super::{non_empty, parse};
+use crate::app::call::model::ModelStep;
+use crate::app::call::{Call, Refusal};
+use crate::app::{App, Command};
+use crate::model::{ChatOutcome, ChatRequest, Message, ResponseFormat};
+
+const EMOTION_USAGE: &str = "pass {\"text\": \"...\"} and optionally includeDiscrete and context";
+const BIAS_USAGE: &str =
+    "pass {\"reasoning\": \"...\"} and optionally context and monitorContinuously";
+
+/// The valence signs a model may answer.
+const SIGNS: [&str; 3] = ["positive", "negative", "neutral"];
+
+/// What the model said of a text, beside the rules.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelJudgement {
+    /// The model that answered.
+    pub model: String,
+    /// `answered`, or `unreadable` (the answer was not the JSON asked for; nothing is taken).
+    pub status: String,
+    /// detect_emotion: the emotion the model names (one of the eleven, or `none`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emotion: Option<String>,
+    /// detect_emotion: `positive`, `negative` or `neutral`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valence: Option<String>,
+    /// detect_bias: the bias types the model names (of the eight), possibly none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub biases: Option<Vec<String>>,
+}
+
+impl ModelJudgement {
+    /// The judgement as the event records it: labels only.
+    pub fn recorded(&self) -> Value {
+        json!({
+            "status": self.status,
+            "emotion": self.emotion,
+            "valence": self.valence,
+            "biases": self.biases,
+        })
+    }
+}
+
+/// The limitation every answer with a judgement states.
+pub fn limitation(judgement: &ModelJudgement) -> String {
+    format!(
+        "modelJudgement is {}'s answer, asked once beside the rules and constrained to their \
+         labels; it is not a measurement and the rules' reading does not use it",
+        judgement.model
+    )
+}
+
+fn request(system: &str, text: &str, name: &str, schema: Value) -> ChatRequest {
+    let mut request = ChatRequest::new(vec![Message::system(system), Message::user(text)]);
+    request.temperature = Some(0.0);
+    request.max_tokens = Some(48);
+    request.response_format = Some(ResponseFormat::json_schema(name, schema));
+    request
+}
+
+fn emotion_request(text: &str) -> ChatRequest {
+    let mut emotions: Vec<&str> = EMOTIONS.to_vec();
+    emotions.push("none");
+    request(
+        &format!(
+            "Name the emotion the writer of the text feels most, one of: {}; and whether the \
+             text is positive, negative or neutral. Answer in JSON.",
+            emotions.join(", ")
+        ),
+        text,
+        "emotion",
+        json!({
+            "type": "object",
+            "properties": {
+                "emotion": {"type": "string", "enum": emotions},
+                "valence": {"type": "string", "enum": SIGNS},
+            },
+            "required": ["emotion", "valence"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+fn bias_request(text: &str) -> ChatRequest {
+    request(
+        &format!(
+            "Which cognitive biases does this reasoning show? Choose from: {} (attribution: \
+             behaviour put down to character rather than the situation). An empty list when \
+             none. Answer in JSON.",
+            BIAS_TYPES.join(", ")
+        ),
+        text,
+        "biases",
+        json!({
+            "type": "object",
+            "properties": {
+                "biases": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": BIAS_TYPES},
+                    "maxItems": 3,
+                },
+            },
+            "required": ["biases"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+/// The one model call of `detect_emotion`, when a provider is configured.
+pub(super) fn plan_emotion(_app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
+    let args: DetectEmotionArgs = parse(&command.arguments, EMOTION_USAGE)?;
+    non_empty("text", &args.text, EMOTION_USAGE)?;
+    model_failed(command)?;
+    if !command.prepared.model.answers.is_empty() || no_model(command) {
+        return Ok(None);
+    }
+    Ok(Some(ModelStep::Chat(emotion_request(&args.text))))
+}
+
+/// The one model call of `detect_bias`, when a provider is configured.
+pub(super) fn plan_bias(_app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
+    let args: DetectBiasArgs = parse(&command.arguments, BIAS_USAGE)?;
+    non_empty("reasoning", &args.reasoning, BIAS_USAGE)?;
+    model_failed(command)?;
+    if !command.prepared.model.answers.is_empty() || no_model(command) {
+        return Ok(None);
+    }
+    Ok(Some(ModelStep::Chat(bias_request(&args.reasoning))))
+}
+
+#[derive(Deserialize)]
+struct EmotionJson {
+    emotion: String,
+    valence: String,
+}
+
+#[derive(Deserialize)]
+struct BiasJson {
+    biases: Vec<String>,
+}
+
+fn unreadable(model: String) -> ModelJudgement {
+    ModelJudgement {
+        model,
+        status: "unreadable".to_owned(),
+        emotion: None,
+        valence: None,
+        biases: None,
+    }
+}
+
+fn judged(answer: &ChatOutcome) -> ModelJudgement {
+    ModelJudgement {
+        model: model_of(answer),
+        status: "answered".to_owned(),
+        emotion: None,
+        valence: None,
+        biases: None,
+    }
+}
+
+/// The model's emotion judgement of this call, if the model was asked.
+pub(super) fn emotion(call: &Call<'_>) -> Option<ModelJudgement> {
+    let answer = call.model_answers().first()?;
+    let parsed = serde_json::from_str::<EmotionJson>(answer.text().trim())
+        .ok()
+        .filter(|j| {
+            (EMOTIONS.contains(&j.emotion.as_str()) || j.emotion == "none")
+                && SIGNS.contains(&j.valence.as_str())
+        });
+    Some(match parsed {
+        Some(j) => ModelJudgement {
+            emotion: Some(j.emotion),
+            valence: Some(j.valence),
+            ..judged(answer)
+        },
+        None => unreadable(model_of(answer)),
+    })
+}
+
+/// The model's bias judgement of this call, if the model was asked.
+pub(super) fn bias(call: &Call<'_>) -> Option<ModelJudgement> {
+    let answer = call.model_answers().first()?;
+    let parsed = serde_json::from_str::<BiasJson>(answer.text().trim())
+        .ok()
+        .filter(|j| j.biases.iter().all(|b| BIAS_TYPES.contains(&b.as_str())));
+    Some(match parsed {
+        Some(j) => {
+            let mut biases: Vec<String> = Vec::new();
+            for b in j.biases {
+                if !biases.contains(&b) {
+                    biases.push(b);
+                }
+            }
+            ModelJudgement {
+                biases: Some(biases),
+                ..judged(answer)
+            }
+        }
+        None => unreadable(model_of(answer)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_requests_constrain_the_answer_to_the_rules_labels() {
+        let r = emotion_request("We lost the match.");
+        let format = serde_json::to_value(&r.response_format).unwrap();
+        let text = format.to_string();
+        for e in EMOTIONS {
+            assert!(text.contains(e), "{e}");
+        }
+        assert!(text.contains("\"none\""));
+        let b = serde_json::to_value(bias_request("x").response_format).unwrap();
+        for t in BIAS_TYPES {
+            assert!(b.to_string().contains(t), "{t}");
+        }
+    }
+}
