@@ -582,10 +582,26 @@ pub async fn export_cli(data_dir: &Path, session: &str, format: &str) -> String 
     run.stdout
 }
 
+/// The ledger of `data_dir`, opened once no process holds it: sled's threads let go of the
+/// file lock a moment after the last handle is dropped (a reader just before, in this
+/// process), so a `Locked` ledger is tried again for up to 10 s.
+pub fn open_ledger_store(data_dir: &Path) -> SledStore {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match SledStore::open(&data_dir.join("ledger")) {
+            Err(thinkledger::ledger::LedgerError::Locked { .. })
+                if std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other.expect("open the ledger (is a server still running?)"),
+        }
+    }
+}
+
 /// Every stored event, parsed, in seq order. Only when no server holds the ledger.
 pub fn stored_events(data_dir: &Path) -> Vec<Value> {
-    let store = SledStore::open(&data_dir.join("ledger"))
-        .expect("open the ledger (is a server still running?)");
+    let store = open_ledger_store(data_dir);
     store
         .events_from(1)
         .map(|item| {

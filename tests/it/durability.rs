@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{Value, json};
-use thinkledger::ledger::{SledStore, Store};
+use thinkledger::ledger::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -148,7 +148,7 @@ async fn ledger_with_one_altered_event(seq: u64, alter: fn(&str) -> String) -> t
     server.stop().await;
     assert_intact(dir.path(), 4).await;
 
-    let mut store = SledStore::open(&dir.path().join("ledger")).expect("open the stopped ledger");
+    let mut store = super::common::open_ledger_store(dir.path());
     let original =
         String::from_utf8(store.event_bytes(seq).expect("read").expect("stored")).expect("UTF-8");
     let altered = alter(&original);

@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
+use thinkledger::ledger::Store;
 use thinkledger::ledger::canonical::canonical_bytes;
 use thinkledger::ledger::hash::event_hash;
-use thinkledger::ledger::{SledStore, Store};
 use thinkledger::tools::{Catalog, Toolsets};
 
 use crate::common::*;
@@ -238,7 +238,7 @@ async fn a_recorded_session_re_executes_without_divergence_over_mcp_and_the_cli(
 fn forge_answer(data_dir: &Path, seq: u64) {
     std::fs::remove_file(data_dir.join("ledger").join("checkpoints.jsonl"))
         .expect("remove checkpoints");
-    let mut store = SledStore::open(&data_dir.join("ledger")).expect("open ledger");
+    let mut store = super::common::open_ledger_store(data_dir);
     let last = store.last_seq().expect("last seq").expect("events");
     let mut prev: Option<String> = None;
     for s in seq..=last {

@@ -27,7 +27,7 @@ async fn append(dir: &Path, from: u32, to: u32) {
 }
 
 fn store(dir: &Path) -> SledStore {
-    SledStore::open(&dir.join("ledger")).expect("open the stopped ledger")
+    super::common::open_ledger_store(dir)
 }
 
 /// `verify --json`'s problems as (seq, code), after asserting it exits 2.
