@@ -113,17 +113,6 @@ impl EmbeddingIntentAnalyzer {
     }
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na * nb)
-    }
-}
-
 /// The version of the cue rules, named in each analysis they decide.
 const RULES: &str = "intent-rules/1";
 
@@ -271,7 +260,7 @@ impl IntentAnalyzer for EmbeddingIntentAnalyzer {
                     DetectedIntent::ProvidesFinalAnswer | DetectedIntent::GeneralConversation
                 )
             })
-            .map(|(intent, phrase, v)| (*intent, *phrase, cosine(vector.vector(), v)))
+            .map(|(intent, phrase, v)| (*intent, *phrase, crate::embed::cosine(vector.vector(), v)))
             .max_by(|a, b| a.2.total_cmp(&b.2));
         let method = format!("embedding:{}", self.embedder.model());
         Ok(match best {

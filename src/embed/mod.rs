@@ -33,6 +33,18 @@ pub fn load_embedder(dir: Option<&Path>) -> Result<Arc<dyn Embedder>, EmbedError
     })
 }
 
+/// The cosine similarity of two vectors of one model; 0 when either is all zeros.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
+    }
+}
+
 /// Why an embedder could not produce vectors.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {

@@ -998,7 +998,8 @@ async fn detect_emotion_and_detect_bias_add_the_models_judgement_beside_the_rule
         Some("answered") => {
             let emotion = judgement["emotion"].as_str().expect("emotion");
             assert!(
-                emotion == "none" || EMOTIONS.contains(&emotion),
+                emotion == "none"
+                    || thinkledger::app::cognition::emotion::EMOTIONS.contains(&emotion),
                 "only the rules' labels are taken: {data}"
             );
             assert!(
@@ -1027,7 +1028,10 @@ async fn detect_emotion_and_detect_bias_add_the_models_judgement_beside_the_rule
     match judgement["status"].as_str() {
         Some("answered") => {
             for b in judgement["biases"].as_array().expect("biases") {
-                assert!(BIAS_TYPES.contains(&b.as_str().unwrap()), "{data}");
+                assert!(
+                    thinkledger::app::cognition::bias::BIAS_TYPES.contains(&b.as_str().unwrap()),
+                    "{data}"
+                );
             }
         }
         Some("unreadable") => assert!(judgement.get("biases").is_none(), "{data}"),
@@ -1048,30 +1052,3 @@ async fn detect_emotion_and_detect_bias_add_the_models_judgement_beside_the_rule
     assert_events_match_the_schema(dir.path());
     assert_replays_exactly(dir.path(), &session, 2).await;
 }
-
-/// The seed's eight bias types.
-const BIAS_TYPES: [&str; 8] = [
-    "confirmation",
-    "anchoring",
-    "availability",
-    "recency",
-    "representativeness",
-    "framing",
-    "sunk_cost",
-    "attribution",
-];
-
-/// The seed's eleven emotions.
-const EMOTIONS: [&str; 11] = [
-    "joy",
-    "sadness",
-    "anger",
-    "fear",
-    "disgust",
-    "surprise",
-    "pride",
-    "shame",
-    "guilt",
-    "gratitude",
-    "awe",
-];

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::examples::{Examples, labelled};
+use super::examples::{EMOTION_SETS, Examples, labelled};
 use super::{bias, emotion};
 
 fn rows(tsv: &str) -> Vec<Vec<&str>> {
@@ -396,15 +396,7 @@ fn emotion_on_sentences_without_one_reported() {
 /// read no emotion word or cue in whose vote names their emotion, for k = 3, 5, 7, 9, 11.
 #[test]
 fn examples_k_chosen_with_each_held_out_set_left_out_reported() {
-    let sets = [
-        include_str!("../../../tests/cognition/emotion.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout2.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout3.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout4.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout5.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout6.tsv"),
-    ];
+    let sets = EMOTION_SETS;
     let mut figures = Vec::new();
     for k in [3, 5, 7, 9, 11] {
         let mut line = Vec::new();

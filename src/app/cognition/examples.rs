@@ -14,7 +14,7 @@
 
 use std::sync::LazyLock;
 
-use crate::embed::{Embedder, StaticEmbedder};
+use crate::embed::{Embedder, StaticEmbedder, cosine};
 
 /// How many nearest examples vote. Chosen on the fifth and sixth held-out sets with each set
 /// left out of the examples in turn (docs/cognition.md), before the seventh set was run.
@@ -33,17 +33,22 @@ pub(super) fn labelled(sets: &[&'static str]) -> Vec<(&'static str, &'static str
 /// The emotion examples: the development set, the held-out sets whose first run is over, and
 /// sentences without an emotion (label `none`), so that a neutral text's vote can say so.
 pub static EMOTION_EXAMPLES: LazyLock<Examples> = LazyLock::new(|| {
-    Examples::new(&labelled(&[
-        include_str!("../../../tests/cognition/emotion.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout2.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout3.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout4.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout5.tsv"),
-        include_str!("../../../tests/cognition/emotion_heldout6.tsv"),
-        include_str!("../../../tests/cognition/emotion_neutral.tsv"),
-    ]))
+    let mut sets = EMOTION_SETS.to_vec();
+    sets.push(include_str!("../../../tests/cognition/emotion_neutral.tsv"));
+    Examples::new(&labelled(&sets))
 });
+
+/// The labelled emotion sets among the examples: the development set, then the held-out sets
+/// 1–6 in order (the evaluation leaves one out at a time).
+pub(super) const EMOTION_SETS: [&str; 7] = [
+    include_str!("../../../tests/cognition/emotion.tsv"),
+    include_str!("../../../tests/cognition/emotion_heldout.tsv"),
+    include_str!("../../../tests/cognition/emotion_heldout2.tsv"),
+    include_str!("../../../tests/cognition/emotion_heldout3.tsv"),
+    include_str!("../../../tests/cognition/emotion_heldout4.tsv"),
+    include_str!("../../../tests/cognition/emotion_heldout5.tsv"),
+    include_str!("../../../tests/cognition/emotion_heldout6.tsv"),
+];
 
 /// The bias examples, likewise, and reasoning without a bias (label `none`; the development
 /// set's and `bias_none.tsv`, many of them sound reasoning on a bias's usual topic).
@@ -96,17 +101,6 @@ impl Vote {
     }
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        f64::from(dot / (na * nb))
-    }
-}
-
 impl Examples {
     pub(super) fn new(rows: &[(&'static str, &'static str)]) -> Self {
         let mut out = Self {
@@ -149,7 +143,7 @@ impl Examples {
             .iter()
             .enumerate()
             .filter(|(i, _)| self.sentences[*i] != text)
-            .map(|(i, e)| (cosine(&v, e), i))
+            .map(|(i, e)| (f64::from(cosine(&v, e)), i))
             .collect();
         // Most similar first; equal similarities in the examples' order.
         near.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));

@@ -16,17 +16,13 @@ use serde_json::{Value, json};
 
 use super::bias::BIAS_TYPES;
 use super::emotion::EMOTIONS;
-use super::metacognition::{DetectBiasArgs, DetectEmotionArgs};
+use super::metacognition::{BIAS_USAGE, DetectBiasArgs, DetectEmotionArgs, EMOTION_USAGE};
 use super::think::{model_failed, model_of, no_model};
 use super::{non_empty, parse};
 use crate::app::call::model::ModelStep;
 use crate::app::call::{Call, Refusal};
 use crate::app::{App, Command};
 use crate::model::{ChatOutcome, ChatRequest, Message, ResponseFormat};
-
-const EMOTION_USAGE: &str = "pass {\"text\": \"...\"} and optionally includeDiscrete and context";
-const BIAS_USAGE: &str =
-    "pass {\"reasoning\": \"...\"} and optionally context and monitorContinuously";
 
 /// The valence signs a model may answer.
 const SIGNS: [&str; 3] = ["positive", "negative", "neutral"];
@@ -131,22 +127,27 @@ fn bias_request(text: &str) -> ChatRequest {
 pub(super) fn plan_emotion(_app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
     let args: DetectEmotionArgs = parse(&command.arguments, EMOTION_USAGE)?;
     non_empty("text", &args.text, EMOTION_USAGE)?;
-    model_failed(command)?;
-    if !command.prepared.model.answers.is_empty() || no_model(command) {
-        return Ok(None);
-    }
-    Ok(Some(ModelStep::Chat(emotion_request(&args.text))))
+    ask_once(command, || emotion_request(&args.text))
 }
 
 /// The one model call of `detect_bias`, when a provider is configured.
 pub(super) fn plan_bias(_app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
     let args: DetectBiasArgs = parse(&command.arguments, BIAS_USAGE)?;
     non_empty("reasoning", &args.reasoning, BIAS_USAGE)?;
+    ask_once(command, || bias_request(&args.reasoning))
+}
+
+/// One chat of `request`, unless it was answered, no provider is configured, or the provider
+/// failed (a refusal).
+fn ask_once(
+    command: &Command,
+    request: impl FnOnce() -> ChatRequest,
+) -> Result<Option<ModelStep>, Refusal> {
     model_failed(command)?;
     if !command.prepared.model.answers.is_empty() || no_model(command) {
         return Ok(None);
     }
-    Ok(Some(ModelStep::Chat(bias_request(&args.reasoning))))
+    Ok(Some(ModelStep::Chat(request())))
 }
 
 #[derive(Deserialize)]

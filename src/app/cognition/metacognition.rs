@@ -17,9 +17,10 @@ use crate::events::TextRef;
 
 const CONFIDENCE_USAGE: &str =
     "pass {\"reasoning\": \"...\"} and optionally evidence (a list of strings) and context";
-const BIAS_USAGE: &str =
+pub(super) const BIAS_USAGE: &str =
     "pass {\"reasoning\": \"...\"} and optionally context and monitorContinuously";
-const EMOTION_USAGE: &str = "pass {\"text\": \"...\"} and optionally includeDiscrete and context";
+pub(super) const EMOTION_USAGE: &str =
+    "pass {\"text\": \"...\"} and optionally includeDiscrete and context";
 const ANALYSIS_USAGE: &str = "pass {\"reasoning\": \"...\"} and optionally context, \
      includeConfidence, includeBias, includeEmotion";
 
