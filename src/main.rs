@@ -21,12 +21,9 @@ use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
 use thinkledger::ledger::checkpoint::{Checkpoint, kept_note};
-use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
-use thinkledger::ledger::{
-    LedgerError, SignedCheckpoint, SledStore, Store, keyfile, verify_with_progress,
-};
+use thinkledger::ledger::{LedgerError, SignedCheckpoint, Store, keyfile, verify_with_progress};
 use thinkledger::server::auth::{Authenticator, TokenStore};
-use thinkledger::server::{self, HttpConfig};
+use thinkledger::server::{self, HttpConfig, LedgerPlace};
 use thinkledger::tools::quotas::QuotaLimits;
 use thinkledger::tools::{Catalog, Toolsets};
 use tokio_util::sync::CancellationToken;
@@ -41,6 +38,11 @@ struct Cli {
     /// Where the ledger lives (default: the platform data directory, e.g. ~/.local/share/thinkledger).
     #[arg(long, global = true, env = "THINKLEDGER_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Keep the ledger in a PostgreSQL database instead of the data directory, e.g.
+    /// postgres://thinkledger@db.internal/thinkledger (`?sslmode=require` for TLS). The signing
+    /// key, tokens and caches stay in the data directory.
+    #[arg(long, global = true, env = "THINKLEDGER_STORE", value_name = "URL")]
+    store: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -78,6 +80,16 @@ enum Command {
         /// Why (recorded in the ledger).
         #[arg(long)]
         reason: String,
+    },
+    /// Copy a ledger between a data directory and a PostgreSQL database (either way): its
+    /// events as stored, its texts and its signed checkpoints, into an empty destination.
+    Migrate {
+        /// The source: a data directory or a postgres:// URL.
+        #[arg(long)]
+        from: String,
+        /// The destination: a data directory or a postgres:// URL; must hold no ledger yet.
+        #[arg(long)]
+        to: String,
     },
     /// Print the ledger's public key (a C2SP verifier key) for checking its signed checkpoints.
     Key,
@@ -223,6 +235,7 @@ impl Command {
             Command::Replay { .. } => "replay",
             Command::Audit { .. } => "audit",
             Command::Diff { .. } => "diff",
+            Command::Migrate { .. } => "migrate",
         })
     }
 }
@@ -319,7 +332,15 @@ fn data_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let dir = data_dir(&cli)?;
+    let dir = LedgerPlace {
+        data_dir: data_dir(&cli)?,
+        store: cli.store.clone(),
+    };
+    if let Some(url) = &dir.store
+        && !thinkledger::ledger::is_postgres_url(url)
+    {
+        bail!("--store takes a postgres:// URL (without it the ledger is in the data directory)");
+    }
     let command = cli.command.unwrap_or(Command::Serve(ServeArgs {
         toolsets: "default".into(),
         max_text_bytes: 64 * 1024,
@@ -328,7 +349,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }));
     let offline = command.offline_name();
     dispatch(&dir, command).map_err(|e| match (offline, held_ledger(&e)) {
-        (Some(name), Some(path)) => held_by_a_server(name, &dir, &path),
+        (Some(name), Some(path)) => held_by_a_server(name, &dir.data_dir, &path),
         _ => e,
     })
 }
@@ -361,7 +382,7 @@ fn held_by_a_server(command: &str, data_dir: &Path, ledger: &Path) -> anyhow::Er
     )
 }
 
-fn dispatch(dir: &Path, command: Command) -> anyhow::Result<ExitCode> {
+fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => serve(dir, args),
         Command::Verify { json, checkpoints } => verify_ledger(dir, json, &checkpoints),
@@ -401,7 +422,8 @@ fn dispatch(dir: &Path, command: Command) -> anyhow::Result<ExitCode> {
             },
         ),
         Command::Sessions { json } => list_sessions(dir, json),
-        Command::Token { action } => cli::token::run(dir, action),
+        Command::Token { action } => cli::token::run(&dir.data_dir, action),
+        Command::Migrate { from, to } => migrate(&dir.data_dir, &from, &to),
         Command::Export { session, format } => export_session(dir, &session, format),
         Command::Replay {
             session,
@@ -451,7 +473,7 @@ fn dispatch(dir: &Path, command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
+fn serve(dir: &LedgerPlace, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let toolsets = Toolsets::parse(&args.toolsets)?;
     if let Some(model) = &args.embedding_model {
         // Loaded before anything is served: a missing or damaged model stops the start.
@@ -467,7 +489,7 @@ fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
         };
         // Replays behind: `initialize` and the lists are answered while a long history loads.
         let ledger = server::start(dir, config)?;
-        tracing::info!(data_dir = %dir.display(), "ledger opening");
+        tracing::info!(ledger = %dir.shown(), "ledger opening");
         let catalog = Arc::new(Catalog::new(toolsets));
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
@@ -477,9 +499,30 @@ fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
             let (ledger, shutdown) = (ledger.clone(), shutdown.clone());
             async move {
                 if let Err(e) = ledger.opened().await
-                    && matches!(*e, LedgerError::Locked { .. })
+                    && matches!(
+                        *e,
+                        LedgerError::Locked { .. } | LedgerError::DatabaseLocked { .. }
+                    )
                 {
                     shutdown.cancel();
+                }
+            }
+        });
+        // A node of a shared database whose write failed (the database went away, a failover)
+        // stops, so that its supervisor starts it again on the database as it is now: it
+        // cannot go on from a state the database may not hold. A server of its own ledger
+        // stays up and refuses calls, saying why.
+        let write_failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        tokio::spawn({
+            let (ledger, shutdown, write_failed) =
+                (ledger.clone(), shutdown.clone(), write_failed.clone());
+            async move {
+                if ledger.opened().await.is_ok() && ledger.is_shared() {
+                    ledger.stopped().await;
+                    if !shutdown.is_cancelled() {
+                        write_failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                        shutdown.cancel();
+                    }
                 }
             }
         });
@@ -499,7 +542,7 @@ fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 config.allowed_hosts.extend(args.allow_hosts);
                 // A server others can reach never trusts them by default.
                 if args.principal_header.is_none() && (args.auth || !addr.ip().is_loopback()) {
-                    let tokens = TokenStore::in_dir(dir);
+                    let tokens = TokenStore::in_dir(&dir.data_dir);
                     tracing::info!(file = %tokens.path().display(), "bearer tokens required");
                     config.auth = Some(Arc::new(Authenticator::new(tokens)));
                 }
@@ -514,9 +557,23 @@ fn serve(dir: &std::path::Path, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(|e| anyhow::anyhow!(e))?,
         }
+        if write_failed.load(std::sync::atomic::Ordering::SeqCst) {
+            bail!(
+                "a write to the ledger's database failed, so this node stopped (every call it \
+                 answered is in the database): start it again once the database is reachable, \
+                 pointed at the current primary"
+            );
+        }
         // Calls were refused with the reason while serving; the exit status says it too.
         match ledger.open_failure() {
-            Some(e) if matches!(*e, LedgerError::Locked { .. }) => Err(anyhow::anyhow!("{e}")),
+            Some(e)
+                if matches!(
+                    *e,
+                    LedgerError::Locked { .. } | LedgerError::DatabaseLocked { .. }
+                ) =>
+            {
+                Err(anyhow::anyhow!("{e}"))
+            }
             Some(e) => Err(anyhow::anyhow!("the ledger could not be opened: {e}")),
             None => Ok(ExitCode::SUCCESS),
         }
@@ -542,10 +599,9 @@ async fn stop_on_signal(token: CancellationToken) {
     token.cancel();
 }
 
-fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let ledger_dir = server::ledger_dir(dir);
-    let store = SledStore::open(&ledger_dir)?;
-    let checkpoints = read_checkpoints(&ledger_dir.join(CHECKPOINTS_FILE))?;
+fn verify_ledger(dir: &LedgerPlace, json: bool, kept: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let (store, checkpoints) = server::open_for_reading(dir)?;
+    let key = server::key_path(&dir.data_dir);
     let mut kept_checkpoints = Vec::new();
     for path in kept {
         let note = std::fs::read_to_string(path)
@@ -555,8 +611,8 @@ fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow:
         })?);
     }
     let verifier = match store.meta()? {
-        Some(meta) if server::key_path(dir).exists() => {
-            Some(keyfile::load_or_create(&server::key_path(dir), &meta.ledger_id)?.verifier())
+        Some(meta) if key.exists() => {
+            Some(keyfile::load_or_create(&key, &meta.ledger_id)?.verifier())
         }
         _ => None,
     };
@@ -609,6 +665,93 @@ fn verify_ledger(dir: &std::path::Path, json: bool, kept: &[PathBuf]) -> anyhow:
     })
 }
 
+/// `thinkledger migrate`: copies the ledger at `from` into `to` (each a data directory or a
+/// postgres:// URL), then verifies the copy. The signing key goes with a data directory: a
+/// database's ledger is signed with the key in the data directory of the servers using it
+/// (`data_dir` here).
+fn migrate(data_dir: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
+    let place = |raw: &str| -> LedgerPlace {
+        if thinkledger::ledger::is_postgres_url(raw) {
+            LedgerPlace {
+                data_dir: data_dir.to_path_buf(),
+                store: Some(raw.to_owned()),
+            }
+        } else {
+            LedgerPlace {
+                data_dir: PathBuf::from(raw),
+                store: None,
+            }
+        }
+    };
+    let (from, to) = (place(from), place(to));
+    if from.store.is_none() && !server::ledger_dir(&from.data_dir).exists() {
+        bail!(
+            "{} holds no ledger (no ledger/ directory in it)",
+            from.data_dir.display()
+        );
+    }
+    let (source, checkpoints) = server::open_for_reading(&from)?;
+    let copied = {
+        let (mut target, mut target_checkpoints) = server::open_empty(&to)?;
+        let bar = cli::audit::progress_bar("copying");
+        let copied = thinkledger::ledger::migrate::copy_ledger(
+            source.as_ref(),
+            &checkpoints,
+            target.as_mut(),
+            target_checkpoints.as_mut(),
+            &|done, all| {
+                bar.set_length(all);
+                bar.set_position(done);
+            },
+        );
+        bar.finish_and_clear();
+        copied?
+    };
+    // The key that signed the checkpoints goes where the destination's servers will look.
+    let (key_from, key_to) = (
+        server::key_path(&from.data_dir),
+        server::key_path(&to.data_dir),
+    );
+    if key_from != key_to && key_from.exists() && !key_to.exists() {
+        std::fs::copy(&key_from, &key_to)
+            .with_context(|| format!("cannot copy the signing key to {}", key_to.display()))?;
+    }
+    drop(source);
+    let (copy, copied_checkpoints) = server::open_for_reading(&to)?;
+    let verifier = match copy.meta()? {
+        Some(meta) if key_to.exists() => {
+            Some(keyfile::load_or_create(&key_to, &meta.ledger_id)?.verifier())
+        }
+        _ => None,
+    };
+    let report = thinkledger::ledger::verify_with_checkpoints(
+        copy.as_ref(),
+        &copied_checkpoints,
+        &[],
+        verifier.as_ref(),
+    )?;
+    if !report.is_intact() {
+        bail!(
+            "the copy at {} does not verify: {} problem(s), the first: {:?}",
+            to.shown(),
+            report.problems.len(),
+            report.problems.first()
+        );
+    }
+    writeln!(
+        std::io::stdout().lock(),
+        "copied ledger {} to {}: {} events, {} texts, {} signed checkpoints; the copy verifies \
+         (head {})",
+        report.ledger_id.as_deref().unwrap_or("?"),
+        to.shown(),
+        copied.events,
+        copied.texts,
+        copied.checkpoints,
+        report.head_hash.as_deref().unwrap_or("(empty)")
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// A checkpoint someone kept: a signed note whose body is a checkpoint.
 fn kept_checkpoint(note: &str) -> anyhow::Result<SignedCheckpoint> {
     let note = kept_note(note);
@@ -629,7 +772,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn checkpoint(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+fn checkpoint(dir: &LedgerPlace) -> anyhow::Result<ExitCode> {
     let signed = runtime()?.block_on(async {
         let ledger = server::open(dir, AppConfig::default())?;
         let signed = ledger.checkpoint().await;
@@ -641,7 +784,7 @@ fn checkpoint(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
 }
 
 fn erase(
-    dir: &std::path::Path,
+    dir: &LedgerPlace,
     session: Option<String>,
     commitments: Vec<String>,
     reason: String,
@@ -674,7 +817,7 @@ fn erase(
         // The memory index beside the ledger is a cache that may hold an erased memory's
         // text; no server uses it while this process holds the ledger's lock, so it goes now
         // and the next start rebuilds it.
-        let index = server::memory_index_dir(dir);
+        let index = server::memory_index_dir(&dir.data_dir);
         let dropped = match &committed {
             Ok(c) if c.status == OutcomeStatus::Ok => match std::fs::remove_dir_all(&index) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -714,7 +857,7 @@ fn erase(
 }
 
 /// Runs one read-only query against a replayed ledger.
-fn query(dir: &std::path::Path, f: thinkledger::app::Query) -> anyhow::Result<Value> {
+fn query(dir: &LedgerPlace, f: thinkledger::app::Query) -> anyhow::Result<Value> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -726,7 +869,7 @@ fn query(dir: &std::path::Path, f: thinkledger::app::Query) -> anyhow::Result<Va
     })
 }
 
-fn print_key(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+fn print_key(dir: &LedgerPlace) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -739,12 +882,12 @@ fn print_key(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
         ledger.shutdown().await;
         anyhow::Ok(id)
     })?;
-    let signer = keyfile::load_or_create(&server::key_path(dir), &ledger_id)?;
+    let signer = keyfile::load_or_create(&server::key_path(&dir.data_dir), &ledger_id)?;
     writeln!(std::io::stdout().lock(), "{}", signer.verifier().to_vkey())?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn list_sessions(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> {
+fn list_sessions(dir: &LedgerPlace, json: bool) -> anyhow::Result<ExitCode> {
     let doc = query(
         dir,
         Box::new(|app: &thinkledger::app::App| thinkledger::tools::sessions_document(app.state())),
@@ -772,7 +915,7 @@ fn list_sessions(dir: &std::path::Path, json: bool) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-fn export_session(dir: &std::path::Path, raw: &str, format: Format) -> anyhow::Result<ExitCode> {
+fn export_session(dir: &LedgerPlace, raw: &str, format: Format) -> anyhow::Result<ExitCode> {
     let Some(id) = SessionId::parse(raw) else {
         bail!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
     };
@@ -812,7 +955,7 @@ fn session_id(raw: &str) -> anyhow::Result<SessionId> {
 }
 
 fn replay(
-    dir: &std::path::Path,
+    dir: &LedgerPlace,
     raw: &str,
     reexecute: bool,
     json: bool,
@@ -841,7 +984,7 @@ fn replay(
     })
 }
 
-fn diff_sessions(dir: &std::path::Path, a: &str, b: &str, json: bool) -> anyhow::Result<ExitCode> {
+fn diff_sessions(dir: &LedgerPlace, a: &str, b: &str, json: bool) -> anyhow::Result<ExitCode> {
     let (id_a, id_b) = (session_id(a)?, session_id(b)?);
     let doc = query(
         dir,

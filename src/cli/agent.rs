@@ -5,7 +5,7 @@
 //! `--resume SESSION` goes on with a run that was cut short, from its recorded steps.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,7 +64,7 @@ impl StreamHandler for Terminal {
 }
 
 /// Runs the command.
-pub fn run(dir: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
+pub fn run(dir: &server::LedgerPlace, args: AgentArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -72,7 +72,7 @@ pub fn run(dir: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(run_async(dir, args))
 }
 
-async fn run_async(dir: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
+async fn run_async(dir: &server::LedgerPlace, args: AgentArgs) -> anyhow::Result<ExitCode> {
     let effects: Arc<dyn Effects> = Arc::new(SystemEffects);
     let client = effects
         .model()

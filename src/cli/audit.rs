@@ -65,8 +65,25 @@ fn read_text(path: &Path, what: &str) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {what} {}", path.display()))
 }
 
+/// When the export says it was generated: now, or `SOURCE_DATE_EPOCH` (seconds since the
+/// epoch, the reproducible-builds convention) when set, so that exports of one selection taken
+/// from several servers of a shared ledger can be compared byte for byte.
+fn generated_at() -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Err(_) => Ok(chrono::Utc::now()),
+        Ok(raw) => raw
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+            .with_context(|| {
+                format!("SOURCE_DATE_EPOCH={raw:?} is not a count of seconds since 1970")
+            }),
+    }
+}
+
 /// Opens the ledger, signs a fresh checkpoint if the log grew, builds and writes the export.
-pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
+pub fn audit(dir: &server::LedgerPlace, request: AuditRequest) -> anyhow::Result<ExitCode> {
     let since = match &request.since_checkpoint {
         Some(path) => Some(read_text(path, "checkpoint file")?),
         None => None,
@@ -85,6 +102,7 @@ pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
         ),
         None => Box::new(std::io::stdout()),
     };
+    let generated_at = format_timestamp(generated_at()?);
     let bar = progress_bar("proving");
     let progress = bar.clone();
     let selection = request.selection.clone();
@@ -108,7 +126,7 @@ pub fn audit(dir: &Path, request: AuditRequest) -> anyhow::Result<ExitCode> {
                             &selection,
                             &ExportOptions {
                                 since_checkpoint: since.as_deref(),
-                                generated_at: format_timestamp(chrono::Utc::now()),
+                                generated_at,
                                 progress: Some(&report),
                                 cancelled: None,
                             },

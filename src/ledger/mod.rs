@@ -14,7 +14,9 @@ pub mod hash;
 pub mod keyfile;
 mod logfile;
 pub mod merkle;
+pub mod migrate;
 pub mod notary;
+pub mod pg;
 pub mod snapshot;
 pub mod store;
 pub mod verify;
@@ -23,6 +25,7 @@ mod writer;
 
 use std::path::PathBuf;
 
+pub use pg::{PgStore, is_postgres_url};
 pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
 pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints, verify_with_progress};
 pub use view::{LogView, SessionLog, SignedCheckpoint, TextState};
@@ -45,6 +48,18 @@ pub enum LedgerError {
          and point every client at http://127.0.0.1:8750/mcp"
     )]
     Locked { path: PathBuf },
+    #[error("database error: {0}")]
+    Database(String),
+    #[error(
+        "the ledger in {database} is in use by another thinkledger server (one server writes a \
+         database's ledger at a time): point every client at that server, or stop it first"
+    )]
+    DatabaseLocked { database: String },
+    #[error(
+        "this server has read the ledger up to seq {head}, not seq {wanted}: retry in a moment \
+         (another server wrote it and this one has not read it yet), or check the seq"
+    )]
+    Behind { wanted: u64, head: u64 },
     #[error("value cannot be hashed portably: {0}")]
     NotCanonicalizable(String),
     #[error("the ledger is corrupt: {0}; run `thinkledger verify` for details")]

@@ -1,6 +1,7 @@
-//! Signed checkpoints on disk: the ledger's notary signs C2SP checkpoints of the Merkle tree
-//! over its events and keeps every one it signed in `checkpoints.jsonl`, one JSON line each,
-//! appended and fsynced before the checkpoint is handed to anyone.
+//! Signed checkpoints: the ledger's notary signs C2SP checkpoints of the Merkle tree over its
+//! events and keeps every one it signed durably before the checkpoint is handed to anyone: in
+//! `checkpoints.jsonl` beside the embedded log, one JSON line each, or in the ledger's
+//! database ([`CheckpointLog`]).
 //!
 //! Owns the rule that the ledger never signs two checkpoints that contradict each other: a new
 //! checkpoint is signed only when a consistency proof from the latest signed one verifies, and a
@@ -61,16 +62,7 @@ pub fn read_checkpoints(path: &Path) -> Result<Vec<SignedCheckpoint>, LedgerErro
         let last = lines.peek().is_none();
         let parsed = serde_json::from_slice::<Line>(&line)
             .map_err(|e| e.to_string())
-            .and_then(|l| {
-                let body = l.note.find("\n\n").map(|i| &l.note[..=i]).unwrap_or("");
-                Checkpoint::parse_body(body)
-                    .map(|checkpoint| SignedCheckpoint {
-                        checkpoint,
-                        note: l.note.clone(),
-                        signed_at: l.signed_at.clone(),
-                    })
-                    .map_err(|e| e.to_string())
-            });
+            .and_then(|l| parse_signed(l.signed_at, l.note));
         match parsed {
             Ok(signed) => out.push(signed),
             Err(_) if last => break,
@@ -83,6 +75,91 @@ pub fn read_checkpoints(path: &Path) -> Result<Vec<SignedCheckpoint>, LedgerErro
         }
     }
     Ok(out)
+}
+
+/// A signed checkpoint from its stored note and signing time.
+pub fn parse_signed(signed_at: String, note: String) -> Result<SignedCheckpoint, String> {
+    let body = note.find("\n\n").map(|i| &note[..=i]).unwrap_or("");
+    let checkpoint = Checkpoint::parse_body(body).map_err(|e| e.to_string())?;
+    Ok(SignedCheckpoint {
+        checkpoint,
+        note,
+        signed_at,
+    })
+}
+
+/// Where a ledger keeps the checkpoints its notary signed: `checkpoints.jsonl` beside the
+/// embedded log ([`CheckpointFile`]) or a table of the ledger's database.
+pub trait CheckpointLog: Send + std::fmt::Debug {
+    /// Every checkpoint kept, oldest first.
+    fn read(&self) -> Result<Vec<SignedCheckpoint>, LedgerError>;
+    /// Keeps `signed` durably before returning.
+    fn append(&mut self, signed: &SignedCheckpoint) -> Result<(), LedgerError>;
+}
+
+/// `checkpoints.jsonl` in a ledger directory: one JSON line per checkpoint, appended and
+/// fsynced.
+#[derive(Debug)]
+pub struct CheckpointFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl CheckpointFile {
+    /// Opens (or creates) `checkpoints.jsonl` in `ledger_dir`, cutting off a torn last line.
+    pub fn open(ledger_dir: &Path) -> Result<Self, LedgerError> {
+        let path = ledger_dir.join(CHECKPOINTS_FILE);
+        let all = read_checkpoints(&path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)?;
+        // Cut anything after the last complete line (a torn append).
+        let complete: u64 = all
+            .iter()
+            .map(|s| {
+                serde_json::to_vec(&Line {
+                    signed_at: s.signed_at.clone(),
+                    note: s.note.clone(),
+                })
+                .map(|v| v.len() as u64 + 1)
+                .unwrap_or(0)
+            })
+            .sum();
+        if file.metadata()?.len() != complete {
+            file.set_len(complete)?;
+            file.sync_all()?;
+        }
+        file.flush()?;
+        if let Some(dir) = path.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(Self { path, file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl CheckpointLog for CheckpointFile {
+    fn read(&self) -> Result<Vec<SignedCheckpoint>, LedgerError> {
+        read_checkpoints(&self.path)
+    }
+
+    fn append(&mut self, signed: &SignedCheckpoint) -> Result<(), LedgerError> {
+        let line = Line {
+            signed_at: signed.signed_at.clone(),
+            note: signed.note.clone(),
+        };
+        let mut bytes = serde_json::to_vec(&line)
+            .map_err(|e| LedgerError::NotCanonicalizable(e.to_string()))?;
+        bytes.push(b'\n');
+        self.file.write_all(&bytes)?;
+        self.file.sync_data()?;
+        Ok(())
+    }
 }
 
 /// Checks stored checkpoints against the log's tree: each signed by `verifier`, within the log,
@@ -158,51 +235,29 @@ pub fn check_checkpoints(
 #[derive(Debug)]
 pub struct Notary {
     signer: NoteSigner,
-    path: PathBuf,
-    file: File,
+    log: Box<dyn CheckpointLog>,
     latest: Option<SignedCheckpoint>,
 }
 
 impl Notary {
     /// Opens (or creates) `checkpoints.jsonl` in `ledger_dir`, cutting off a torn last line.
     pub fn open(ledger_dir: &Path, signer: NoteSigner) -> Result<Self, LedgerError> {
-        let path = ledger_dir.join(CHECKPOINTS_FILE);
-        let all = read_checkpoints(&path)?;
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&path)?;
-        // Cut anything after the last complete line (a torn append).
-        let complete: u64 = all
-            .iter()
-            .map(|s| {
-                serde_json::to_vec(&Line {
-                    signed_at: s.signed_at.clone(),
-                    note: s.note.clone(),
-                })
-                .map(|v| v.len() as u64 + 1)
-                .unwrap_or(0)
-            })
-            .sum();
-        if file.metadata()?.len() != complete {
-            file.set_len(complete)?;
-            file.sync_all()?;
-        }
-        file.flush()?;
-        if let Some(dir) = path.parent() {
-            File::open(dir)?.sync_all()?;
-        }
+        Self::with_log(signer, Box::new(CheckpointFile::open(ledger_dir)?))
+    }
+
+    /// A notary keeping its checkpoints in `log`.
+    pub fn with_log(signer: NoteSigner, log: Box<dyn CheckpointLog>) -> Result<Self, LedgerError> {
+        let latest = log.read()?.into_iter().last();
         Ok(Self {
             signer,
-            path,
-            file,
-            latest: all.into_iter().last(),
+            log,
+            latest,
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Every checkpoint signed so far, oldest first.
+    pub fn checkpoints(&self) -> Result<Vec<SignedCheckpoint>, LedgerError> {
+        self.log.read()
     }
 
     pub fn signer(&self) -> &NoteSigner {
@@ -215,8 +270,17 @@ impl Notary {
 
     /// Checks every stored checkpoint against `tree` (at open); the ledger refuses to run on a
     /// log that does not extend what it signed.
-    pub fn check_log(&self, tree: &MerkleTree<Blake3Hasher>) -> Result<(), LedgerError> {
-        let all = read_checkpoints(&self.path)?;
+    /// `beyond_ok`: checkpoints past the tree's end are skipped (a shared store, whose other
+    /// writers may have signed events this one has not folded yet).
+    pub fn check_log(
+        &self,
+        tree: &MerkleTree<Blake3Hasher>,
+        beyond_ok: bool,
+    ) -> Result<(), LedgerError> {
+        let mut all = self.log.read()?;
+        if beyond_ok {
+            all.retain(|c| c.checkpoint.size() <= tree.len());
+        }
         let problems = check_checkpoints(&all, &self.signer.verifier(), tree);
         match problems.first() {
             None => Ok(()),
@@ -254,20 +318,12 @@ impl Notary {
         let checkpoint = Checkpoint::new(self.signer.name(), size, root, Vec::new())
             .map_err(|e| LedgerError::Corrupt(format!("checkpoint: {e}")))?;
         let note = sign_checkpoint(&self.signer, &checkpoint);
-        let line = Line {
-            signed_at: signed_at.clone(),
-            note: note.clone(),
-        };
-        let mut bytes = serde_json::to_vec(&line)
-            .map_err(|e| LedgerError::NotCanonicalizable(e.to_string()))?;
-        bytes.push(b'\n');
-        self.file.write_all(&bytes)?;
-        self.file.sync_data()?;
         let signed = SignedCheckpoint {
             checkpoint,
             note,
             signed_at,
         };
+        self.log.append(&signed)?;
         self.latest = Some(signed.clone());
         Ok(signed)
     }
@@ -318,7 +374,7 @@ mod tests {
         assert_eq!(all.len(), 2);
         let verifier = NoteVerifier::from_vkey(&vkey).unwrap();
         assert!(check_checkpoints(&all, &verifier, &tree(5)).is_empty());
-        assert!(notary.check_log(&tree(7)).is_ok());
+        assert!(notary.check_log(&tree(7), false).is_ok());
     }
 
     #[test]
@@ -333,10 +389,10 @@ mod tests {
         assert!(err.to_string().contains("does not extend"), "{err}");
         assert!(notary.sign_head(&tree(2), "t".into()).is_err());
         assert_eq!(notary.latest().unwrap().checkpoint.size(), 4);
-        assert!(notary.check_log(&tree(2)).is_err());
-        assert!(notary.check_log(&forked).is_err());
+        assert!(notary.check_log(&tree(2), false).is_err());
+        assert!(notary.check_log(&forked, false).is_err());
         let problems = check_checkpoints(
-            &read_checkpoints(notary.path()).unwrap(),
+            &notary.checkpoints().unwrap(),
             &notary.signer().verifier(),
             &tree(2),
         );

@@ -107,6 +107,77 @@ pub trait Store: Send + 'static {
     fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
         None
     }
+    /// Whether other processes append to this log too (a shared database). The writer then
+    /// brackets each batch with [`Store::begin_batch`] and [`Store::sync`] (or
+    /// [`Store::abandon_batch`]) and folds the events read past its head after the first.
+    fn shared(&self) -> bool {
+        false
+    }
+    /// Takes the log's head for one batch: until this batch's [`Store::sync`] or
+    /// [`Store::abandon_batch`], no other writer appends, and [`Store::events_from`] reads
+    /// everything they appended before. The default (a store of its own) holds nothing.
+    fn begin_batch(&mut self) -> Result<(), LedgerError> {
+        Ok(())
+    }
+    /// Lets go of a batch begun and found to have nothing to write.
+    fn abandon_batch(&mut self) -> Result<(), LedgerError> {
+        Ok(())
+    }
+}
+
+/// A store chosen when the process starts (the embedded one or a database's).
+impl Store for Box<dyn Store> {
+    fn meta(&self) -> Result<Option<LedgerMeta>, LedgerError> {
+        (**self).meta()
+    }
+    fn init_meta(&mut self, meta: &LedgerMeta) -> Result<(), LedgerError> {
+        (**self).init_meta(meta)
+    }
+    fn append_batch(&mut self, batch: &Batch) -> Result<(), LedgerError> {
+        (**self).append_batch(batch)
+    }
+    fn sync(&mut self) -> Result<(), LedgerError> {
+        (**self).sync()
+    }
+    fn last_seq(&self) -> Result<Option<u64>, LedgerError> {
+        (**self).last_seq()
+    }
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+        (**self).event_bytes(seq)
+    }
+    fn events_from(&self, from: u64) -> EventIter<'_> {
+        (**self).events_from(from)
+    }
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+        (**self).session_seqs(session)
+    }
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
+        (**self).text(commitment)
+    }
+    fn texts_in_file_order(&self) -> Result<TextIter<'_>, LedgerError> {
+        (**self).texts_in_file_order()
+    }
+    fn erase_texts(&mut self, commitments: &[[u8; 32]]) -> Result<(), LedgerError> {
+        (**self).erase_texts(commitments)
+    }
+    fn snapshots(&self) -> Option<Arc<dyn SnapshotStore>> {
+        (**self).snapshots()
+    }
+    fn release_reads(&mut self) -> Result<(), LedgerError> {
+        (**self).release_reads()
+    }
+    fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
+        (**self).session_log()
+    }
+    fn shared(&self) -> bool {
+        (**self).shared()
+    }
+    fn begin_batch(&mut self) -> Result<(), LedgerError> {
+        (**self).begin_batch()
+    }
+    fn abandon_batch(&mut self) -> Result<(), LedgerError> {
+        (**self).abandon_batch()
+    }
 }
 
 /// The embedded on-disk store, in one directory: the log file ([`LogFile`]: every event and

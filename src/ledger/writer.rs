@@ -212,6 +212,35 @@ enum Message<D: Decider> {
     Inspect(Inspection),
     Checkpoint(oneshot::Sender<Result<SignedCheckpoint, LedgerError>>),
     Shutdown(oneshot::Sender<()>),
+    /// Fold what other writers of a shared store appended ([`Store::shared`]), if anything.
+    Tail,
+}
+
+/// How long a read that names a seq ([`LedgerHandle::view_after_seq`]) waits for this node
+/// to have read it.
+pub const AFTER_SEQ_WAIT: Duration = Duration::from_secs(5);
+
+/// How often an idle writer of a shared store looks for events other writers appended, so
+/// that queries on this node trail theirs by no more than this.
+pub const TAIL_EVERY: Duration = Duration::from_millis(50);
+
+/// Sends [`Message::Tail`] every [`TAIL_EVERY`] while the ledger is up (a weak sender: the
+/// ticker never keeps the queue open).
+fn spawn_tail_ticker<D: Decider>(tx: &mpsc::Sender<Message<D>>) -> std::io::Result<()> {
+    let weak = tx.downgrade();
+    std::thread::Builder::new()
+        .name("thinkledger-tail".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(TAIL_EVERY);
+                let Some(tx) = weak.upgrade() else { return };
+                // A full queue already wakes the writer; a closed one ends the ticker.
+                if let Err(mpsc::error::TrySendError::Closed(_)) = tx.try_send(Message::Tail) {
+                    return;
+                }
+            }
+        })
+        .map(drop)
 }
 
 /// A command's place in the order commands were admitted into the writer's queue (the n-th
@@ -246,6 +275,8 @@ struct Published<V> {
     /// How many commands the writer had taken from its queue when it took `view`: every one is
     /// in it (or was refused and changed nothing).
     covers: u64,
+    /// The seq of the last event folded into `view`.
+    head: u64,
     /// Set when the writer stopped (a failed write, a shutdown): queries are then refused, as
     /// commands are.
     stopped: bool,
@@ -283,6 +314,7 @@ fn publication<V>() -> Arc<Publication<V>> {
     Arc::new(watch::Sender::new(Published {
         view: None,
         covers: 0,
+        head: 0,
         stopped: false,
     }))
 }
@@ -310,6 +342,8 @@ struct OpenGate {
     abort: AtomicBool,
     /// Seq of the snapshot the state was loaded from (0: replayed from the first event).
     from_snapshot: AtomicU64,
+    /// Whether the store is shared with other writers ([`Store::shared`]), once open.
+    shared: AtomicBool,
     wait: Duration,
 }
 
@@ -321,6 +355,7 @@ impl OpenGate {
             total: AtomicU64::new(0),
             abort: AtomicBool::new(false),
             from_snapshot: AtomicU64::new(0),
+            shared: AtomicBool::new(false),
             wait,
         }
     }
@@ -436,6 +471,42 @@ impl<D: Decider> LedgerHandle<D> {
         }
     }
 
+    /// [`LedgerHandle::view_after`], once the view also holds event `seq` (0: any): for a client
+    /// that wrote through another node of a shared store and carries the seq of its last
+    /// answer. The writer is asked to read what other nodes wrote at once, and waited for up
+    /// to [`AFTER_SEQ_WAIT`]; a seq this ledger does not reach by then is refused with
+    /// [`LedgerError::Behind`].
+    pub async fn view_after_seq(
+        &self,
+        after: Admitted,
+        seq: u64,
+    ) -> Result<Arc<D::View>, LedgerError> {
+        let view = self.view_after(after).await?;
+        let head = self.published.borrow().head;
+        if head >= seq {
+            return Ok(view);
+        }
+        if !self.gate.shared.load(Ordering::Relaxed) {
+            return Err(LedgerError::Behind { wanted: seq, head });
+        }
+        let _ = self.tx.try_send(Message::Tail);
+        let mut rx = self.published.subscribe();
+        // `Some(true)`: reached; `Some(false)`: the writer is gone; `None`: not in time.
+        let reached =
+            tokio::time::timeout(AFTER_SEQ_WAIT, rx.wait_for(|p| p.stopped || p.head >= seq))
+                .await
+                .ok()
+                .map(|waited| waited.is_ok());
+        match reached {
+            Some(true) => self.view_after(after).await,
+            Some(false) => Err(LedgerError::WriterStopped),
+            None => {
+                let head = self.published.borrow().head;
+                Err(LedgerError::Behind { wanted: seq, head })
+            }
+        }
+    }
+
     /// Runs `f` on the writer thread with a read-only view of the log (events, texts, tree,
     /// checkpoints), between batches. Long work here delays every caller: keep it to exports
     /// and offline tools.
@@ -479,6 +550,18 @@ impl<D: Decider> LedgerHandle<D> {
         if self.tx.send(Message::Shutdown(tx)).await.is_ok() {
             let _ = rx.await;
         }
+    }
+
+    /// Whether the ledger's store is shared with other writers ([`Store::shared`]); known once
+    /// it is open.
+    pub fn is_shared(&self) -> bool {
+        self.gate.shared.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the writer has stopped: after a failed write, or a shutdown.
+    pub async fn stopped(&self) {
+        let mut rx = self.published.subscribe();
+        let _ = rx.wait_for(|p| p.stopped).await;
     }
 
     /// Whether a started ledger is still being opened (calls wait for it).
@@ -539,6 +622,8 @@ pub fn open_ledger<S: Store, D: Decider>(
     let gate = Arc::new(OpenGate::new(OpenState::Open, config.open_wait));
     let published = publication();
     let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
+    let shared = store.shared();
+    gate.shared.store(shared, Ordering::Relaxed);
     let writer = Writer::open(
         store,
         decider,
@@ -548,6 +633,9 @@ pub fn open_ledger<S: Store, D: Decider>(
         &published,
         false,
     )?;
+    if shared {
+        spawn_tail_ticker(&tx)?;
+    }
     std::thread::Builder::new()
         .name("thinkledger-writer".into())
         .spawn(move || writer.run(rx))?;
@@ -582,12 +670,19 @@ where
     let meta = Arc::new(std::sync::OnceLock::new());
     let (thread_gate, thread_meta, thread_published) =
         (gate.clone(), meta.clone(), published.clone());
+    let ticker_tx = tx.downgrade();
     std::thread::Builder::new()
         .name("thinkledger-writer".into())
         .spawn(move || {
             let started = Instant::now();
             let opened = open().and_then(|(mut store, notary)| {
                 let meta = ensure_meta(&mut store)?;
+                thread_gate.shared.store(store.shared(), Ordering::Relaxed);
+                if store.shared()
+                    && let Some(tx) = ticker_tx.upgrade()
+                {
+                    spawn_tail_ticker(&tx)?;
+                }
                 thread_gate
                     .total
                     .store(store.last_seq()?.unwrap_or(0), Ordering::Relaxed);
@@ -655,7 +750,8 @@ pub fn ensure_meta<S: Store>(store: &mut S) -> Result<LedgerMeta, LedgerError> {
                 format: FORMAT.to_owned(),
             };
             store.init_meta(&meta)?;
-            Ok(meta)
+            // Another process sharing the store may have created it first: its metadata wins.
+            Ok(store.meta()?.unwrap_or(meta))
         }
     }
 }
@@ -898,47 +994,72 @@ fn replay<S: Store, D: Decider>(
             return Err(LedgerError::OpenAborted);
         }
         let (seq, bytes) = item?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
-        let event = Event::deserialize(&value)
-            .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
-        let expected_seq = head.seq + 1;
-        if seq != expected_seq || event.seq != seq {
-            return Err(LedgerError::Corrupt(format!(
-                "expected event {expected_seq}, found key {seq} holding event {}",
-                event.seq
-            )));
-        }
-        if event.ledger_id != meta.ledger_id || event.prev_hash != head.hash {
-            return Err(LedgerError::Corrupt(format!(
-                "event {seq} does not chain to {}",
-                head.seq
-            )));
-        }
-        // Hashed as stored: a member `Event` does not know still counts.
-        if event_value_hash(&value)? != event.hash {
-            return Err(LedgerError::Corrupt(format!(
-                "event {seq} does not match its hash"
-            )));
-        }
-        let lookup = |r: &TextRef| -> Option<Arc<str>> {
-            let key = parse_hex32(&r.commitment)?;
-            store
-                .text(&key)
-                .ok()
-                .flatten()
-                .map(|rec| Arc::from(rec.text))
-        };
-        decider.apply(&event, &lookup);
-        tree.push_leaf(&leaf_data(&event.hash)?);
-        note_erasures(&event, &mut erased);
-        head = Head {
+        fold_stored(
+            store,
+            meta,
+            decider,
+            (&mut head, &mut tree, &mut erased),
             seq,
-            hash: event.hash,
-        };
+            &bytes,
+        )?;
         gate.replayed.store(seq, Ordering::Relaxed);
     }
     Ok(Replayed { head, tree, erased })
+}
+
+/// Folds the stored event `seq` into state after `head`, refusing one that does not chain to it
+/// (replay at open, and a shared store's events from other writers). Returns the event.
+fn fold_stored<S: Store, D: Decider>(
+    store: &S,
+    meta: &LedgerMeta,
+    decider: &mut D,
+    (head, tree, erased): (
+        &mut Head,
+        &mut MerkleTree<Blake3Hasher>,
+        &mut HashMap<[u8; 32], u64>,
+    ),
+    seq: u64,
+    bytes: &[u8],
+) -> Result<Event, LedgerError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
+    let event = Event::deserialize(&value)
+        .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
+    let expected_seq = head.seq + 1;
+    if seq != expected_seq || event.seq != seq {
+        return Err(LedgerError::Corrupt(format!(
+            "expected event {expected_seq}, found key {seq} holding event {}",
+            event.seq
+        )));
+    }
+    if event.ledger_id != meta.ledger_id || event.prev_hash != head.hash {
+        return Err(LedgerError::Corrupt(format!(
+            "event {seq} does not chain to {}",
+            head.seq
+        )));
+    }
+    // Hashed as stored: a member `Event` does not know still counts.
+    if event_value_hash(&value)? != event.hash {
+        return Err(LedgerError::Corrupt(format!(
+            "event {seq} does not match its hash"
+        )));
+    }
+    let lookup = |r: &TextRef| -> Option<Arc<str>> {
+        let key = parse_hex32(&r.commitment)?;
+        store
+            .text(&key)
+            .ok()
+            .flatten()
+            .map(|rec| Arc::from(rec.text))
+    };
+    decider.apply(&event, &lookup);
+    tree.push_leaf(&leaf_data(&event.hash)?);
+    note_erasures(&event, erased);
+    *head = Head {
+        seq,
+        hash: event.hash.clone(),
+    };
+    Ok(event)
 }
 
 /// The Merkle leaf data of an event: the 32 bytes of its hash.
@@ -1195,7 +1316,8 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 .keep_lower_levels_in(TREE_FLOOR, Arc::new(LogLeaves::new(log)));
         }
         if let Some(notary) = &config.notary {
-            notary.check_log(&replayed.tree)?;
+            // Other writers of a shared store may have signed past what was replayed.
+            notary.check_log(&replayed.tree, store.shared())?;
         }
         // A snapshot older than an erasure still holds the erased texts (a crash came between
         // the erasure and its removal): remove it before serving anyone.
@@ -1267,6 +1389,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         let _replaced = self.published.send_replace(Published {
             view: Some(view),
             covers,
+            head: self.head.seq,
             stopped: false,
         });
     }
@@ -1311,6 +1434,27 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     }
                     other => {
                         carried = Some(other);
+                    }
+                }
+            }
+            // A shared store's head is waited for while other writers hold it: the calls that
+            // arrive meanwhile join this batch, so busy writers commit fewer, larger batches.
+            // (Should taking it fail, `commit_batch` tries again and refuses the calls.)
+            if !stopped
+                && !commands.is_empty()
+                && carried.is_none()
+                && commands.len() < self.max_batch
+                && self.store.shared()
+                && self.store.begin_batch().is_ok()
+            {
+                while commands.len() < self.max_batch {
+                    match rx.try_recv() {
+                        Ok(Message::Command(cmd, reply)) => commands.push((cmd, reply)),
+                        Ok(other) => {
+                            carried = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
                     }
                 }
             }
@@ -1364,6 +1508,16 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     let _ = done.send(());
                     return;
                 }
+                Some(Message::Tail) if !stopped => match self.catch_up() {
+                    Ok(0) => {}
+                    Ok(_) => self.publish(),
+                    Err(e) => {
+                        tracing::error!(error = %e, "folding other writers' events failed; the writer stops");
+                        stopped = true;
+                        self.stop_publishing();
+                    }
+                },
+                Some(Message::Tail) => {}
                 Some(command @ Message::Command(..)) => carried = Some(command),
                 None => {}
             }
@@ -1482,8 +1636,43 @@ impl<S: Store, D: Decider> Writer<S, D> {
     /// its callers. A command whose event cannot be built is answered with its error alone; a
     /// failed stage or sync answers every caller in the batch with
     /// [`LedgerError::WriterStopped`] and is returned (fail-stop), publishing nothing.
+    /// Folds the events other writers of a shared store appended since this writer's head
+    /// (none for a store of its own); returns how many.
+    fn catch_up(&mut self) -> Result<u64, LedgerError> {
+        if !self.store.shared() {
+            return Ok(0);
+        }
+        let mut folded = 0;
+        let from = self.head.seq + 1;
+        let events: Vec<_> = self.store.events_from(from).collect();
+        for item in events {
+            let (seq, bytes) = item?;
+            let event = fold_stored(
+                &self.store,
+                &self.meta,
+                &mut self.decider,
+                (&mut self.head, &mut self.tree, &mut self.erased),
+                seq,
+                &bytes,
+            )?;
+            self.last_recorded_at = DateTime::parse_from_rfc3339(&event.recorded_at)
+                .ok()
+                .map(|at| at.with_timezone(&Utc));
+            folded += 1;
+        }
+        Ok(folded)
+    }
+
     fn commit_batch(&mut self, commands: Vec<(D::Command, Reply)>) -> Result<(), LedgerError> {
         self.taken += commands.len() as u64;
+        // A shared store orders this batch among other writers' (its head is held until the
+        // sync) and their events are folded first, so every decision sees the whole log.
+        if let Err(e) = self.store.begin_batch().and_then(|()| self.catch_up()) {
+            for (_, reply) in commands {
+                let _ = reply.send(Err(LedgerError::WriterStopped));
+            }
+            return Err(e);
+        }
         let mut batch = Batch::default();
         let mut answers: Vec<(Reply, Committed)> = Vec::with_capacity(commands.len());
         for (command, reply) in commands {
@@ -1496,7 +1685,13 @@ impl<S: Store, D: Decider> Writer<S, D> {
         }
         if batch.events.is_empty() {
             // Only repeats of calls recorded in earlier (durable) batches: the state is as
-            // published, but the view now covers these commands too.
+            // published (with other writers' events), but the view now covers these commands.
+            if let Err(e) = self.store.abandon_batch() {
+                for (reply, _) in answers {
+                    let _ = reply.send(Err(LedgerError::WriterStopped));
+                }
+                return Err(e);
+            }
             self.publish();
             for (reply, committed) in answers {
                 let _ = reply.send(Ok(committed));

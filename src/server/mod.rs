@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{App, AppConfig};
 use crate::ledger::notary::Notary;
 use crate::ledger::{
-    LedgerError, LedgerHandle, SledStore, WriterConfig, ensure_meta, keyfile, open_ledger,
-    start_ledger,
+    LedgerError, LedgerHandle, PgStore, SledStore, Store, WriterConfig, ensure_meta, keyfile,
+    open_ledger, start_ledger,
 };
 use crate::tools::quotas::{QuotaLimits, Quotas};
 use crate::tools::{
@@ -50,11 +50,55 @@ pub fn memory_index_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("memory-index")
 }
 
-/// Opens the ledger in `data_dir`, replaying it into a fresh application state, with its
-/// signing key (made, mode 0600, the first time) and its signed checkpoints, which the log must
+/// Where a ledger lives: its data directory (signing key, tokens, caches, and the embedded
+/// ledger) and, when `store` names a PostgreSQL database, the database holding the ledger
+/// instead of the data directory.
+#[derive(Debug, Clone)]
+pub struct LedgerPlace {
+    pub data_dir: PathBuf,
+    /// A `postgres://` URL; `None`: the embedded ledger in `data_dir`.
+    pub store: Option<String>,
+}
+
+impl LedgerPlace {
+    /// Where the ledger is, for messages: its directory or its database (without a password).
+    pub fn shown(&self) -> String {
+        match &self.store {
+            None => ledger_dir(&self.data_dir).display().to_string(),
+            Some(url) => crate::ledger::pg::shown(url),
+        }
+    }
+}
+
+impl From<&Path> for LedgerPlace {
+    fn from(data_dir: &Path) -> Self {
+        Self {
+            data_dir: data_dir.to_path_buf(),
+            store: None,
+        }
+    }
+}
+
+impl From<&PathBuf> for LedgerPlace {
+    fn from(data_dir: &PathBuf) -> Self {
+        data_dir.as_path().into()
+    }
+}
+
+impl From<&LedgerPlace> for LedgerPlace {
+    fn from(place: &LedgerPlace) -> Self {
+        place.clone()
+    }
+}
+
+/// Opens the ledger at `place`, replaying it into a fresh application state, with its signing
+/// key (made, mode 0600, the first time) and its signed checkpoints, which the log must
 /// extend. Returns once it is open (offline commands).
-pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
-    let (store, notary) = prepare(data_dir, SledStore::open)?;
+pub fn open(
+    place: impl Into<LedgerPlace>,
+    app: AppConfig,
+) -> Result<LedgerHandle<App>, LedgerError> {
+    let (store, notary) = prepare(&place.into(), false)?;
     let config = WriterConfig {
         notary: Some(notary),
         ..WriterConfig::default()
@@ -62,33 +106,97 @@ pub fn open(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, Ledger
     open_ledger(store, App::new(app), config)
 }
 
-/// Starts the ledger in `data_dir` as [`open`] does, but returns at once: the store is opened
+/// Starts the ledger at `place` as [`open`] does, but returns at once: the store is opened
 /// and replayed behind, so a transport answers `initialize` and the lists while calls wait for
 /// it. [`LedgerHandle::opened`] tells whether it opened (a ledger another process holds fails
 /// within milliseconds, before any replay).
-pub fn start(data_dir: &Path, app: AppConfig) -> Result<LedgerHandle<App>, LedgerError> {
-    let data_dir = data_dir.to_path_buf();
-    let app = App::new(app).with_memory_index_dir(memory_index_dir(&data_dir));
+pub fn start(
+    place: impl Into<LedgerPlace>,
+    app: AppConfig,
+) -> Result<LedgerHandle<App>, LedgerError> {
+    let place = place.into();
+    let app = App::new(app).with_memory_index_dir(memory_index_dir(&place.data_dir));
     start_ledger(
-        move || {
-            prepare(&data_dir, SledStore::open_for_serving)
-                .map(|(store, notary)| (store, Some(notary)))
-        },
+        move || prepare(&place, true).map(|(store, notary)| (store, Some(notary))),
         app,
         WriterConfig::default(),
     )
 }
 
-/// The store (opened with `open_store`) and notary of the ledger in `data_dir`.
-fn prepare(
-    data_dir: &Path,
-    open_store: fn(&Path) -> Result<SledStore, LedgerError>,
-) -> Result<(SledStore, Notary), LedgerError> {
-    let dir = ledger_dir(data_dir);
-    let mut store = open_store(&dir)?;
-    let meta = ensure_meta(&mut store)?;
-    let signer = keyfile::load_or_create(&key_path(data_dir), &meta.ledger_id)?;
-    Ok((store, Notary::open(&dir, signer)?))
+/// The store and notary of the ledger at `place`; `serving`: opened for a long-running
+/// server (see [`SledStore::open_for_serving`]).
+fn prepare(place: &LedgerPlace, serving: bool) -> Result<(Box<dyn Store>, Notary), LedgerError> {
+    let key = key_path(&place.data_dir);
+    match &place.store {
+        None => {
+            let dir = ledger_dir(&place.data_dir);
+            let mut store = if serving {
+                SledStore::open_for_serving(&dir)?
+            } else {
+                SledStore::open(&dir)?
+            };
+            let meta = ensure_meta(&mut store)?;
+            let signer = keyfile::load_or_create(&key, &meta.ledger_id)?;
+            Ok((Box::new(store), Notary::open(&dir, signer)?))
+        }
+        Some(url) => {
+            // The data directory still holds the signing key (and a server's caches).
+            std::fs::create_dir_all(&place.data_dir)?;
+            let mut store = PgStore::open(url)?;
+            let meta = ensure_meta(&mut store)?;
+            let signer = keyfile::load_or_create(&key, &meta.ledger_id)?;
+            let notary = Notary::with_log(signer, Box::new(store.checkpoint_log()))?;
+            Ok((Box::new(store), notary))
+        }
+    }
+}
+
+/// The ledger at `place` opened to be read beside anything writing it (verify, migrate), with
+/// the checkpoints signed so far. The embedded ledger is opened as usual: one process at a
+/// time.
+pub fn open_for_reading(
+    place: &LedgerPlace,
+) -> Result<(Box<dyn Store>, Vec<crate::ledger::SignedCheckpoint>), LedgerError> {
+    use crate::ledger::notary::{CHECKPOINTS_FILE, CheckpointLog, read_checkpoints};
+    match &place.store {
+        None => {
+            let dir = ledger_dir(&place.data_dir);
+            let store = SledStore::open(&dir)?;
+            Ok((
+                Box::new(store),
+                read_checkpoints(&dir.join(CHECKPOINTS_FILE))?,
+            ))
+        }
+        Some(url) => {
+            let store = PgStore::open_for_reading(url)?;
+            let checkpoints = store.checkpoint_log().read()?;
+            Ok((Box::new(store), checkpoints))
+        }
+    }
+}
+
+/// A store to copy a ledger into, with its checkpoint log.
+pub type Destination = (
+    Box<dyn Store>,
+    Box<dyn crate::ledger::notary::CheckpointLog>,
+);
+
+/// The store and checkpoint log at `place` opened for writing a copy into (`migrate`), without
+/// creating the ledger's metadata: the copy brings it.
+pub fn open_empty(place: &LedgerPlace) -> Result<Destination, LedgerError> {
+    use crate::ledger::notary::CheckpointFile;
+    match &place.store {
+        None => {
+            let dir = ledger_dir(&place.data_dir);
+            let store = SledStore::open(&dir)?;
+            Ok((Box::new(store), Box::new(CheckpointFile::open(&dir)?)))
+        }
+        Some(url) => {
+            let store = PgStore::open(url)?;
+            let checkpoints = store.checkpoint_log();
+            Ok((Box::new(store), Box::new(checkpoints)))
+        }
+    }
 }
 
 /// How often a served ledger signs a checkpoint of calls recorded since the last one.

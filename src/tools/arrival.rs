@@ -91,8 +91,15 @@ pub struct Admission {
     ticket: Option<Ticket>,
     /// The request's connection, when it has one (a request that stands alone has no order).
     order: Option<ConnectionOrder>,
+    /// The seq the request's `_meta` says its client last saw ([`AFTER_SEQ_META`]; 0: none):
+    /// its reads wait until this node has read that far.
+    after_seq: u64,
     reported: std::sync::atomic::AtomicBool,
 }
+
+/// The request `_meta` key naming the seq of the last answer a client saw, so that a read on
+/// another node of a shared ledger holds at least what the client wrote (docs/scaling.md).
+pub const AFTER_SEQ_META: &str = "thinkledger/afterSeq";
 
 tokio::task_local! {
     static ADMISSION: Admission;
@@ -107,7 +114,13 @@ impl Admission {
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Ticket>())
             .cloned();
-        Self::new(hook.cloned(), context.id.clone(), ticket)
+        let mut admission = Self::new(hook.cloned(), context.id.clone(), ticket);
+        admission.after_seq = context
+            .meta
+            .get(AFTER_SEQ_META)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        admission
     }
 
     pub fn new(hook: Option<ArrivalHook>, id: RequestId, ticket: Option<Ticket>) -> Self {
@@ -116,6 +129,7 @@ impl Admission {
             id,
             ticket,
             order: None,
+            after_seq: 0,
             reported: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -184,12 +198,8 @@ pub(super) async fn submit(
 /// `LedgerHandle::query_after` the connection's last command: admitted once the view is taken,
 /// answered from it on this task.
 pub(super) async fn query(ledger: &LedgerHandle<App>, query: Query) -> Result<Value, LedgerError> {
-    let after = ADMISSION
-        .try_with(|a| a.order.as_ref().map(ConnectionOrder::last))
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let view = ledger.view_after(after).await;
+    let (after, seq) = reads_after();
+    let view = ledger.view_after_seq(after, seq).await;
     admitted();
     Ok(App::answer(&*view?, query))
 }
@@ -198,12 +208,24 @@ pub(super) async fn query(ledger: &LedgerHandle<App>, query: Query) -> Result<Va
 /// prepare to read (a model prompt built from the session as the caller last saw it). Reports
 /// no admission: the call itself is enqueued after.
 pub(super) async fn view(ledger: &LedgerHandle<App>) -> Result<Arc<App>, LedgerError> {
-    let after = ADMISSION
-        .try_with(|a| a.order.as_ref().map(ConnectionOrder::last))
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    ledger.view_after(after).await
+    let (after, seq) = reads_after();
+    ledger.view_after_seq(after, seq).await
+}
+
+/// What the current request's reads must hold: its connection's earlier commands, and the
+/// event its client last saw.
+fn reads_after() -> (Admitted, u64) {
+    ADMISSION
+        .try_with(|a| {
+            (
+                a.order
+                    .as_ref()
+                    .map(ConnectionOrder::last)
+                    .unwrap_or_default(),
+                a.after_seq,
+            )
+        })
+        .unwrap_or_default()
 }
 
 impl ThinkServer {

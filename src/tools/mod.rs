@@ -568,6 +568,10 @@ fn unrecorded(error: &LedgerError) -> Value {
             ErrorCode::LedgerOpening,
             "the server is still loading its ledger; send the same call again in a few seconds",
         ),
+        LedgerError::Behind { .. } => (
+            ErrorCode::LedgerOpening,
+            "this server has not yet read the event your request's thinkledger/afterSeq names (another server of the ledger wrote it); send the same call again in a moment",
+        ),
         LedgerError::OpenFailed(_) => (
             ErrorCode::LedgerUnavailable,
             "the ledger could not be opened, so nothing can be recorded; tell the user to check the server's log and run `thinkledger verify`",

@@ -106,7 +106,7 @@ fn main() {
     let mut consistency_us = Vec::new();
     for run in 0..runs {
         let started = Instant::now();
-        let ledger = server::open(dir.path(), AppConfig::default()).expect("reopen");
+        let ledger = common::open_ledger_settled(dir.path());
         open_secs.push(started.elapsed().as_secs_f64());
         let (inclusion, consistency) = runtime
             .block_on(ledger.inspect(move |view| {

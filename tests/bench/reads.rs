@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use common::{Latency, across, rate, us};
 use serde_json::{Value, json};
-use thinkledger::app::{App, AppConfig, Command as AppCommand};
+use thinkledger::app::{App, Command as AppCommand};
 use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::ledger::LedgerHandle;
@@ -150,7 +150,7 @@ fn run_once(preload: u64, readers: usize, writers: usize, duration: Duration) ->
         .build()
         .expect("runtime");
     let phases = runtime.block_on(async {
-        let ledger = server::open(&data_dir, AppConfig::default()).expect("open the ledger");
+        let ledger = common::open_ledger_settled(&data_dir);
         let ids = ledger
             .query(Box::new(|app: &App| {
                 json!(

@@ -14,6 +14,9 @@ mod framing;
 mod idempotency;
 mod lux;
 mod model;
+#[path = "../postgres/server.rs"]
+mod pg_server;
+mod postgres;
 mod protocol;
 mod replay;
 mod review;

@@ -295,6 +295,23 @@ pub fn open_settled(ledger_dir: &Path) -> SledStore {
     }
 }
 
+/// `server::open` on `data_dir`, waiting (up to 20 s) for a store of it just dropped in this
+/// process to let go of its lock (sled releases it from a thread of its own a moment later).
+pub fn open_ledger_settled(
+    data_dir: &Path,
+) -> thinkledger::ledger::LedgerHandle<thinkledger::app::App> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match server::open(data_dir, AppConfig::default()) {
+            Ok(ledger) => return ledger,
+            Err(LedgerError::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("cannot open the ledger in {}: {e}", data_dir.display()),
+        }
+    }
+}
+
 /// What [`verify_ledger`] checked.
 pub struct Verified {
     pub report: VerifyReport,
