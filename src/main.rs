@@ -499,10 +499,7 @@ fn serve(dir: &LedgerPlace, args: ServeArgs) -> anyhow::Result<ExitCode> {
             let (ledger, shutdown) = (ledger.clone(), shutdown.clone());
             async move {
                 if let Err(e) = ledger.opened().await
-                    && matches!(
-                        *e,
-                        LedgerError::Locked { .. } | LedgerError::DatabaseLocked { .. }
-                    )
+                    && matches!(*e, LedgerError::Locked { .. })
                 {
                     shutdown.cancel();
                 }
@@ -566,14 +563,7 @@ fn serve(dir: &LedgerPlace, args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         // Calls were refused with the reason while serving; the exit status says it too.
         match ledger.open_failure() {
-            Some(e)
-                if matches!(
-                    *e,
-                    LedgerError::Locked { .. } | LedgerError::DatabaseLocked { .. }
-                ) =>
-            {
-                Err(anyhow::anyhow!("{e}"))
-            }
+            Some(e) if matches!(*e, LedgerError::Locked { .. }) => Err(anyhow::anyhow!("{e}")),
             Some(e) => Err(anyhow::anyhow!("the ledger could not be opened: {e}")),
             None => Ok(ExitCode::SUCCESS),
         }
@@ -691,21 +681,32 @@ fn migrate(data_dir: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
         );
     }
     let (source, checkpoints) = server::open_for_reading(&from)?;
+    // The destination stays open until the copy is verified: a directory's store opened again
+    // at once in this process would find its lock not yet let go of.
+    let (mut copy, mut copied_checkpoints) = server::open_empty(&to)?;
     let copied = {
-        let (mut target, mut target_checkpoints) = server::open_empty(&to)?;
         let bar = cli::audit::progress_bar("copying");
         let copied = thinkledger::ledger::migrate::copy_ledger(
             source.as_ref(),
             &checkpoints,
-            target.as_mut(),
-            target_checkpoints.as_mut(),
+            copy.as_mut(),
+            copied_checkpoints.as_mut(),
             &|done, all| {
                 bar.set_length(all);
                 bar.set_position(done);
             },
         );
         bar.finish_and_clear();
-        copied?
+        copied.map_err(|e| match e {
+            LedgerError::Database(ref m) if m.contains("already holds a ledger") => {
+                anyhow::Error::from(e)
+            }
+            e => anyhow::Error::from(e).context(format!(
+                "the copy to {} stopped part way: empty the destination (a new directory, or \
+                 a new database) and run migrate again",
+                to.shown()
+            )),
+        })?
     };
     // The key that signed the checkpoints goes where the destination's servers will look.
     let (key_from, key_to) = (
@@ -717,7 +718,7 @@ fn migrate(data_dir: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot copy the signing key to {}", key_to.display()))?;
     }
     drop(source);
-    let (copy, copied_checkpoints) = server::open_for_reading(&to)?;
+    let copied_checkpoints = copied_checkpoints.read()?;
     let verifier = match copy.meta()? {
         Some(meta) if key_to.exists() => {
             Some(keyfile::load_or_create(&key_to, &meta.ledger_id)?.verifier())

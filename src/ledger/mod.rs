@@ -51,11 +51,6 @@ pub enum LedgerError {
     #[error("database error: {0}")]
     Database(String),
     #[error(
-        "the ledger in {database} is in use by another thinkledger server (one server writes a \
-         database's ledger at a time): point every client at that server, or stop it first"
-    )]
-    DatabaseLocked { database: String },
-    #[error(
         "this server has read the ledger up to seq {head}, not seq {wanted}: retry in a moment \
          (another server wrote it and this one has not read it yet), or check the seq"
     )]

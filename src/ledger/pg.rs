@@ -221,20 +221,24 @@ fn shown_url(config: &tokio_postgres::Config) -> String {
 /// Applies the migrations the database lacks, one transaction each, under a transaction-level
 /// advisory lock so that nodes starting together migrate once.
 async fn migrate(client: &mut deadpool_postgres::Object) -> Result<(), tokio_postgres::Error> {
-    let exists: bool = client
+    // The schema table too is made under the lock: two nodes creating it at once would race.
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    let exists: bool = tx
         .query_one("SELECT to_regclass('thinkledger_schema') IS NOT NULL", &[])
         .await?
         .get(0);
     if !exists {
-        client
-            .batch_execute(
-                "CREATE TABLE IF NOT EXISTS thinkledger_schema (
-                    version integer PRIMARY KEY,
-                    applied_at timestamptz NOT NULL DEFAULT now()
-                 )",
-            )
-            .await?;
+        tx.batch_execute(
+            "CREATE TABLE thinkledger_schema (
+                version integer PRIMARY KEY,
+                applied_at timestamptz NOT NULL DEFAULT now()
+             )",
+        )
+        .await?;
     }
+    tx.commit().await?;
     for (i, sql) in MIGRATIONS.iter().enumerate() {
         let version = i as i32 + 1;
         let tx = client.transaction().await?;
