@@ -482,29 +482,39 @@ impl<D: Decider> LedgerHandle<D> {
         seq: u64,
     ) -> Result<Arc<D::View>, LedgerError> {
         let view = self.view_after(after).await?;
-        let head = self.published.borrow().head;
-        if head >= seq {
+        if seq == 0 {
             return Ok(view);
         }
+        // Publications only grow: one that holds `seq` also holds every command up to `after`.
+        // Its head and its view are read from the same publication.
+        let holds = |p: &Published<D::View>| p.stopped || p.head >= seq;
+        let taken = |p: &Published<D::View>| match &p.view {
+            Some(view) if !p.stopped => Ok(view.clone()),
+            _ => Err(LedgerError::WriterStopped),
+        };
+        let head = {
+            let latest = self.published.borrow();
+            if holds(&latest) {
+                return taken(&latest);
+            }
+            latest.head
+        };
         if !self.gate.shared.load(Ordering::Relaxed) {
             return Err(LedgerError::Behind { wanted: seq, head });
         }
         let _ = self.tx.try_send(Message::Tail);
         let mut rx = self.published.subscribe();
-        // `Some(true)`: reached; `Some(false)`: the writer is gone; `None`: not in time.
-        let reached =
-            tokio::time::timeout(AFTER_SEQ_WAIT, rx.wait_for(|p| p.stopped || p.head >= seq))
-                .await
-                .ok()
-                .map(|waited| waited.is_ok());
-        match reached {
-            Some(true) => self.view_after(after).await,
-            Some(false) => Err(LedgerError::WriterStopped),
-            None => {
-                let head = self.published.borrow().head;
-                Err(LedgerError::Behind { wanted: seq, head })
+        let reached = tokio::time::timeout(AFTER_SEQ_WAIT, async {
+            match rx.wait_for(holds).await {
+                Ok(latest) => taken(&latest),
+                Err(_) => Err(LedgerError::WriterStopped),
             }
-        }
+        })
+        .await;
+        reached.unwrap_or_else(|_| {
+            let head = self.published.borrow().head;
+            Err(LedgerError::Behind { wanted: seq, head })
+        })
     }
 
     /// Runs `f` on the writer thread with a read-only view of the log (events, texts, tree,
