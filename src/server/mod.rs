@@ -143,9 +143,23 @@ fn prepare(place: &LedgerPlace, serving: bool) -> Result<(Box<dyn Store>, Notary
             // The data directory still holds the signing key (and a server's caches).
             std::fs::create_dir_all(&place.data_dir)?;
             let mut store = PgStore::open(url)?;
+            let existed = store.meta()?.is_some();
             let meta = ensure_meta(&mut store)?;
+            // A node joining a ledger without its key would make one of its own and sign
+            // checkpoints no verifier accepts: it must be given the key the others sign with.
+            // Only the process that creates the ledger makes its key.
+            if existed && !key.exists() {
+                return Err(LedgerError::OpenFailed(format!(
+                    "{} has no signing key for ledger {}, which exists already: copy \
+                     signing.key from the data directory of a server of this ledger into it \
+                     (docs/scaling.md, \"One key per ledger\")",
+                    place.data_dir.display(),
+                    meta.ledger_id
+                )));
+            }
+            let checkpoints = store.checkpoint_log();
             let signer = keyfile::load_or_create(&key, &meta.ledger_id)?;
-            let notary = Notary::with_log(signer, Box::new(store.checkpoint_log()))?;
+            let notary = Notary::with_log(signer, Box::new(checkpoints))?;
             Ok((Box::new(store), notary))
         }
     }

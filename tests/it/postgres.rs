@@ -122,6 +122,17 @@ async fn a_ledger_on_postgres_records_verifies_erases_for_good_and_migrates_both
         "1"
     );
 
+    // A node without the ledger's key is refused, saying where the key is.
+    let keyless = tempfile::tempdir().expect("tempdir");
+    let refused = on(keyless.path(), &url, &["sessions"]).await;
+    assert!(!refused.status.success(), "{refused:?}");
+    assert!(
+        refused.stderr.contains("copy signing.key"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!keyless.path().join("signing.key").exists());
+
     // A second server on the same database serves the same ledger, after the first.
     let again = node(dir.path(), &url).await;
     let client = again.connect().await;
