@@ -420,6 +420,25 @@ fn part_load(pg: &PgServer, full: bool) {
     );
 }
 
+/// `thinkledger sessions` on the ledger in `data_dir` (or `store`): the time a one-shot command
+/// takes to open the ledger (replaying every event into state) and answer.
+fn open_and_list(data_dir: &Path, store: Option<&str>) -> Duration {
+    let mut command = Command::new(common::server_binary());
+    command.arg("--data-dir").arg(data_dir);
+    if let Some(url) = store {
+        command.args(["--store", url]);
+    }
+    let started = Instant::now();
+    let output = command
+        .args(["sessions", "--json"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run sessions");
+    let took = started.elapsed();
+    assert!(output.status.success(), "sessions failed: {output:?}");
+    took
+}
+
 /// `thinkledger migrate --from FROM --to TO` with `data_dir` as the data directory; its time.
 fn migrate(data_dir: &Path, from: &str, to: &str) -> Duration {
     let started = Instant::now();
@@ -478,6 +497,29 @@ fn part_migrate(pg: &PgServer, full: bool) {
         "both copies verify: head {}, {} signed checkpoints hold on each, checkpoint files identical",
         a["headHash"].as_str().unwrap_or("?"),
         a["checkpointsVerified"]
+    );
+    // What a node's start costs on each: a one-shot command opens the ledger (a full replay;
+    // a server would load a snapshot on sled, none exists on PostgreSQL) and answers.
+    let sled: Vec<f64> = (0..3)
+        .map(|_| open_and_list(&back, None).as_secs_f64())
+        .collect();
+    let postgres: Vec<f64> = (0..3)
+        .map(|_| open_and_list(&source, Some(&url)).as_secs_f64())
+        .collect();
+    // On sled the first open replays and leaves a snapshot of state the next ones load; on
+    // PostgreSQL every open replays the whole log.
+    let runs = |v: &[f64]| {
+        v.iter()
+            .map(|t| format!("{t:.2} s"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "open {events} events and list sessions (`thinkledger sessions`, 3 runs in a row): \
+         sled {} (the first replays, the others load its snapshot); PostgreSQL {} (each \
+         replays)",
+        runs(&sled),
+        runs(&postgres)
     );
 }
 
