@@ -417,11 +417,6 @@ impl PgStore {
         Ok(last.map(|s| s as u64))
     }
 
-    /// Where the database is, without its password.
-    pub fn shown(&self) -> &str {
-        &self.conn.shown
-    }
-
     /// The signed checkpoints' table, for the notary and for verify.
     pub fn checkpoint_log(&self) -> PgCheckpoints {
         PgCheckpoints {

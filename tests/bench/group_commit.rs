@@ -23,14 +23,11 @@
 
 mod common;
 
-use std::fs::File;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Latency, across, rate, us};
+use common::{HttpNode, Latency, across, rate, us};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -336,86 +333,6 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
 // ---------------------------------------------------------------------------------------------
 // (b) over HTTP
 
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(data_dir: &Path) -> Self {
-        Self::start_with(data_dir, &[])
-    }
-
-    fn start_with(data_dir: &Path, extra: &[&str]) -> Self {
-        let log_path = data_dir.join("server.log");
-        let log = File::create(&log_path).expect("create server log");
-        let mut child = Command::new(common::server_binary())
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .args(extra)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn thinkledger");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-            if let Some(at) = text.find("http://127.0.0.1:") {
-                let rest = &text[at + "http://127.0.0.1:".len()..];
-                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                if rest[port.len()..].starts_with("/mcp") {
-                    return Self {
-                        child,
-                        url: format!("http://127.0.0.1:{port}/mcp"),
-                    };
-                }
-            }
-            if let Some(status) = child.try_wait().expect("wait") {
-                panic!("server exited with {status} before listening:\n{text}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server did not log its address:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// SIGTERM, then wait for the graceful exit (the ledger syncs on the way out).
-    fn stop(mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -TERM failed");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert!(status.success(), "server exited with {status}");
-                return;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("server did not stop after SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for HttpServer {
-    /// A bench that panics mid-run must not leave its server running.
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 fn call_params(tool: &'static str, arguments: Value) -> CallToolRequestParams {
     let Value::Object(map) = arguments else {
         unreachable!("arguments are an object")
@@ -425,7 +342,7 @@ fn call_params(tool: &'static str, arguments: Value) -> CallToolRequestParams {
 
 async fn http_once(concurrency: usize, duration: Duration) -> Measured {
     let dir = common::temp_data_dir();
-    let server = HttpServer::start(dir.path());
+    let server = HttpNode::start(dir.path(), &["serve", "--http", "127.0.0.1:0"], &[]);
     // Connect every client first, so the timed part holds nothing but calls.
     let mut clients = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
@@ -519,7 +436,11 @@ fn stateless_body(id: u64, number: u32, session: Option<&str>) -> String {
 
 async fn stateless_once(concurrency: usize, duration: Duration) -> Measured {
     let dir = common::temp_data_dir();
-    let server = HttpServer::start_with(dir.path(), &["--stateless"]);
+    let server = HttpNode::start(
+        dir.path(),
+        &["serve", "--http", "127.0.0.1:0", "--stateless"],
+        &[],
+    );
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)
         .build()

@@ -25,86 +25,30 @@ mod common;
 #[path = "../postgres/server.rs"]
 mod pg_server;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Latency, across, rate, us};
+use common::{HttpNode, Latency, across, rate, us};
 use pg_server::PgServer;
 use serde_json::{Value, json};
 
-/// One `thinkledger serve --http 127.0.0.1:0 --stateless` process.
-struct Node {
-    child: Child,
-    url: String,
-}
-
-impl Node {
-    fn start(data_dir: &Path, store: Option<&str>) -> Self {
-        std::fs::create_dir_all(data_dir).expect("data dir");
-        let log_path = data_dir.join("server.log");
-        let log = File::create(&log_path).expect("server log");
-        let mut command = Command::new(common::server_binary());
-        command.arg("--data-dir").arg(data_dir);
-        if let Some(url) = store {
-            command.args(["--store", url]);
-        }
-        let mut child = command
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--stateless",
-                "--toolsets",
-                "all",
-            ])
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn thinkledger");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-            if let Some(at) = text.find("http://127.0.0.1:") {
-                let rest = &text[at + "http://127.0.0.1:".len()..];
-                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                if rest[port.len()..].starts_with("/mcp") {
-                    return Self {
-                        child,
-                        url: format!("http://127.0.0.1:{port}/mcp"),
-                    };
-                }
-            }
-            if let Some(status) = child.try_wait().expect("wait") {
-                panic!("server exited with {status} before listening:\n{text}");
-            }
-            assert!(Instant::now() < deadline, "no address logged:\n{text}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+/// One `thinkledger serve --http 127.0.0.1:0 --stateless` node on `data_dir`, on `store` when
+/// given (else its embedded ledger).
+fn start_node(data_dir: &Path, store: Option<&str>) -> HttpNode {
+    let mut args = Vec::new();
+    if let Some(url) = store {
+        args.extend(["--store", url]);
     }
-
-    /// SIGTERM and wait for the graceful exit.
-    fn stop(mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success(), "kill -TERM failed");
-        let status = self.child.wait().expect("wait");
-        assert!(status.success(), "server exited with {status}");
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+    args.extend([
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--stateless",
+        "--toolsets",
+        "all",
+    ]);
+    HttpNode::start(data_dir, &args, &[])
 }
 
 /// Waits until `data_dir` holds the ledger's signing key, then copies it to `others`.
@@ -322,12 +266,12 @@ fn run_config(
         .map(|n| root.path().join(format!("node{n}")))
         .collect();
     let url = pg.map(|(server, db)| server.url(db));
-    let first = Node::start(&dirs[0], url.as_deref());
+    let first = start_node(&dirs[0], url.as_deref());
     let others: Vec<&Path> = dirs[1..].iter().map(PathBuf::as_path).collect();
     share_key(&dirs[0], &others);
     let mut started = vec![first];
     for dir in &dirs[1..] {
-        started.push(Node::start(dir, url.as_deref()));
+        started.push(start_node(dir, url.as_deref()));
     }
     let urls: Vec<String> = started.iter().map(|n| n.url.clone()).collect();
     let pids: Vec<String> = started.iter().map(|n| n.child.id().to_string()).collect();

@@ -29,9 +29,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,7 +39,9 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::IntoResponse;
-use common::{across, percentile, rpc_response, start_local_llm, stateless_call_body, us};
+use common::{
+    HttpNode, across, percentile, rpc_response, start_local_llm, stateless_call_body, us,
+};
 use serde_json::{Value, json};
 
 /// Thoughts per session before a client starts a new one.
@@ -127,77 +127,26 @@ async fn start_slow_endpoint(upstream: &str, delay: Duration) -> String {
     format!("http://{addr}/v1")
 }
 
-/// The server under test, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(data_dir: &Path, provider: &str) -> Self {
-        let log_path = data_dir.join("server.log");
-        let log = File::create(&log_path).expect("create server log");
-        let mut child = Command::new(common::server_binary())
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--stateless",
-                "--toolsets",
-                "all",
-                "--principal-header",
-                PRINCIPAL_HEADER,
-            ])
-            .env("THINKLEDGER_MODEL_PROVIDER_URL", provider)
-            .env("THINKLEDGER_MODEL", "smollm2")
-            .env("THINKLEDGER_MODEL_MAX_TOKENS", "8")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn thinkledger");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-            if let Some(at) = text.find("http://127.0.0.1:") {
-                let rest = &text[at + "http://127.0.0.1:".len()..];
-                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                if rest[port.len()..].starts_with("/mcp") {
-                    return Self {
-                        child,
-                        url: format!("http://127.0.0.1:{port}/mcp"),
-                    };
-                }
-            }
-            if let Some(status) = child.try_wait().expect("wait") {
-                panic!("server exited with {status} before listening:\n{text}");
-            }
-            assert!(Instant::now() < deadline, "server did not log its address");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn stop(mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -TERM failed");
-        let status = self.child.wait().expect("wait for the server");
-        assert!(status.success(), "server exited with {status}");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// The server under test, with the slow endpoint as its model provider.
+fn start_server(data_dir: &Path, provider: &str) -> HttpNode {
+    HttpNode::start(
+        data_dir,
+        &[
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--stateless",
+            "--toolsets",
+            "all",
+            "--principal-header",
+            PRINCIPAL_HEADER,
+        ],
+        &[
+            ("THINKLEDGER_MODEL_PROVIDER_URL", provider),
+            ("THINKLEDGER_MODEL", "smollm2"),
+            ("THINKLEDGER_MODEL_MAX_TOKENS", "8"),
+        ],
+    )
 }
 
 /// One stateless call of `principal`; its answer's result (panics on a transport or protocol
@@ -304,7 +253,7 @@ fn p(samples: &[Duration], q: f64) -> f64 {
 
 async fn run_once(provider: &str, clients: usize, phase: Duration) -> Run {
     let dir = common::temp_data_dir();
-    let server = Server::start(dir.path(), provider);
+    let server = start_server(dir.path(), provider);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(clients + 1)
         .build()

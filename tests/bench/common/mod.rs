@@ -188,6 +188,89 @@ pub fn record_thoughts(data_dir: &Path, events: u64) -> Duration {
     })
 }
 
+/// A `thinkledger serve --http 127.0.0.1:0` process a bench drives, logging to
+/// `server.log` in its data directory; killed if dropped while running.
+pub struct HttpNode {
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT/mcp`, as the server logged it.
+    pub url: String,
+}
+
+impl HttpNode {
+    /// Spawns [`server_binary`] on `data_dir` (`--data-dir`, created if needed) with `args`
+    /// after it (the command and its options) and `env`, and waits until it logs its address.
+    pub fn start(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        std::fs::create_dir_all(data_dir).expect("data dir");
+        let log_path = data_dir.join("server.log");
+        let log = std::fs::File::create(&log_path).expect("create server log");
+        let mut command = Command::new(server_binary());
+        command.arg("--data-dir").arg(data_dir).args(args);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn thinkledger");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+            if let Some(at) = text.find("http://127.0.0.1:") {
+                let rest = &text[at + "http://127.0.0.1:".len()..];
+                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                if rest[port.len()..].starts_with("/mcp") {
+                    return Self {
+                        child,
+                        url: format!("http://127.0.0.1:{port}/mcp"),
+                    };
+                }
+            }
+            if let Some(status) = child.try_wait().expect("wait") {
+                panic!("server exited with {status} before listening:\n{text}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not log its address:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGTERM, then wait (up to 20 s) for the graceful exit: the ledger syncs on the way out.
+    pub fn stop(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                assert!(status.success(), "server exited with {status}");
+                return;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("server did not stop after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for HttpNode {
+    /// A bench that panics mid-run must not leave its server running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// Waits (up to 60 s) until nothing in this process holds the ledger's file lock: sled's
 /// threads let go of it a moment after the store is dropped, and a server started on the
 /// ledger before that is refused as another process's.
