@@ -14,18 +14,13 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use serde_json::Value;
-use thinkledger::app::ERASE_TOOL;
-use thinkledger::app::{AppConfig, Command as AppCommand, replay};
-use thinkledger::effects::{Effects, SystemEffects};
-use thinkledger::events::{Actor, OutcomeStatus, SessionId};
-use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
-use thinkledger::ledger::checkpoint::{Checkpoint, kept_note};
-use thinkledger::ledger::{LedgerError, SignedCheckpoint, Store, keyfile, verify_with_progress};
+use cli::ledger::LedgerCommand;
+use thinkledger::app::AppConfig;
+use thinkledger::ledger::{LedgerError, keyfile};
 use thinkledger::server::auth::{Authenticator, TokenStore};
 use thinkledger::server::{self, HttpConfig, LedgerPlace};
 use thinkledger::tools::quotas::QuotaLimits;
-use thinkledger::tools::{Catalog, Toolsets};
+use thinkledger::tools::{Catalog, ThinkServer, Toolsets};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Parser)]
@@ -246,7 +241,7 @@ enum Format {
     Json,
 }
 
-#[derive(clap::Args, Default)]
+#[derive(clap::Args, Default, Clone)]
 struct ServeArgs {
     /// Serve Streamable HTTP at this address (e.g. 127.0.0.1:8750) instead of stdio; the MCP
     /// endpoint is /mcp. Several clients can share one ledger this way.
@@ -362,37 +357,146 @@ fn held_ledger(error: &anyhow::Error) -> Option<PathBuf> {
     })
 }
 
-/// What an offline command says when a running server holds the ledger: why it cannot open it,
-/// and the three ways to get what it wanted.
-fn held_by_a_server(command: &str, data_dir: &Path, ledger: &Path) -> anyhow::Error {
-    let data_dir = data_dir.display();
+/// What a command that opens the ledger itself (`agent`, `migrate`) says when a running server
+/// holds it.
+fn held_by_a_server(command: &str, _data_dir: &Path, ledger: &Path) -> anyhow::Error {
     anyhow::anyhow!(
         "`thinkledger {command}` cannot open the ledger at {ledger}: a running thinkledger \
-         server holds it (a ledger is opened by one process at a time). Either:\n  \
-         1. stop the server (quit the MCP client that started it, or stop `thinkledger serve \
-         --http`) and run `thinkledger {command}` again: every answered call is on disk; or\n  \
-         2. copy the data directory and run the command on the copy, leaving the server up:\n     \
-         cp -r \"{data_dir}\" \"{data_dir}-copy\" && thinkledger --data-dir \"{data_dir}-copy\" {command}\n     \
-         (a copy taken while a call is being written can catch that write half done: if the \
-         copy does not open or reports problems, copy again while no client is calling); or\n  \
-         3. ask the running server instead: read the ledger://sessions and ledger://session/{{id}} \
-         resources, or call the export_reasoning_audit tool, save its text as a file and check \
-         it offline with `thinkledger verify-export FILE --pubkey KEY`.",
+         server holds it, and `{command}` writes the ledger itself rather than through that \
+         server. Stop the server (quit the MCP clients that started it, or stop `thinkledger \
+         serve --http`), then run `thinkledger {command}` again: every answered call is on \
+         disk.",
         ledger = ledger.display(),
     )
 }
 
+/// How long a command waits for a directory another process holds for a moment (a command,
+/// an owner not yet listening) before it says why it cannot go on.
+const COMMAND_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `command` on the ledger: through the process that serves the data directory when one
+/// does, otherwise on the ledger opened here (holding the directory meanwhile, so no server
+/// starts on it halfway).
+fn ledger_command(dir: &LedgerPlace, command: LedgerCommand) -> anyhow::Result<ExitCode> {
+    let command = command.absolute(&std::env::current_dir()?);
+    runtime()?.block_on(async {
+        #[cfg(unix)]
+        {
+            use thinkledger::server::owner::{self, Door, Hello};
+            let hello = Hello::Command {
+                build: owner::build(),
+                command: serde_json::to_value(&command)?,
+            };
+            match owner::find_or_become(&dir.data_dir, &hello, COMMAND_PATIENCE).await? {
+                Door::Relay(connection) => {
+                    let reply = owner::accept::read_reply(connection).await?;
+                    let code = reply.exit;
+                    std::io::stdout().lock().write_all(&reply.stdout_bytes())?;
+                    std::io::stderr().lock().write_all(&reply.stderr_bytes())?;
+                    Ok(ExitCode::from(code))
+                }
+                Door::Owner(lock) => {
+                    let code =
+                        cli::ledger::run(command, None, dir, &cli::ledger::Io::standard()).await;
+                    drop(lock);
+                    code.map(ExitCode::from)
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        cli::ledger::run(command, None, dir, &cli::ledger::Io::standard())
+            .await
+            .map(ExitCode::from)
+    })
+}
+
+/// Runs `f` holding the data directory (no server may start on it meanwhile), or says which
+/// server holds it.
+fn holding_directory<T>(
+    dir: &LedgerPlace,
+    name: &str,
+    f: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    #[cfg(unix)]
+    {
+        let Some(lock) = thinkledger::server::owner::OwnerLock::try_take(&dir.data_dir)? else {
+            return Err(held_by_a_server(
+                name,
+                &dir.data_dir,
+                &server::ledger_dir(&dir.data_dir),
+            ));
+        };
+        let result = f();
+        drop(lock);
+        result
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = name;
+        f()
+    }
+}
+
 fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
-    match command {
-        Command::Serve(args) => serve(dir, args),
-        Command::Verify { json, checkpoints } => verify_ledger(dir, json, &checkpoints),
-        Command::Checkpoint => checkpoint(dir),
+    let principal =
+        || std::env::var("USER").map_or_else(|_| "local".to_owned(), |u| format!("os:{u}"));
+    let on_ledger = match command {
+        Command::Serve(args) => return serve(dir, args),
+        Command::Verify { json, checkpoints } => LedgerCommand::Verify { json, checkpoints },
+        Command::Checkpoint => LedgerCommand::Checkpoint,
         Command::Erase {
             session,
             commitments,
             reason,
-        } => erase(dir, session, commitments, reason),
-        Command::Key => print_key(dir),
+        } => LedgerCommand::Erase {
+            session,
+            commitments,
+            reason,
+            principal: principal(),
+        },
+        Command::Key => LedgerCommand::Key,
+        Command::Sessions { json } => LedgerCommand::Sessions { json },
+        Command::Export { session, format } => LedgerCommand::Export {
+            session,
+            json: matches!(format, Format::Json),
+        },
+        Command::Replay {
+            session,
+            reexecute,
+            json,
+            max_text_bytes,
+        } => LedgerCommand::Replay {
+            session,
+            reexecute,
+            json,
+            max_text_bytes,
+        },
+        Command::Diff {
+            session_a,
+            session_b,
+            json,
+        } => LedgerCommand::Diff {
+            session_a,
+            session_b,
+            json,
+        },
+        Command::Audit {
+            session,
+            from_seq,
+            to_seq,
+            since_checkpoint,
+            output,
+        } => {
+            // Refused here, before anything is asked of the ledger.
+            cli::audit::selection(session.as_deref(), from_seq, to_seq)?;
+            LedgerCommand::Audit {
+                session,
+                from_seq,
+                to_seq,
+                since_checkpoint,
+                output,
+            }
+        }
         Command::Agent {
             task,
             resume,
@@ -405,169 +509,338 @@ fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
             max_total_tokens,
             max_seconds,
             json,
-        } => cli::agent::run(
-            dir,
-            cli::agent::AgentArgs {
-                task,
-                resume,
-                max_iterations,
-                tools,
-                mcp_config,
-                json,
-                breaker_threshold,
-                temperature,
-                max_tokens,
-                max_total_tokens,
-                max_seconds,
-            },
-        ),
-        Command::Sessions { json } => list_sessions(dir, json),
-        Command::Token { action } => cli::token::run(&dir.data_dir, action),
-        Command::Migrate { from, to } => migrate(&dir.data_dir, &from, &to),
-        Command::Export { session, format } => export_session(dir, &session, format),
-        Command::Replay {
-            session,
-            reexecute,
-            json,
-            max_text_bytes,
-        } => replay(
-            dir,
-            &session,
-            reexecute,
-            json,
-            AppConfig {
-                max_text_bytes,
-                ..AppConfig::default()
-            },
-        ),
-        Command::Diff {
-            session_a,
-            session_b,
-            json,
-        } => diff_sessions(dir, &session_a, &session_b, json),
-        Command::Audit {
-            session,
-            from_seq,
-            to_seq,
-            since_checkpoint,
-            output,
-        } => cli::audit::audit(
-            dir,
-            cli::audit::AuditRequest {
-                selection: cli::audit::selection(session.as_deref(), from_seq, to_seq)?,
-                since_checkpoint,
-                output,
-            },
-        ),
+        } => {
+            return holding_directory(dir, "agent", || {
+                cli::agent::run(
+                    dir,
+                    cli::agent::AgentArgs {
+                        task,
+                        resume,
+                        max_iterations,
+                        tools,
+                        mcp_config,
+                        json,
+                        breaker_threshold,
+                        temperature,
+                        max_tokens,
+                        max_total_tokens,
+                        max_seconds,
+                    },
+                )
+            });
+        }
+        Command::Token { action } => return cli::token::run(&dir.data_dir, action),
+        Command::Migrate { from, to } => return migrate(&dir.data_dir, &from, &to),
         Command::VerifyExport {
             file,
             pubkey,
             since_checkpoint,
             json,
-        } => cli::audit::verify_export(cli::audit::VerifyRequest {
-            file,
-            pubkey,
-            since_checkpoint,
-            json,
-        }),
+        } => {
+            return cli::audit::verify_export(cli::audit::VerifyRequest {
+                file,
+                pubkey,
+                since_checkpoint,
+                json,
+            });
+        }
+    };
+    ledger_command(dir, on_ledger)
+}
+
+/// The command each relayed process may send the owner runs here, on its ledger.
+#[cfg(unix)]
+fn command_runner(dir: &LedgerPlace) -> thinkledger::server::owner::accept::CommandRunner {
+    use thinkledger::server::owner::accept::CommandReply;
+    let dir = dir.clone();
+    Arc::new(move |command, ledger| {
+        let dir = dir.clone();
+        Box::pin(async move {
+            let io = cli::ledger::Io::buffers();
+            let name = command["command"].as_str().unwrap_or_default().to_owned();
+            let exit = match serde_json::from_value::<LedgerCommand>(command) {
+                Ok(command) => {
+                    tracing::info!(command = %name, "running a command for another process");
+                    match cli::ledger::run(command, Some(&ledger), &dir, &io).await {
+                        Ok(code) => code,
+                        Err(e) => {
+                            let _ = writeln!(io.err.writer(), "thinkledger: {e:#}");
+                            1
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = writeln!(
+                        io.err.writer(),
+                        "thinkledger: the serving process cannot read this command ({e})"
+                    );
+                    1
+                }
+            };
+            CommandReply::new(&io.out.taken(), &io.err.taken(), exit)
+        })
+    })
+}
+
+/// What an owner's ledger told its watchers: a shared store's write failed.
+struct Watch {
+    write_failed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Opens the ledger this process now owns (replayed behind, so `initialize` and the lists are
+/// answered at once), with its watchers and periodic checkpoints; on unix, also listens for
+/// relays and commands.
+fn start_ledger(
+    dir: &LedgerPlace,
+    args: &ServeArgs,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(
+    thinkledger::ledger::LedgerHandle<thinkledger::app::App>,
+    Watch,
+)> {
+    static EMBEDDER: std::sync::Once = std::sync::Once::new();
+    if let Some(model) = &args.embedding_model {
+        // Loaded before anything is served: a missing or damaged model stops the start.
+        let embedder = thinkledger::embed::load_embedder(Some(model))?;
+        EMBEDDER.call_once(|| {
+            tracing::info!(model = embedder.model(), dir = %model.display(), "embedding model loaded");
+            thinkledger::effects::use_embedder(embedder);
+        });
+    }
+    let config = AppConfig {
+        max_text_bytes: args.max_text_bytes,
+        tool_time_limit: std::time::Duration::from_millis(args.tool_time_limit_ms),
+    };
+    let ledger = server::start(dir, config)?;
+    tracing::info!(ledger = %dir.shown(), "ledger opening");
+    server::spawn_checkpoints(ledger.clone(), shutdown.clone());
+    // A ledger another process holds is known within milliseconds: stop, and say so, rather
+    // than serve calls that can never be recorded.
+    tokio::spawn({
+        let (ledger, shutdown) = (ledger.clone(), shutdown.clone());
+        async move {
+            if let Err(e) = ledger.opened().await
+                && matches!(*e, LedgerError::Locked { .. })
+            {
+                shutdown.cancel();
+            }
+        }
+    });
+    // A node of a shared database whose write failed (the database went away, a failover)
+    // stops, so that its supervisor starts it again on the database as it is now: it cannot go
+    // on from a state the database may not hold. A server of its own ledger stays up and
+    // refuses calls, saying why.
+    let write_failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    tokio::spawn({
+        let (ledger, shutdown, write_failed) =
+            (ledger.clone(), shutdown.clone(), write_failed.clone());
+        async move {
+            if ledger.opened().await.is_ok() && ledger.is_shared() {
+                ledger.stopped().await;
+                if !shutdown.is_cancelled() {
+                    write_failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                    shutdown.cancel();
+                }
+            }
+        }
+    });
+    Ok((ledger, Watch { write_failed }))
+}
+
+/// How a server that owned its ledger ends: with the reason its calls were refused, if any.
+fn ending(
+    ledger: &thinkledger::ledger::LedgerHandle<thinkledger::app::App>,
+    watch: &Watch,
+) -> anyhow::Result<ExitCode> {
+    if watch.write_failed.load(std::sync::atomic::Ordering::SeqCst) {
+        bail!(
+            "a write to the ledger's database failed, so this node stopped (every call it \
+             answered is in the database): start it again once the database is reachable, \
+             pointed at the current primary"
+        );
+    }
+    // Calls were refused with the reason while serving; the exit status says it too.
+    match ledger.open_failure() {
+        Some(e) if matches!(*e, LedgerError::Locked { .. }) => Err(anyhow::anyhow!("{e}")),
+        Some(e) => Err(anyhow::anyhow!("the ledger could not be opened: {e}")),
+        None => Ok(ExitCode::SUCCESS),
     }
 }
 
 fn serve(dir: &LedgerPlace, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let toolsets = Toolsets::parse(&args.toolsets)?;
-    if let Some(model) = &args.embedding_model {
-        // Loaded before anything is served: a missing or damaged model stops the start.
-        let embedder = thinkledger::embed::load_embedder(Some(model))?;
-        tracing::info!(model = embedder.model(), dir = %model.display(), "embedding model loaded");
-        thinkledger::effects::use_embedder(embedder);
-    }
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
-        let config = AppConfig {
-            max_text_bytes: args.max_text_bytes,
-            tool_time_limit: std::time::Duration::from_millis(args.tool_time_limit_ms),
-        };
-        // Replays behind: `initialize` and the lists are answered while a long history loads.
-        let ledger = server::start(dir, config)?;
-        tracing::info!(ledger = %dir.shown(), "ledger opening");
-        let catalog = Arc::new(Catalog::new(toolsets));
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
-        // A ledger another process holds is known within milliseconds: stop, and say so,
-        // rather than serve calls that can never be recorded.
-        tokio::spawn({
-            let (ledger, shutdown) = (ledger.clone(), shutdown.clone());
-            async move {
-                if let Err(e) = ledger.opened().await
-                    && matches!(*e, LedgerError::Locked { .. })
-                {
-                    shutdown.cancel();
-                }
-            }
-        });
-        // A node of a shared database whose write failed (the database went away, a failover)
-        // stops, so that its supervisor starts it again on the database as it is now: it
-        // cannot go on from a state the database may not hold. A server of its own ledger
-        // stays up and refuses calls, saying why.
-        let write_failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        tokio::spawn({
-            let (ledger, shutdown, write_failed) =
-                (ledger.clone(), shutdown.clone(), write_failed.clone());
-            async move {
-                if ledger.opened().await.is_ok() && ledger.is_shared() {
-                    ledger.stopped().await;
-                    if !shutdown.is_cancelled() {
-                        write_failed.store(true, std::sync::atomic::Ordering::SeqCst);
-                        shutdown.cancel();
-                    }
-                }
-            }
-        });
+        let catalog = Arc::new(Catalog::new(toolsets));
         match args.http {
-            Some(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("cannot listen on {addr}"))?;
-                let mut config = HttpConfig {
-                    stateless: args.stateless,
-                    quotas: QuotaLimits {
-                        calls_per_minute: args.quota_calls_per_minute,
-                        text_bytes_per_day: args.quota_text_bytes_per_day,
-                    },
-                    ..HttpConfig::default()
-                };
-                config.allowed_hosts.extend(args.allow_hosts);
-                // A server others can reach never trusts them by default.
-                if args.principal_header.is_none() && (args.auth || !addr.ip().is_loopback()) {
-                    let tokens = TokenStore::in_dir(&dir.data_dir);
-                    tracing::info!(file = %tokens.path().display(), "bearer tokens required");
-                    config.auth = Some(Arc::new(Authenticator::new(tokens)));
-                }
-                if let Some(name) = args.principal_header {
-                    config.principal_header = Some(name.parse().with_context(|| {
-                        format!("--principal-header {name:?} is not a header name")
-                    })?);
-                }
-                server::serve_http(listener, ledger.clone(), catalog, config, shutdown).await?;
-            }
-            None => server::serve_stdio(ledger.clone(), catalog, shutdown)
-                .await
-                .map_err(|e| anyhow::anyhow!(e))?,
-        }
-        if write_failed.load(std::sync::atomic::Ordering::SeqCst) {
-            bail!(
-                "a write to the ledger's database failed, so this node stopped (every call it \
-                 answered is in the database): start it again once the database is reachable, \
-                 pointed at the current primary"
-            );
-        }
-        // Calls were refused with the reason while serving; the exit status says it too.
-        match ledger.open_failure() {
-            Some(e) if matches!(*e, LedgerError::Locked { .. }) => Err(anyhow::anyhow!("{e}")),
-            Some(e) => Err(anyhow::anyhow!("the ledger could not be opened: {e}")),
-            None => Ok(ExitCode::SUCCESS),
+            Some(addr) => serve_http(dir, &args, addr, catalog, shutdown).await,
+            None => serve_stdio(dir, &args, catalog, shutdown).await,
         }
     })
+}
+
+async fn serve_http(
+    dir: &LedgerPlace,
+    args: &ServeArgs,
+    addr: SocketAddr,
+    catalog: Arc<Catalog>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<ExitCode> {
+    #[cfg(unix)]
+    let Some(lock) = thinkledger::server::owner::OwnerLock::try_take(&dir.data_dir)? else {
+        bail!(
+            "another thinkledger process serves the data directory {} (an MCP client's \
+             `thinkledger serve`, or another `serve --http`): an HTTP server must own its \
+             ledger. Quit the clients that started it (they can be pointed at this HTTP \
+             server instead: README, \"Several clients, one ledger\"), or give this server a \
+             data directory of its own with --data-dir",
+            dir.data_dir.display()
+        );
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let mut config = HttpConfig {
+        stateless: args.stateless,
+        quotas: QuotaLimits {
+            calls_per_minute: args.quota_calls_per_minute,
+            text_bytes_per_day: args.quota_text_bytes_per_day,
+        },
+        ..HttpConfig::default()
+    };
+    config
+        .allowed_hosts
+        .extend(args.allow_hosts.iter().cloned());
+    // A server others can reach never trusts them by default.
+    if args.principal_header.is_none() && (args.auth || !addr.ip().is_loopback()) {
+        let tokens = TokenStore::in_dir(&dir.data_dir);
+        tracing::info!(file = %tokens.path().display(), "bearer tokens required");
+        config.auth = Some(Arc::new(Authenticator::new(tokens)));
+    }
+    if let Some(name) = &args.principal_header {
+        config.principal_header = Some(
+            name.parse()
+                .with_context(|| format!("--principal-header {name:?} is not a header name"))?,
+        );
+    }
+    let (ledger, watch) = start_ledger(dir, args, &shutdown)?;
+    #[cfg(unix)]
+    let owned = thinkledger::server::owner::accept::Owned::listen(
+        &dir.data_dir,
+        lock,
+        ledger.clone(),
+        Some(command_runner(dir)),
+        &shutdown,
+    );
+    let served =
+        server::serve_http_only(listener, ledger.clone(), catalog, config, shutdown.clone()).await;
+    shutdown.cancel();
+    #[cfg(unix)]
+    owned.close(&shutdown).await;
+    #[cfg(not(unix))]
+    ledger.shutdown().await;
+    served?;
+    ending(&ledger, &watch)
+}
+
+#[cfg(not(unix))]
+async fn serve_stdio(
+    dir: &LedgerPlace,
+    args: &ServeArgs,
+    catalog: Arc<Catalog>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<ExitCode> {
+    let (ledger, watch) = start_ledger(dir, args, &shutdown)?;
+    server::serve_stdio(ledger.clone(), catalog, shutdown)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+    ending(&ledger, &watch)
+}
+
+/// Serves the client on stdin/stdout: directly, when this process owns the data directory
+/// (staying up after its client leaves until the last relay has too), or relayed to the
+/// process that owns it, becoming the owner itself if that one goes first.
+#[cfg(unix)]
+async fn serve_stdio(
+    dir: &LedgerPlace,
+    args: &ServeArgs,
+    catalog: Arc<Catalog>,
+    shutdown: CancellationToken,
+) -> anyhow::Result<ExitCode> {
+    use thinkledger::server::owner::accept::Owned;
+    use thinkledger::server::owner::{self, Door, DoorError, relay};
+    let state = relay::first_state();
+    let hello = relay::hello(&args.toolsets, &state);
+    let (stdin, stdout) = server::stdio_pipes();
+    match owner::find_or_become(&dir.data_dir, &hello, relay::PATIENCE).await {
+        Err(DoorError::Refused(why)) => {
+            tracing::error!("{why}");
+            relay::refuse_all(stdin, stdout, why.clone()).await;
+            bail!("{why}")
+        }
+        Err(e) => Err(e.into()),
+        Ok(Door::Owner(lock)) => {
+            let (ledger, watch) = start_ledger(dir, args, &shutdown)?;
+            let owned = Owned::listen(
+                &dir.data_dir,
+                lock,
+                ledger.clone(),
+                Some(command_runner(dir)),
+                &shutdown,
+            );
+            tracing::info!("serving MCP over stdio");
+            let server = ThinkServer::new(ledger.clone(), catalog, "stdio");
+            let served =
+                server::framing::stdio::serve(server, stdin, stdout, shutdown.clone()).await;
+            owned.close(&shutdown).await;
+            served?;
+            ending(&ledger, &watch)
+        }
+        Ok(Door::Relay(connection)) => {
+            let promoted: Arc<std::sync::Mutex<Option<Owned>>> = Arc::default();
+            let promote: relay::Promote = Box::new({
+                let (dir, promoted, shutdown) = (dir.clone(), promoted.clone(), shutdown.clone());
+                let args = args.clone();
+                move |lock| {
+                    tracing::info!("no process owns the ledger any more: this one does now");
+                    let (ledger, _watch) =
+                        start_ledger(&dir, &args, &shutdown).map_err(|e| format!("{e:#}"))?;
+                    let owned = Owned::listen(
+                        &dir.data_dir,
+                        lock,
+                        ledger,
+                        Some(command_runner(&dir)),
+                        &shutdown,
+                    );
+                    *promoted
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(owned);
+                    Ok(())
+                }
+            });
+            let relayed = relay::run(
+                dir.data_dir.clone(),
+                args.toolsets.clone(),
+                state,
+                connection,
+                stdin,
+                stdout,
+                promote,
+            )
+            .await;
+            let owned = promoted
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            if let Some(owned) = owned {
+                owned.close(&shutdown).await;
+            }
+            relayed?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 /// Cancels `token` on SIGINT or SIGTERM so the ledger is synced before exit.
@@ -587,72 +860,6 @@ async fn stop_on_signal(token: CancellationToken) {
     let _ = tokio::signal::ctrl_c().await;
     tracing::info!("shutting down");
     token.cancel();
-}
-
-fn verify_ledger(dir: &LedgerPlace, json: bool, kept: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let (store, checkpoints) = server::open_for_reading(dir)?;
-    let key = server::key_path(&dir.data_dir);
-    let mut kept_checkpoints = Vec::new();
-    for path in kept {
-        let note = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the checkpoint {}", path.display()))?;
-        kept_checkpoints.push(kept_checkpoint(&note).with_context(|| {
-            format!("{} does not hold a signed checkpoint note", path.display())
-        })?);
-    }
-    let verifier = match store.meta()? {
-        Some(meta) if key.exists() => {
-            Some(keyfile::load_or_create(&key, &meta.ledger_id)?.verifier())
-        }
-        _ => None,
-    };
-    let report = {
-        let bar = cli::audit::progress_bar("verifying");
-        let report = verify_with_progress(
-            &store,
-            &checkpoints,
-            &kept_checkpoints,
-            verifier.as_ref(),
-            &|done, all| {
-                bar.set_length(all);
-                bar.set_position(done);
-            },
-        );
-        bar.finish_and_clear();
-        report?
-    };
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else if report.is_intact() {
-        writeln!(
-            out,
-            "ledger {} intact: {} events, {} text commitments checked, {} erased, {} signed \
-             checkpoints hold, head {}",
-            report.ledger_id.as_deref().unwrap_or("(new)"),
-            report.events,
-            report.texts_verified,
-            report.texts_erased,
-            report.checkpoints_verified,
-            report.head_hash.as_deref().unwrap_or("(empty)")
-        )?;
-    } else {
-        writeln!(
-            out,
-            "ledger {} FAILED verification: {} problem(s) in {} events",
-            report.ledger_id.as_deref().unwrap_or("?"),
-            report.problems.len(),
-            report.events
-        )?;
-        for p in &report.problems {
-            writeln!(out, "  seq {}: {} — {}", p.seq, p.code, p.detail)?;
-        }
-    }
-    Ok(if report.is_intact() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
 }
 
 /// `thinkledger migrate`: copies the ledger at `from` into `to` (each a data directory or a
@@ -685,7 +892,7 @@ fn migrate(data_dir: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
     // at once in this process would find its lock not yet let go of.
     let (mut copy, mut copied_checkpoints) = server::open_empty(&to)?;
     let copied = {
-        let bar = cli::audit::progress_bar("copying");
+        let bar = cli::audit::progress_bar("copying", true);
         let copied = thinkledger::ledger::migrate::copy_ledger(
             source.as_ref(),
             &checkpoints,
@@ -753,265 +960,8 @@ fn migrate(data_dir: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A checkpoint someone kept: a signed note whose body is a checkpoint.
-fn kept_checkpoint(note: &str) -> anyhow::Result<SignedCheckpoint> {
-    let note = kept_note(note);
-    let body = note
-        .find("\n\n")
-        .map(|i| &note[..=i])
-        .context("no blank line before the signatures")?;
-    Ok(SignedCheckpoint {
-        checkpoint: Checkpoint::parse_body(body)?,
-        note: note.into_owned(),
-        signed_at: String::new(),
-    })
-}
-
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?)
-}
-
-fn checkpoint(dir: &LedgerPlace) -> anyhow::Result<ExitCode> {
-    let signed = runtime()?.block_on(async {
-        let ledger = server::open(dir, AppConfig::default())?;
-        let signed = ledger.checkpoint().await;
-        ledger.shutdown().await;
-        anyhow::Ok(signed?)
-    })?;
-    write!(std::io::stdout().lock(), "{}", signed.note)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn erase(
-    dir: &LedgerPlace,
-    session: Option<String>,
-    commitments: Vec<String>,
-    reason: String,
-) -> anyhow::Result<ExitCode> {
-    let mut arguments = serde_json::json!({ "reason": reason });
-    if let Some(session) = session {
-        arguments["sessionId"] = Value::String(session);
-    } else {
-        arguments["commitments"] = serde_json::json!(commitments);
-    }
-    let actor = Actor {
-        principal: std::env::var("USER").map_or_else(|_| "local".to_owned(), |u| format!("os:{u}")),
-        transport: "cli".into(),
-        client_name: Some("thinkledger".into()),
-        client_version: Some(env!("CARGO_PKG_VERSION").into()),
-        role: Default::default(),
-        user_ids: Vec::new(),
-    };
-    let mut command = AppCommand::tool_call(
-        ERASE_TOOL,
-        arguments,
-        actor,
-        SessionId::random(),
-        SystemEffects.prepare(),
-    );
-    command.admin = true;
-    let committed = runtime()?.block_on(async {
-        let ledger = server::open(dir, AppConfig::default())?;
-        let committed = ledger.submit(command).await;
-        // The memory index beside the ledger is a cache that may hold an erased memory's
-        // text; no server uses it while this process holds the ledger's lock, so it goes now
-        // and the next start rebuilds it.
-        let index = server::memory_index_dir(&dir.data_dir);
-        let dropped = match &committed {
-            Ok(c) if c.status == OutcomeStatus::Ok => match std::fs::remove_dir_all(&index) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            },
-            _ => Ok(()),
-        };
-        ledger.shutdown().await;
-        dropped.map_err(|e| {
-            anyhow::anyhow!(
-                "the erasure is recorded, but the memory index in {} could not be removed \
-                 ({e}): it may still hold erased text; remove that directory before the \
-                 server starts again",
-                index.display()
-            )
-        })?;
-        anyhow::Ok(committed?)
-    })?;
-    let mut out = std::io::stdout().lock();
-    if committed.status == OutcomeStatus::Ok {
-        writeln!(
-            out,
-            "erased {} text(s) (event {}); their bytes and salts are gone from disk",
-            committed.body["erased"], committed.seq
-        )?;
-        Ok(ExitCode::SUCCESS)
-    } else {
-        writeln!(
-            out,
-            "nothing erased: {} ({}); the refusal is recorded as event {}",
-            committed.body["error"].as_str().unwrap_or_default(),
-            committed.body["suggestion"].as_str().unwrap_or_default(),
-            committed.seq
-        )?;
-        Ok(ExitCode::from(2))
-    }
-}
-
-/// Runs one read-only query against a replayed ledger.
-fn query(dir: &LedgerPlace, f: thinkledger::app::Query) -> anyhow::Result<Value> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let ledger = server::open(dir, AppConfig::default())?;
-        let answer = ledger.query(f).await?;
-        ledger.shutdown().await;
-        Ok(answer)
-    })
-}
-
-fn print_key(dir: &LedgerPlace) -> anyhow::Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let ledger_id = runtime.block_on(async {
-        let ledger = server::open(dir, AppConfig::default())?;
-        let id = ledger
-            .meta()
-            .map(|m| m.ledger_id.clone())
-            .ok_or_else(|| anyhow::anyhow!("the opened ledger has no metadata"))?;
-        ledger.shutdown().await;
-        anyhow::Ok(id)
-    })?;
-    let signer = keyfile::load_or_create(&server::key_path(&dir.data_dir), &ledger_id)?;
-    writeln!(std::io::stdout().lock(), "{}", signer.verifier().to_vkey())?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn list_sessions(dir: &LedgerPlace, json: bool) -> anyhow::Result<ExitCode> {
-    let doc = query(
-        dir,
-        Box::new(|app: &thinkledger::app::App| thinkledger::tools::sessions_document(app.state())),
-    )?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let sessions = doc["sessions"].as_array().cloned().unwrap_or_default();
-    if sessions.is_empty() {
-        writeln!(out, "no sessions yet")?;
-    }
-    for s in sessions {
-        writeln!(
-            out,
-            "{}  {:<6}  {:>4} thoughts  {:>2} branches  started {}",
-            s["sessionId"].as_str().unwrap_or_default(),
-            s["status"].as_str().unwrap_or_default(),
-            s["thoughts"],
-            s["branches"].as_array().map_or(0, Vec::len),
-            s["startedAt"].as_str().unwrap_or_default(),
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn export_session(dir: &LedgerPlace, raw: &str, format: Format) -> anyhow::Result<ExitCode> {
-    let Some(id) = SessionId::parse(raw) else {
-        bail!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
-    };
-    let options = ExportOptions {
-        include_branches: true,
-        branch_id: None,
-    };
-    let rendered = query(
-        dir,
-        // The export, null for no such session, or why it could not be read back (an object
-        // holding `unreadable`).
-        Box::new(move |state| match state.state().session(&id) {
-            Ok(None) => Value::Null,
-            Ok(Some(s)) => match format {
-                Format::Markdown => Value::String(markdown::render(&s, &options)),
-                Format::Json => export_json::render(&s, &options),
-            },
-            Err(e) => serde_json::json!({ "unreadable": e.to_string() }),
-        }),
-    )?;
-    if let Some(reason) = rendered.get("unreadable").and_then(Value::as_str) {
-        bail!("{reason}; run `thinkledger verify`");
-    }
-    let mut out = std::io::stdout().lock();
-    match rendered {
-        Value::Null => bail!("no session {raw} in this ledger; `thinkledger sessions` lists them"),
-        Value::String(text) => write!(out, "{text}")?,
-        other => writeln!(out, "{}", serde_json::to_string_pretty(&other)?)?,
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn session_id(raw: &str) -> anyhow::Result<SessionId> {
-    SessionId::parse(raw).with_context(|| {
-        format!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
-    })
-}
-
-fn replay(
-    dir: &LedgerPlace,
-    raw: &str,
-    reexecute: bool,
-    json: bool,
-    config: AppConfig,
-) -> anyhow::Result<ExitCode> {
-    let id = session_id(raw)?;
-    let output = runtime()?.block_on(async {
-        let ledger = server::open(dir, config.clone())?;
-        let output = ledger
-            .inspect(move |view| replay::replay_session(view, &id, reexecute.then_some(&config)))
-            .await;
-        ledger.shutdown().await;
-        anyhow::Ok(output??)
-    })?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&output)?)?;
-    } else {
-        write!(out, "{}", replay::render_replay_text(&output))?;
-    }
-    let diverged = output.reexecution.as_ref().is_some_and(|r| r.diverged > 0);
-    Ok(if diverged {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-fn diff_sessions(dir: &LedgerPlace, a: &str, b: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let (id_a, id_b) = (session_id(a)?, session_id(b)?);
-    let doc = query(
-        dir,
-        Box::new(
-            move |state| match (state.state().session(&id_a), state.state().session(&id_b)) {
-                (Ok(Some(x)), Ok(Some(y))) => {
-                    let d = diff::diff(&x, &y);
-                    serde_json::json!({ "diff": d, "text": diff::render_text(&d) })
-                }
-                (Err(e), _) | (_, Err(e)) => serde_json::json!({ "unreadable": e.to_string() }),
-                (Ok(None), _) => serde_json::json!({ "missing": id_a.as_str() }),
-                (_, Ok(None)) => serde_json::json!({ "missing": id_b.as_str() }),
-            },
-        ),
-    )?;
-    if let Some(missing) = doc.get("missing").and_then(Value::as_str) {
-        bail!("no session {missing} in this ledger; `thinkledger sessions` lists them");
-    }
-    if let Some(reason) = doc.get("unreadable").and_then(Value::as_str) {
-        bail!("{reason}; run `thinkledger verify`");
-    }
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc["diff"])?)?;
-    } else {
-        write!(out, "{}", doc["text"].as_str().unwrap_or_default())?;
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -50,6 +50,34 @@ pub(crate) const RESET_SPECS: &[ToolSpec] = &[ToolSpec {
     decide: Decide::Pure(decide_reset),
 }];
 
+/// Whether a `sequentialthinking` call opens a conversation of its own, for a caller with no
+/// connection to keep its current session (stateless HTTP, the 2026-07-28 revision without a
+/// handle): thought 1 that is neither a revision nor a branch and names no session. Such a
+/// call starts a new session; any other call without a handle continues the caller's current
+/// one (README, "Sessions").
+pub fn opens_a_conversation(arguments: &Value) -> bool {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Opening {
+        #[serde(default, deserialize_with = "lenient::u32_optional")]
+        thought_number: Option<u32>,
+        #[serde(default, deserialize_with = "lenient::bool_optional")]
+        is_revision: Option<bool>,
+        #[serde(default, deserialize_with = "lenient::u32_optional")]
+        branch_from_thought: Option<u32>,
+        #[serde(default)]
+        session_id: Option<Value>,
+    }
+    Opening::deserialize(arguments).is_ok_and(|o| {
+        o.thought_number == Some(1)
+            && o.is_revision != Some(true)
+            && o.branch_from_thought.is_none()
+            && o.session_id
+                .as_ref()
+                .is_none_or(|id| id.is_null() || id.as_str().is_some_and(|s| s.trim().is_empty()))
+    })
+}
+
 /// Arguments of `sequentialthinking`: exactly the reference server's, plus `sessionId` and
 /// `tags`. Numbers and booleans may be sent as strings.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

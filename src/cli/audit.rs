@@ -1,7 +1,7 @@
 //! `thinkledger audit` (build an offline-verifiable export from the ledger) and
 //! `thinkledger verify-export` (check one from its bytes alone), with progress bars on a
 //! terminal. The export format and its checks live in the library's `audit` module; this file
-//! only opens the ledger, reads and writes files and prints.
+//! only reads and writes files and prints.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -10,13 +10,15 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use thinkledger::app::AppConfig;
+use thinkledger::app::App;
 use thinkledger::audit::{
     ExportOptions, ExportReport, Selection, VerifyOptions, verify_export_with, write_export,
 };
 use thinkledger::events::SessionId;
+use thinkledger::ledger::LedgerHandle;
 use thinkledger::ledger::format_timestamp;
-use thinkledger::server;
+
+use super::ledger::Io;
 
 /// What `thinkledger audit` was asked for.
 pub struct AuditRequest {
@@ -45,9 +47,10 @@ pub fn selection(
     }
 }
 
-/// A bar on stderr when a person is watching, else nothing.
-pub fn progress_bar(what: &'static str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
+/// A bar on stderr when a person is watching (and `shown`: a command run for another process
+/// shows none), else nothing.
+pub fn progress_bar(what: &'static str, shown: bool) -> ProgressBar {
+    if !shown || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(0);
@@ -82,14 +85,18 @@ fn generated_at() -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
     }
 }
 
-/// Opens the ledger, signs a fresh checkpoint if the log grew, builds and writes the export.
-pub fn audit(dir: &server::LedgerPlace, request: AuditRequest) -> anyhow::Result<ExitCode> {
+/// Signs a fresh checkpoint if the log grew, builds the export from `ledger` and writes it to
+/// the output file (through `FILE.partial`, renamed once complete, so a refused or failed
+/// export leaves nothing half-written) or to `io`'s standard output.
+pub async fn audit(
+    ledger: &LedgerHandle<App>,
+    request: AuditRequest,
+    io: &Io,
+) -> anyhow::Result<u8> {
     let since = match &request.since_checkpoint {
         Some(path) => Some(read_text(path, "checkpoint file")?),
         None => None,
     };
-    // The export is written as it is built: to a file beside the output, renamed into place
-    // once complete (so a refused or failed export leaves nothing half-written), or to stdout.
     let partial = request.output.as_ref().map(|path| {
         let mut name = path.as_os_str().to_owned();
         name.push(".partial");
@@ -100,46 +107,37 @@ pub fn audit(dir: &server::LedgerPlace, request: AuditRequest) -> anyhow::Result
             std::fs::File::create(path)
                 .with_context(|| format!("cannot write {}", path.display()))?,
         ),
-        None => Box::new(std::io::stdout()),
+        None => io.out.writer(),
     };
     let generated_at = format_timestamp(generated_at()?);
-    let bar = progress_bar("proving");
+    let bar = progress_bar("proving", io.progress);
     let progress = bar.clone();
     let selection = request.selection.clone();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let built = runtime.block_on(async move {
-        let ledger = server::open(dir, AppConfig::default())?;
-        let checkpoint = ledger.checkpoint().await;
-        let built = match checkpoint {
-            Ok(_) => {
-                ledger
-                    .inspect(move |view| {
-                        let mut sink = sink;
-                        let report = |done: u64, total: u64| {
-                            progress.set_length(total);
-                            progress.set_position(done);
-                        };
-                        write_export(
-                            view,
-                            &selection,
-                            &ExportOptions {
-                                since_checkpoint: since.as_deref(),
-                                generated_at,
-                                progress: Some(&report),
-                                cancelled: None,
-                            },
-                            &mut sink,
-                        )
-                    })
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        ledger.shutdown().await;
-        anyhow::Ok(built?)
-    });
+    let built = match ledger.checkpoint().await {
+        Ok(_) => {
+            ledger
+                .inspect(move |view| {
+                    let mut sink = sink;
+                    let report = |done: u64, total: u64| {
+                        progress.set_length(total);
+                        progress.set_position(done);
+                    };
+                    write_export(
+                        view,
+                        &selection,
+                        &ExportOptions {
+                            since_checkpoint: since.as_deref(),
+                            generated_at,
+                            progress: Some(&report),
+                            cancelled: None,
+                        },
+                        &mut sink,
+                    )
+                })
+                .await
+        }
+        Err(e) => Err(e),
+    };
     bar.finish_and_clear();
     let failed = match built {
         Ok(Ok(written)) => Ok(written),
@@ -147,7 +145,7 @@ pub fn audit(dir: &server::LedgerPlace, request: AuditRequest) -> anyhow::Result
             "cannot export: {e}\nsuggestion: {}",
             e.suggestion()
         )),
-        Err(e) => Err(e),
+        Err(e) => Err(anyhow::Error::from(e)),
     };
     let written = failed.inspect_err(|_| {
         if let Some(partial) = &partial {
@@ -158,7 +156,7 @@ pub fn audit(dir: &server::LedgerPlace, request: AuditRequest) -> anyhow::Result
         std::fs::rename(partial, path)
             .with_context(|| format!("cannot write {}", path.display()))?;
         writeln!(
-            std::io::stderr().lock(),
+            io.err.writer(),
             "wrote {} ({} events, {} bytes); check it with \
              `thinkledger verify-export {} --pubkey \"$(thinkledger key)\"`",
             path.display(),
@@ -167,7 +165,7 @@ pub fn audit(dir: &server::LedgerPlace, request: AuditRequest) -> anyhow::Result
             path.display()
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(0)
 }
 
 /// What `thinkledger verify-export` was asked to check.
@@ -188,7 +186,7 @@ pub fn verify_export(request: VerifyRequest) -> anyhow::Result<ExitCode> {
         Some(path) => Some(read_text(path, "checkpoint file")?),
         None => None,
     };
-    let bar = progress_bar("verifying");
+    let bar = progress_bar("verifying", true);
     let report_progress = |done: u64, total: u64| {
         bar.set_length(total);
         bar.set_position(done);

@@ -4,4 +4,5 @@
 
 pub mod agent;
 pub mod audit;
+pub mod ledger;
 pub mod token;

@@ -107,6 +107,12 @@ pub trait Store: Send + 'static {
     fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
         None
     }
+    /// The log as it stands now, to be read whole beside the writer (`verify` through a
+    /// running server): events up to the current last seq, the texts indexed now. Writes to it
+    /// fail. `None` (the default): the store cannot be read beside its writer.
+    fn read_only(&self) -> Result<Option<Box<dyn Store>>, LedgerError> {
+        Ok(None)
+    }
     /// Whether other processes append to this log too (a shared database). The writer then
     /// brackets each batch with [`Store::begin_batch`] and [`Store::sync`] (or
     /// [`Store::abandon_batch`]) and folds the events read past its head after the first.
@@ -168,6 +174,9 @@ impl Store for Box<dyn Store> {
     }
     fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
         (**self).session_log()
+    }
+    fn read_only(&self) -> Result<Option<Box<dyn Store>>, LedgerError> {
+        (**self).read_only()
     }
     fn shared(&self) -> bool {
         (**self).shared()
@@ -916,6 +925,93 @@ impl Store for SledStore {
 
     fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
         Some(self.reads.clone())
+    }
+
+    fn read_only(&self) -> Result<Option<Box<dyn Store>>, LedgerError> {
+        let parts = self.reads.with(|p| {
+            Ok(ReadParts {
+                events: p.events.clone(),
+                sessions: p.sessions.clone(),
+                texts: p.texts.clone(),
+                log: p.log.clone(),
+            })
+        })?;
+        Ok(Some(Box::new(SledReadOnly {
+            meta: self.meta()?,
+            last: self.last_seq()?,
+            parts,
+        })))
+    }
+}
+
+/// The embedded log as it stood when [`Store::read_only`] was called, read beside its writer
+/// through handles of its own (the index file's reader, sled's trees, the log file read by
+/// `pread`): events up to that seq; texts as indexed when read (a text the writer adds later
+/// is hashed too, and an erased one reads as erased). Holding it keeps sled's trees open.
+struct SledReadOnly {
+    meta: Option<LedgerMeta>,
+    last: Option<u64>,
+    parts: ReadParts,
+}
+
+fn read_only_refusal() -> LedgerError {
+    LedgerError::Io(std::io::Error::other(
+        "a read-only view of the log takes no writes",
+    ))
+}
+
+impl Store for SledReadOnly {
+    fn meta(&self) -> Result<Option<LedgerMeta>, LedgerError> {
+        Ok(self.meta.clone())
+    }
+    fn init_meta(&mut self, _: &LedgerMeta) -> Result<(), LedgerError> {
+        Err(read_only_refusal())
+    }
+    fn append_batch(&mut self, _: &Batch) -> Result<(), LedgerError> {
+        Err(read_only_refusal())
+    }
+    fn sync(&mut self) -> Result<(), LedgerError> {
+        Ok(())
+    }
+    fn last_seq(&self) -> Result<Option<u64>, LedgerError> {
+        Ok(self.last)
+    }
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+        if self.last.is_none_or(|last| seq > last) {
+            return Ok(None);
+        }
+        match self.parts.events.slot(seq)? {
+            None => Ok(None),
+            Some(slot) => self.parts.log.event(slot).map(Some),
+        }
+    }
+    fn events_from(&self, from: u64) -> EventIter<'_> {
+        let last = self.last.unwrap_or(0);
+        let slots = self
+            .parts
+            .events
+            .slots_from(from)
+            .take_while(move |slot| slot.as_ref().map_or(true, |(seq, _, _)| *seq <= last));
+        Box::new(self.parts.log.in_order(slots))
+    }
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+        let last = self.last.unwrap_or(0);
+        let mut seqs = seqs_of(&self.parts.sessions, session)?;
+        seqs.retain(|seq| *seq <= last);
+        Ok(seqs)
+    }
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
+        match slot_in(&self.parts.texts, commitment)? {
+            None => Ok(None),
+            Some(slot) => self.parts.log.text(slot, commitment),
+        }
+    }
+    fn texts_in_file_order(&self) -> Result<TextIter<'_>, LedgerError> {
+        let slots = slots_in_file_order(&self.parts.texts)?;
+        Ok(Box::new(self.parts.log.texts_in_order(slots)))
+    }
+    fn erase_texts(&mut self, _: &[[u8; 32]]) -> Result<(), LedgerError> {
+        Err(read_only_refusal())
     }
 }
 

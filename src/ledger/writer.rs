@@ -210,6 +210,7 @@ type Inspection = Box<dyn FnOnce(&dyn LogView) + Send>;
 enum Message<D: Decider> {
     Command(D::Command, oneshot::Sender<Result<Committed, LedgerError>>),
     Inspect(Inspection),
+    ReadOnly(oneshot::Sender<Result<Option<Box<dyn Store>>, LedgerError>>),
     Checkpoint(oneshot::Sender<Result<SignedCheckpoint, LedgerError>>),
     Shutdown(oneshot::Sender<()>),
     /// Fold what other writers of a shared store appended ([`Store::shared`]), if anything.
@@ -535,6 +536,19 @@ impl<D: Decider> LedgerHandle<D> {
             .await
             .map_err(|_| LedgerError::WriterStopped)?;
         rx.await.map_err(|_| LedgerError::WriterStopped)
+    }
+
+    /// The log as it stands after the batches before this call, to be read whole on the
+    /// caller's thread beside the writer ([`Store::read_only`]); `None` when the store cannot
+    /// be read that way.
+    pub async fn read_only(&self) -> Result<Option<Box<dyn Store>>, LedgerError> {
+        self.gate.ready().await?;
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(Message::ReadOnly(tx))
+            .await
+            .map_err(|_| LedgerError::WriterStopped)?;
+        rx.await.map_err(|_| LedgerError::WriterStopped)?
     }
 
     /// Signs a checkpoint of the log now, unless the latest one already covers every event,
@@ -1489,6 +1503,14 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 // nothing (the job is dropped and its caller told the writer stopped).
                 Some(Message::Inspect(job)) if !stopped => job(&self.view()),
                 Some(Message::Inspect(_)) => {}
+                Some(Message::ReadOnly(reply)) => {
+                    let answer = if stopped {
+                        Err(self.refusal())
+                    } else {
+                        self.store.read_only()
+                    };
+                    let _ = reply.send(answer);
+                }
                 Some(Message::Checkpoint(reply)) => {
                     let answer = if stopped {
                         Err(self.refusal())

@@ -9,6 +9,8 @@
 
 pub mod auth;
 pub mod framing;
+#[cfg(unix)]
+pub mod owner;
 pub mod review;
 
 use std::net::SocketAddr;
@@ -382,10 +384,24 @@ pub async fn serve_http(
     config: HttpConfig,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    spawn_checkpoints(ledger.clone(), shutdown.clone());
+    let result = serve_http_only(listener, ledger.clone(), catalog, config, shutdown).await;
+    ledger.shutdown().await;
+    result
+}
+
+/// [`serve_http`] without the periodic checkpoints and without closing the ledger at the end
+/// (a process that owns the ledger for others too does both itself).
+pub async fn serve_http_only(
+    listener: TcpListener,
+    ledger: LedgerHandle<App>,
+    catalog: Arc<Catalog>,
+    config: HttpConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
     tracing::info!(%addr, stateless = config.stateless, "serving MCP over Streamable HTTP at http://{addr}/mcp");
     let app = router(ledger.clone(), catalog, &config, &shutdown);
-    spawn_checkpoints(ledger.clone(), shutdown.clone());
     let stop = shutdown.clone();
     // Answers are small and sent at once: without TCP_NODELAY, Nagle's algorithm holds a
     // response's last segment until the client's delayed ACK (about 40 ms on Linux).
@@ -394,11 +410,17 @@ pub async fn serve_http(
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });
-    let result = axum::serve(listener, app)
+    axum::serve(listener, app)
         .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await;
-    ledger.shutdown().await;
-    result
+        .await
+}
+
+/// This process's stdin and stdout, for a transport to read and write.
+pub fn stdio_pipes() -> (
+    impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+) {
+    rmcp::transport::stdio_pipes()
 }
 
 /// Serves MCP over stdin/stdout until the client closes stdin or `shutdown` is cancelled, then

@@ -138,6 +138,20 @@ impl Toolsets {
         Ok(out)
     }
 
+    /// The enabled families, in the order they were enabled.
+    pub fn families(&self) -> &[String] {
+        &self.0
+    }
+
+    /// The families named in `names` that exist (a relayed connection's state).
+    pub fn of_names(names: &[String]) -> Self {
+        let mut out = Self(Vec::new());
+        for name in names {
+            out.insert(name);
+        }
+        out
+    }
+
     pub fn contains(&self, family: &str) -> bool {
         family == META_FAMILY || self.0.iter().any(|f| f == family)
     }

@@ -60,6 +60,12 @@ impl SessionSlot {
         *self.lock() = id;
     }
 
+    /// Makes a new, not yet started session the one later calls continue (a conversation's
+    /// first thought, where no connection tells conversations apart).
+    pub fn begin_new(&self) {
+        *self.lock() = SessionId::random();
+    }
+
     /// After `closed` was reset, later calls start a new session (unless the slot moved on).
     pub fn rotate_if(&self, closed: &str) {
         let mut guard = self.lock();

@@ -10,6 +10,7 @@ mod arrival;
 mod audit;
 mod catalog;
 mod cognition;
+pub mod connection;
 mod current;
 mod deliberation;
 mod lux;
@@ -100,6 +101,8 @@ pub struct ThinkServer {
     log_level: ConnectionLevel,
     /// Every principal's use of its quotas, shared by the handlers of a server.
     quotas: Arc<Quotas>,
+    /// A relayed connection's relay, told of each change of the connection's state.
+    state_out: Option<connection::StateOut>,
 }
 
 impl ThinkServer {
@@ -118,6 +121,50 @@ impl ThinkServer {
             effects: Arc::new(SystemEffects),
             log_level: ConnectionLevel::default(),
             quotas: Arc::new(Quotas::default()),
+            state_out: None,
+        }
+    }
+
+    /// Takes up a relayed connection where `state` left it: its current session, its toolsets
+    /// (`None`: as `--toolsets` said) and its log level.
+    #[must_use]
+    pub fn with_connection_state(self, state: &connection::ConnectionState) -> Self {
+        if let Some(id) = state.session.as_deref().and_then(SessionId::parse) {
+            self.connection_session.continue_with(id);
+        }
+        let server = match &state.toolsets {
+            Some(names) => Self {
+                connection_toolsets: EnabledToolsets::new(Toolsets::of_names(names)),
+                ..self
+            },
+            None => self,
+        };
+        if let Some(level) = state.log_level {
+            server.log_level.set(level);
+        }
+        server
+    }
+
+    /// Tells `out` of every change of this connection's state (a relayed connection).
+    #[must_use]
+    pub fn with_state_out(mut self, out: connection::StateOut) -> Self {
+        self.state_out = Some(out);
+        self
+    }
+
+    /// This connection's state now.
+    pub fn connection_state(&self) -> connection::ConnectionState {
+        connection::ConnectionState {
+            session: Some(self.connection_session.current().as_str().to_owned()),
+            toolsets: Some(self.connection_toolsets.get().families().to_vec()),
+            log_level: self.log_level.get(),
+        }
+    }
+
+    /// Tells the relay, if any, the connection's state when it changed.
+    async fn report_state(&self) {
+        if let Some(out) = &self.state_out {
+            out.report(self.connection_state()).await;
         }
     }
 
@@ -664,6 +711,14 @@ impl ServerHandler for ThinkServer {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let actor = actor(&context, self.transport);
         let slot = self.slot(&context, &actor.principal);
+        // Without a connection, a conversation's first thought is the only sign that it is a
+        // new one: it starts a session of its own instead of joining the principal's last.
+        if Self::standalone(&context)
+            && request.name == crate::app::SEQUENTIALTHINKING_TOOL
+            && crate::app::thinking::opens_a_conversation(&arguments)
+        {
+            slot.begin_new();
+        }
         let order = (!Self::standalone(&context)).then(|| self.connection_order.clone());
         let admission = Admission::of(self.arrival.as_ref(), &context).in_order(order);
         let stateless_revision = Self::stateless_revision(&context);
@@ -685,6 +740,7 @@ impl ServerHandler for ThinkServer {
         let peer = (!stateless_revision).then_some(&context.peer);
         let call = self.call(call, peer);
         let result = admission.scope(call).await;
+        self.report_state().await;
         reporter.finish().await;
         Ok(result.into())
     }
@@ -703,6 +759,7 @@ impl ServerHandler for ThinkServer {
             >());
         }
         self.log_level.set(request.level);
+        self.report_state().await;
         Ok(())
     }
 

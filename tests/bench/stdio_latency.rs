@@ -13,6 +13,12 @@
 //! run of the reference server (`node SCRIPT`, thought logging off, memory only) with the same
 //! client and the same calls, and the summary sets the two side by side.
 //!
+//! Relayed beside direct: each run also starts two servers on one fresh data directory — the
+//! first owns the ledger and serves its client directly, the second relays its client's lines
+//! to the first over the directory's socket (docs/ARCHITECTURE.md, "One ledger, many
+//! processes") — and alternates calls between the two clients, so the relay's overhead is the
+//! difference of two p50s taken under the same load.
+//!
 //! `cargo bench --bench stdio_latency` (full run); under `cargo test` it does a smoke run.
 //! Overrides: THINKLEDGER_BENCH_RUNS, THINKLEDGER_BENCH_CALLS, THINKLEDGER_BENCH_WARMUP.
 
@@ -74,6 +80,35 @@ fn run_once(warmup: usize, calls: usize) -> Run {
         verify: verified.took,
         event_bytes: verified.mean_event_bytes,
     }
+}
+
+/// One run of a direct and a relayed client on one ledger, calls alternating between them:
+/// (direct, relayed) latencies.
+fn relayed_once(warmup: usize, calls: usize) -> (Latency, Latency) {
+    let dir = common::temp_data_dir();
+    let mut direct = StdioClient::spawn_logged(dir.path(), &dir.path().join("owner.log"));
+    direct.initialize();
+    let mut relayed = StdioClient::spawn_logged(dir.path(), &dir.path().join("relay.log"));
+    relayed.initialize();
+    let total = u32::try_from(warmup + calls).expect("call count fits u32");
+    let mut seq = 0u64;
+    let (mut d, mut r) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    for i in 0..warmup + calls {
+        let number = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let took_direct = direct.think(number, total, seq + 1);
+        let took_relayed = relayed.think(number, total, seq + 2);
+        seq += 2;
+        if i >= warmup {
+            d.push(took_direct);
+            r.push(took_relayed);
+        }
+    }
+    // The relay leaves first: the owner stays while any relay is connected.
+    relayed.finish();
+    direct.finish();
+    let ledger = thinkledger::server::ledger_dir(dir.path());
+    common::verify_ledger(&ledger, seq, seq * common::TEXT_REFS_PER_THOUGHT);
+    (Latency::of(&d), Latency::of(&r))
 }
 
 /// The disk floor: `SledStore::append_batch` + `sync` of one event-sized record at a time, with
@@ -205,6 +240,7 @@ fn main() {
     );
     let reference = std::env::var_os("THINKLEDGER_BENCH_REFERENCE");
     let mut references = Vec::new();
+    let mut relays = Vec::new();
     let mut results = Vec::with_capacity(runs);
     for run in 1..=runs {
         if let Some(script) = &reference {
@@ -239,6 +275,17 @@ fn main() {
             r.event_bytes,
         );
         results.push(r);
+        let (direct, relayed) = relayed_once(warmup, calls);
+        println!(
+            "  run {run}, direct and relayed clients on one ledger, alternating: p50 {} vs {} \
+             (relay adds {}), p99 {} vs {}",
+            us(direct.p50),
+            us(relayed.p50),
+            us(relayed.p50 - direct.p50),
+            us(direct.p99),
+            us(relayed.p99),
+        );
+        relays.push((direct, relayed));
     }
     let col = |f: fn(&Run) -> f64| results.iter().map(f).collect::<Vec<_>>();
     println!("summary over {runs} run(s): median (min–max across runs)");
@@ -257,6 +304,16 @@ fn main() {
         across(&col(|r| r.first_tenth_p50), us),
         across(&col(|r| r.last_tenth_p50), us)
     );
+    let relay_col = |f: fn(&(Latency, Latency)) -> f64| relays.iter().map(f).collect::<Vec<_>>();
+    println!("direct and relayed clients on one ledger, calls alternating: median (min–max)");
+    println!("  direct p50   {}", across(&relay_col(|r| r.0.p50), us));
+    println!("  relayed p50  {}", across(&relay_col(|r| r.1.p50), us));
+    println!(
+        "  relay's p50 overhead {}",
+        across(&relay_col(|r| r.1.p50 - r.0.p50), us)
+    );
+    println!("  direct p99   {}", across(&relay_col(|r| r.0.p99), us));
+    println!("  relayed p99  {}", across(&relay_col(|r| r.1.p99), us));
     if !references.is_empty() {
         let rcol =
             |f: fn(&(Latency, f64, f64)) -> f64| references.iter().map(f).collect::<Vec<_>>();

@@ -195,6 +195,16 @@ impl StdioServer {
         (status, snapshot(&stderr))
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the server is running")
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        snapshot(&self.stderr)
+    }
+
     /// SIGKILLs the server (no chance to sync or clean up) and reaps it.
     pub async fn kill(self) {
         let Self {

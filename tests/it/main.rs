@@ -17,6 +17,7 @@ mod model;
 #[path = "../postgres/server.rs"]
 mod pg_server;
 mod postgres;
+mod processes;
 mod protocol;
 mod replay;
 mod review;

@@ -597,6 +597,13 @@ fn effects_come_through_one_door() {
              THINKLEDGER_DRILL_TORN_WRITE), read once",
         ),
         (
+            "server/owner/",
+            &["env::var", "SessionId::random"],
+            "a relay's first session id and its idempotency keys' prefix, drawn before any \
+             command; debug builds' THINKLEDGER_TEST_BUILD, which stages a relay of another \
+             build in tests",
+        ),
+        (
             "tools/current.rs",
             &["SessionId::random"],
             "a caller's current-session slot, drawn on the caller's side before any command",

@@ -82,6 +82,42 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_connection(server, input, output, shutdown, false).await
+}
+
+/// [`serve`] for a connection a relay opened on the owner's socket: the same edge, and the
+/// connection's state ([`crate::tools::connection`]) sent to the relay whenever it changes,
+/// ahead of the answer that changed it.
+pub async fn serve_relayed<R, W>(
+    server: ThinkServer,
+    input: R,
+    output: W,
+    shutdown: CancellationToken,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_connection(server, input, output, shutdown, true).await
+}
+
+async fn serve_connection<R, W>(
+    server: ThinkServer,
+    input: R,
+    output: W,
+    shutdown: CancellationToken,
+    relayed: bool,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(256);
+    let server = if relayed {
+        server.with_state_out(crate::tools::connection::StateOut::new(out_tx.clone()))
+    } else {
+        server
+    };
     let (edge_side, rmcp_side) = tokio::io::duplex(PIPE_BYTES);
     let (release_tx, release_rx) = mpsc::unbounded_channel();
     let admitted = release_tx.clone();
@@ -106,7 +142,6 @@ where
         }
     });
 
-    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(256);
     let writer = tokio::spawn(write_lines(output, out_rx));
     let (edge_read, edge_write) = tokio::io::split(edge_side);
     let copier = tokio::spawn(copy_answers(edge_read, out_tx.clone(), release_tx));

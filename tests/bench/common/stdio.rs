@@ -26,6 +26,14 @@ impl StdioClient {
         Self::spawn_command(command, &data_dir.join("server.log"))
     }
 
+    /// `thinkledger --data-dir DATA_DIR serve`, logging to `log` (several servers on one
+    /// directory).
+    pub fn spawn_logged(data_dir: &Path, log: &Path) -> Self {
+        let mut command = Command::new(super::server_binary());
+        command.arg("--data-dir").arg(data_dir).arg("serve");
+        Self::spawn_command(command, log)
+    }
+
     /// Any stdio MCP server (the reference server, say), logging to `log`.
     pub fn spawn_command(mut command: Command, log: &Path) -> Self {
         let log = File::create(log).expect("create server log");

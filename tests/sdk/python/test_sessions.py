@@ -278,3 +278,45 @@ def test_a_client_with_no_options_enables_deliberation_at_run_time(mode: str) ->
                 assert "consensus_answer" in names
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("flags", [(), ("--stateless",)], ids=["sessions", "stateless"])
+def test_two_conversations_without_handles_are_two_sessions(flags: tuple[str, ...]) -> None:
+    """The default client (auto: 2026-07-28, no connection): each conversation's first thought
+    starts a session of its own, and its later thoughts continue it."""
+
+    async def run(url: str) -> None:
+        seen = []
+        for _ in range(2):
+            async with Client(url, mode="auto") as client:
+                assert_era(client, "auto")
+                answers = await think(client, pass_handle=False)
+                assert_one_session(answers)
+                seen.append(answers[0]["sessionId"])
+        assert seen[0] != seen[1], "the second conversation joined the first's session"
+
+    with http_server(*flags) as url:
+        asyncio.run(run(url))
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_three_clients_share_one_data_directory(mode: str) -> None:
+    """Three stdio clients on one data directory, as three MCP hosts start them: each in a
+    session of its own, all in one ledger that verifies."""
+
+    async def run(data: str) -> None:
+        async with Client(stdio_params(data), mode=mode) as a:
+            async with Client(stdio_params(data), mode=mode) as b:
+                async with Client(stdio_params(data), mode=mode) as c:
+                    results = await asyncio.gather(*(think(x, False) for x in (a, b, c)))
+        for answers in results:
+            assert_one_session(answers)
+        assert len({answers[0]["sessionId"] for answers in results}) == 3
+
+    with tempfile.TemporaryDirectory() as data:
+        asyncio.run(run(data))
+        verified = subprocess.run(
+            [require_binary(), "--data-dir", data, "verify"], capture_output=True, text=True
+        )
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert "intact: 15 events" in verified.stdout, verified.stdout
