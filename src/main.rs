@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use cli::ledger::LedgerCommand;
 use thinkledger::app::AppConfig;
 use thinkledger::ledger::{LedgerError, keyfile};
-use thinkledger::server::auth::{Authenticator, TokenStore};
+use thinkledger::server::auth::Authenticator;
 use thinkledger::server::{self, HttpConfig, LedgerPlace};
 use thinkledger::tools::quotas::QuotaLimits;
 use thinkledger::tools::{Catalog, ThinkServer, Toolsets};
@@ -529,7 +529,7 @@ fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
                 )
             });
         }
-        Command::Token { action } => return cli::token::run(&dir.data_dir, action),
+        Command::Token { action } => return cli::token::run(dir, action),
         Command::Migrate { from, to } => return migrate(&dir.data_dir, &from, &to),
         Command::VerifyExport {
             file,
@@ -715,8 +715,8 @@ async fn serve_http(
         .extend(args.allow_hosts.iter().cloned());
     // A server others can reach never trusts them by default.
     if args.principal_header.is_none() && (args.auth || !addr.ip().is_loopback()) {
-        let tokens = TokenStore::in_dir(&dir.data_dir);
-        tracing::info!(file = %tokens.path().display(), "bearer tokens required");
+        let tokens = cli::token::tokens_of(dir)?;
+        tracing::info!(tokens = %tokens.shown(), "bearer tokens required");
         config.auth = Some(Arc::new(Authenticator::new(tokens)));
     }
     if let Some(name) = &args.principal_header {
@@ -732,13 +732,12 @@ async fn serve_http(
         lock,
         ledger.clone(),
         Some(command_runner(dir)),
-        &shutdown,
     );
     let served =
         server::serve_http_only(listener, ledger.clone(), catalog, config, shutdown.clone()).await;
     shutdown.cancel();
     #[cfg(unix)]
-    owned.close(&shutdown).await;
+    owned.close().await;
     #[cfg(not(unix))]
     ledger.shutdown().await;
     served?;
@@ -760,8 +759,8 @@ async fn serve_stdio(
 }
 
 /// Serves the client on stdin/stdout: directly, when this process owns the data directory
-/// (staying up after its client leaves until the last relay has too), or relayed to the
-/// process that owns it, becoming the owner itself if that one goes first.
+/// (handing the ledger on to its relays when its client leaves), or relayed to the process
+/// that owns it, becoming the owner itself if that one goes first.
 #[cfg(unix)]
 async fn serve_stdio(
     dir: &LedgerPlace,
@@ -788,13 +787,12 @@ async fn serve_stdio(
                 lock,
                 ledger.clone(),
                 Some(command_runner(dir)),
-                &shutdown,
             );
             tracing::info!("serving MCP over stdio");
             let server = ThinkServer::new(ledger.clone(), catalog, "stdio");
             let served =
                 server::framing::stdio::serve(server, stdin, stdout, shutdown.clone()).await;
-            owned.close(&shutdown).await;
+            owned.close().await;
             served?;
             ending(&ledger, &watch)
         }
@@ -807,13 +805,8 @@ async fn serve_stdio(
                     tracing::info!("no process owns the ledger any more: this one does now");
                     let (ledger, _watch) =
                         start_ledger(&dir, &args, &shutdown).map_err(|e| format!("{e:#}"))?;
-                    let owned = Owned::listen(
-                        &dir.data_dir,
-                        lock,
-                        ledger,
-                        Some(command_runner(&dir)),
-                        &shutdown,
-                    );
+                    let owned =
+                        Owned::listen(&dir.data_dir, lock, ledger, Some(command_runner(&dir)));
                     *promoted
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(owned);
@@ -835,7 +828,7 @@ async fn serve_stdio(
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take();
             if let Some(owned) = owned {
-                owned.close(&shutdown).await;
+                owned.close().await;
             }
             relayed?;
             Ok(ExitCode::SUCCESS)

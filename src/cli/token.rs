@@ -2,8 +2,8 @@
 //! is printed once, at creation; the data dir keeps only its hash (`server::auth`).
 
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
+use thinkledger::server::LedgerPlace;
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -47,10 +47,8 @@ pub enum RoleArg {
     Auditor,
 }
 
-pub fn run(dir: &Path, action: TokenAction) -> anyhow::Result<ExitCode> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the data dir {}", dir.display()))?;
-    let store = TokenStore::in_dir(dir);
+pub fn run(place: &LedgerPlace, action: TokenAction) -> anyhow::Result<ExitCode> {
+    let store = tokens_of(place)?;
     let now = SystemEffects.now();
     let mut out = std::io::stdout().lock();
     match action {
@@ -115,6 +113,29 @@ pub fn run(dir: &Path, action: TokenAction) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the tokens of the ledger at `place` are kept: the database's table for a ledger in
+/// PostgreSQL (with the data dir's earlier tokens copied in), else the data dir's file.
+pub fn tokens_of(place: &LedgerPlace) -> anyhow::Result<TokenStore> {
+    let dir = &place.data_dir;
+    thinkledger::ledger::private::dir(dir)
+        .with_context(|| format!("cannot create the data dir {}", dir.display()))?;
+    let file = TokenStore::in_dir(dir);
+    let Some(url) = &place.store else {
+        return Ok(file);
+    };
+    let store = TokenStore::in_database(thinkledger::ledger::pg::PgTokens::open(url)?);
+    let copied = store.import(&file)?;
+    if copied > 0 {
+        tracing::info!(
+            copied,
+            from = %file.shown(),
+            "tokens made before the ledger moved to its database copied into it; they are \
+             managed there from now on (`thinkledger --store URL token …`)"
+        );
+    }
+    Ok(store)
 }
 
 fn role_name(role: Role) -> &'static str {

@@ -10,7 +10,7 @@
 //! The writer appends through [`EventIndex`]; any thread reads through [`EventIndexReader`]
 //! (positioned reads, and a count published after the records it covers are written).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -47,7 +47,7 @@ impl EventIndex {
     /// Opens (or creates) the index at `path`, holding no record until [`EventIndex::keep`]
     /// says how many of the file's are to be trusted.
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
-        let file = OpenOptions::new()
+        let file = super::private::options()
             .read(true)
             .write(true)
             .create(true)

@@ -15,7 +15,7 @@
 //! - `T`: a text record, `length: u32 LE` (of salt + text), `commitment: [u8; 32]`,
 //!   `salt: [u8; 32]`, `text: UTF-8`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -98,7 +98,7 @@ pub struct LogFile {
 impl LogFile {
     /// Opens (or creates) the file, without judging its frames (see [`LogFile::recover`]).
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
-        let mut file = OpenOptions::new()
+        let mut file = super::private::options()
             .read(true)
             .write(true)
             .create(true)
@@ -732,7 +732,7 @@ mod tests {
         let third = log.append(&[event(4, None)], &[]).unwrap();
         let fourth = log.append(&[event(5, None)], &[]).unwrap();
         log.sync().unwrap();
-        let file = OpenOptions::new().write(true).open(&path).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         file.write_all_at(b"X", third.events[0].2.offset).unwrap();
         drop(log);
         let before = std::fs::metadata(&path).unwrap().len();

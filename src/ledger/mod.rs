@@ -17,6 +17,7 @@ pub mod merkle;
 pub mod migrate;
 pub mod notary;
 pub mod pg;
+pub mod private;
 pub mod snapshot;
 pub mod store;
 pub mod verify;

@@ -8,7 +8,7 @@
 //! log that does not extend its own signed checkpoints is refused when the ledger opens. It
 //! does not know events or the store; the writer hands it tree heads and proofs.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
@@ -110,7 +110,7 @@ impl CheckpointFile {
     pub fn open(ledger_dir: &Path) -> Result<Self, LedgerError> {
         let path = ledger_dir.join(CHECKPOINTS_FILE);
         let all = read_checkpoints(&path)?;
-        let mut file = OpenOptions::new()
+        let mut file = super::private::options()
             .create(true)
             .read(true)
             .append(true)
@@ -408,7 +408,10 @@ mod tests {
         notary.sign_head(&tree(2), "t".into()).unwrap();
         drop(notary);
         let path = dir.path().join(CHECKPOINTS_FILE);
-        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         file.write_all(b"{\"signedAt\":\"t\",\"no").unwrap();
         drop(file);
         let mut notary = Notary::open(dir.path(), NoteSigner::from_skey(&skey).unwrap()).unwrap();

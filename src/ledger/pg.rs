@@ -84,6 +84,13 @@ pub const MIGRATIONS: &[&str] = &[
         signed_at text NOT NULL,
         note text NOT NULL
      );",
+    // 2: bearer tokens shared by every node (`thinkledger token` with `--store`): each row
+    // one token's record as JSON (`server::auth::TokenRecord`: never the token, its hash).
+    "CREATE TABLE thinkledger_tokens (
+        id text PRIMARY KEY,
+        hash text NOT NULL UNIQUE,
+        record text NOT NULL
+     );",
 ];
 
 fn db(e: impl std::fmt::Display) -> LedgerError {
@@ -420,6 +427,13 @@ impl PgStore {
     /// The signed checkpoints' table, for the notary and for verify.
     pub fn checkpoint_log(&self) -> PgCheckpoints {
         PgCheckpoints {
+            conn: self.conn.clone(),
+        }
+    }
+
+    /// The bearer tokens' table, shared by every node of this database.
+    pub fn token_table(&self) -> PgTokens {
+        PgTokens {
             conn: self.conn.clone(),
         }
     }
@@ -951,5 +965,110 @@ impl CheckpointLog for PgCheckpoints {
                 .await
                 .map(|_| ())
         })
+    }
+}
+
+/// The bearer tokens of every node of a database: records as JSON text keyed by id and by
+/// the token's hash (what they mean is `server::auth`'s).
+#[derive(Clone)]
+pub struct PgTokens {
+    conn: Arc<Conn>,
+}
+
+impl std::fmt::Debug for PgTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgTokens")
+            .field("database", &self.conn.shown)
+            .finish()
+    }
+}
+
+impl PgTokens {
+    /// The tokens' table of the database at `url` (its schema made if need be).
+    pub fn open(url: &str) -> Result<Self, LedgerError> {
+        Ok(PgStore::open_for_reading(url)?.token_table())
+    }
+
+    /// Where the tokens are, without a password, for messages.
+    pub fn shown(&self) -> &str {
+        &self.conn.shown
+    }
+
+    /// Every record, oldest id first.
+    pub fn all(&self) -> Result<Vec<String>, LedgerError> {
+        self.conn.run(|client| async move {
+            Ok(client
+                .query("SELECT record FROM thinkledger_tokens ORDER BY id", &[])
+                .await?
+                .into_iter()
+                .map(|r| r.get(0))
+                .collect())
+        })
+    }
+
+    /// The record of the token whose hash is `hash`.
+    pub fn by_hash(&self, hash: &str) -> Result<Option<String>, LedgerError> {
+        let hash = hash.to_owned();
+        self.conn.run(move |client| async move {
+            Ok(client
+                .query_opt(
+                    "SELECT record FROM thinkledger_tokens WHERE hash = $1",
+                    &[&hash],
+                )
+                .await?
+                .map(|r| r.get(0)))
+        })
+    }
+
+    /// Adds a record; false when one with that id or hash is there already.
+    pub fn insert(&self, id: &str, hash: &str, record: &str) -> Result<bool, LedgerError> {
+        let (id, hash, record) = (id.to_owned(), hash.to_owned(), record.to_owned());
+        self.conn.run(move |client| async move {
+            Ok(client
+                .execute(
+                    "INSERT INTO thinkledger_tokens (id, hash, record) VALUES ($1, $2, $3) \
+                     ON CONFLICT DO NOTHING",
+                    &[&id, &hash, &record],
+                )
+                .await?
+                == 1)
+        })
+    }
+
+    /// Rewrites the record of `id` with what `change` makes of it, under a row lock (two
+    /// revocations at once keep the first time); `None` when there is no such id.
+    pub fn update(
+        &self,
+        id: &str,
+        change: impl FnOnce(String) -> Result<String, String> + Send + 'static,
+    ) -> Result<Option<String>, LedgerError> {
+        let id = id.to_owned();
+        let changed = self.conn.block({
+            let pool = self.conn.pool.clone();
+            async move {
+                let mut client = pool.get().await.map_err(db)?;
+                let tx = client.transaction().await.map_err(pg_error)?;
+                let Some(row) = tx
+                    .query_opt(
+                        "SELECT record FROM thinkledger_tokens WHERE id = $1 FOR UPDATE",
+                        &[&id],
+                    )
+                    .await
+                    .map_err(pg_error)?
+                else {
+                    return Ok(None);
+                };
+                let record = change(row.get(0)).map_err(LedgerError::Corrupt)?;
+                tx.execute(
+                    "UPDATE thinkledger_tokens SET record = $2 WHERE id = $1",
+                    &[&id, &record],
+                )
+                .await
+                .map_err(pg_error)?;
+                tx.commit().await.map_err(pg_error)?;
+                Ok(Some(record))
+            }
+        })?;
+        Ok(changed)
     }
 }

@@ -86,7 +86,11 @@ impl SnapshotStore for FileSnapshots {
     }
 
     fn save(&self, bytes: &[u8]) -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&self.temp)?;
+        let mut file = super::private::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&self.temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);

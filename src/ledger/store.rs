@@ -439,12 +439,15 @@ impl SledStore {
     }
 
     fn open_with_cache(dir: &Path, cache_bytes: u64) -> Result<Self, LedgerError> {
-        std::fs::create_dir_all(dir)?;
+        super::private::dir(dir)?;
         let sled = Sled::open(dir, cache_bytes)?;
         let log = LogFile::open(&dir.join(LOG_FILE))?;
         let reader = Arc::new(LogReader::open(&dir.join(LOG_FILE))?);
         let index = EventIndex::open(&dir.join(EVENT_INDEX_FILE))?;
         let sled_log = File::open(dir.join("db"))?;
+        // Every file here holds callers' texts: none readable by others, whatever made it
+        // (sled's own files, a ledger written before files were made private).
+        super::private::tighten_tree(dir)?;
         // The directory entries of a new database and files must be durable too.
         File::open(dir)?.sync_all()?;
         let reads = Arc::new(SledReads {

@@ -550,7 +550,7 @@ impl MemoryState {
             Some(dir) => {
                 // A cache: whatever the directory held is replaced by what the state says.
                 let _ = std::fs::remove_dir_all(dir);
-                std::fs::create_dir_all(dir)
+                crate::ledger::private::dir(dir)
                     .map_err(|e| crate::index::memory::IndexError::Directory(e.to_string()))?;
                 MemoryIndex::in_dir(dir, config)?
             }

@@ -1,10 +1,12 @@
 //! Bearer tokens: who may call a shared server, as whom, and in which role.
 //!
-//! `thinkledger token create` makes a token and prints it once; the data dir keeps only its
-//! BLAKE3 hash, in `tokens.json` (mode 0600), with the principal it names, its role, the
-//! memory owners (`userId`s) it may act for besides its own name, and when it expires or was
-//! revoked. A serving process reads that file again whenever it changes on disk, so a token
-//! made or revoked while it runs counts from the next request.
+//! `thinkledger token create` makes a token and prints it once; only its BLAKE3 hash is kept,
+//! with the principal it names, its role, the memory owners (`userId`s) it may act for besides
+//! its own name, and when it expires or was revoked: in the data dir's `tokens.json` (mode
+//! 0600), or, for a ledger in PostgreSQL (`--store`), in the database, where every node reads
+//! it. A serving process reads the file again whenever it changes on disk, and the database
+//! for every request, so a token made or revoked while it runs counts from the next request —
+//! on every node.
 //!
 //! Owns the file and the check of a presented token. It decides nothing about what a principal
 //! may see: that is the decision's (`app`), from the principal recorded in the event's actor.
@@ -20,6 +22,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::hash::{hex, token_digest};
+use crate::ledger::pg::PgTokens;
 use crate::tools::{Principal, Role};
 
 /// The file in the data dir that holds the tokens' hashes.
@@ -47,6 +50,8 @@ pub enum AuthError {
     Invalid(String),
     #[error("no token {0}; `thinkledger token list` shows the ids")]
     UnknownId(String),
+    #[error("the tokens' database: {0}")]
+    Database(String),
 }
 
 /// One token as the data dir keeps it (never the token itself).
@@ -98,27 +103,87 @@ pub struct NewToken {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// The token file of a data dir.
+/// Where a server's tokens are kept: the data dir's token file, or — for the nodes of a
+/// ledger in PostgreSQL — the database's `thinkledger_tokens` table, so that a token made or
+/// revoked through any node counts on every node from its next request.
 #[derive(Debug, Clone)]
 pub struct TokenStore {
-    path: PathBuf,
+    place: TokenPlace,
+}
+
+#[derive(Debug, Clone)]
+enum TokenPlace {
+    File(PathBuf),
+    Database(PgTokens),
 }
 
 impl TokenStore {
     /// The token file of the data dir `dir`.
     pub fn in_dir(dir: &Path) -> Self {
         Self {
-            path: dir.join(TOKENS_FILE),
+            place: TokenPlace::File(dir.join(TOKENS_FILE)),
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The tokens' table of a database every node of a ledger shares.
+    pub fn in_database(tokens: PgTokens) -> Self {
+        Self {
+            place: TokenPlace::Database(tokens),
+        }
+    }
+
+    /// Where the tokens are, for messages.
+    pub fn shown(&self) -> String {
+        match &self.place {
+            TokenPlace::File(path) => path.display().to_string(),
+            TokenPlace::Database(tokens) => {
+                format!("the thinkledger_tokens table of {}", tokens.shown())
+            }
+        }
     }
 
     /// Every token ever made here, revoked and expired ones included.
     pub fn list(&self) -> Result<Vec<TokenRecord>, AuthError> {
-        Ok(self.read()?.tokens)
+        match &self.place {
+            TokenPlace::File(_) => Ok(self.read()?.tokens),
+            TokenPlace::Database(tokens) => tokens
+                .all()
+                .map_err(database)?
+                .iter()
+                .map(|json| decode_record(json))
+                .collect(),
+        }
+    }
+
+    /// The record of the token whose hash is `hash`, read afresh.
+    fn by_hash(&self, hash: &str) -> Result<Option<TokenRecord>, AuthError> {
+        match &self.place {
+            TokenPlace::File(_) => Ok(self.read()?.tokens.into_iter().find(|t| t.hash == hash)),
+            TokenPlace::Database(tokens) => tokens
+                .by_hash(hash)
+                .map_err(database)?
+                .map(|json| decode_record(&json))
+                .transpose(),
+        }
+    }
+
+    /// Copies into this (database) store the records of `file` it does not hold yet, a
+    /// deployment's tokens made before its ledger moved to the database; how many.
+    pub fn import(&self, file: &TokenStore) -> Result<usize, AuthError> {
+        let TokenPlace::Database(tokens) = &self.place else {
+            return Ok(0);
+        };
+        let mut copied = 0;
+        for record in file.list()? {
+            let json = serde_json::to_string(&record).expect("token records serialize");
+            if tokens
+                .insert(&record.id, &record.hash, &json)
+                .map_err(database)?
+            {
+                copied += 1;
+            }
+        }
+        Ok(copied)
     }
 
     /// Makes a token from 32 bytes of `secret` randomness at `now`; returns it (to be shown
@@ -142,7 +207,6 @@ impl TokenStore {
             "{TOKEN_PREFIX}{}",
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret)
         );
-        let mut file = self.read()?;
         let hash = hex(&token_digest(&token));
         let record = TokenRecord {
             // The id is derived from the hash, so it says nothing of the token either.
@@ -155,49 +219,91 @@ impl TokenStore {
             revoked_at: None,
             hash,
         };
-        file.tokens.push(record.clone());
-        self.write(&file)?;
+        match &self.place {
+            TokenPlace::File(_) => {
+                let mut file = self.read()?;
+                file.tokens.push(record.clone());
+                self.write(&file)?;
+            }
+            TokenPlace::Database(tokens) => {
+                let json = serde_json::to_string(&record).expect("token records serialize");
+                if !tokens
+                    .insert(&record.id, &record.hash, &json)
+                    .map_err(database)?
+                {
+                    return Err(AuthError::Invalid(
+                        "a token with this id exists already; run the command again".into(),
+                    ));
+                }
+            }
+        }
         Ok((token, record))
     }
 
     /// Revokes the token `id` at `now` (it stays listed, as revoked).
     pub fn revoke(&self, id: &str, now: DateTime<Utc>) -> Result<TokenRecord, AuthError> {
-        let mut file = self.read()?;
-        let record = file
-            .tokens
-            .iter_mut()
-            .find(|t| t.id == id)
-            .ok_or_else(|| AuthError::UnknownId(id.to_owned()))?;
-        record.revoked_at.get_or_insert(now);
-        let record = record.clone();
-        self.write(&file)?;
-        Ok(record)
+        match &self.place {
+            TokenPlace::File(_) => {
+                let mut file = self.read()?;
+                let record = file
+                    .tokens
+                    .iter_mut()
+                    .find(|t| t.id == id)
+                    .ok_or_else(|| AuthError::UnknownId(id.to_owned()))?;
+                record.revoked_at.get_or_insert(now);
+                let record = record.clone();
+                self.write(&file)?;
+                Ok(record)
+            }
+            TokenPlace::Database(tokens) => {
+                let changed = tokens
+                    .update(id, move |json| {
+                        let mut record: TokenRecord =
+                            serde_json::from_str(&json).map_err(|e| e.to_string())?;
+                        record.revoked_at.get_or_insert(now);
+                        serde_json::to_string(&record).map_err(|e| e.to_string())
+                    })
+                    .map_err(database)?
+                    .ok_or_else(|| AuthError::UnknownId(id.to_owned()))?;
+                decode_record(&changed)
+            }
+        }
+    }
+
+    /// The token file's path (the file backend only).
+    fn file(&self) -> &Path {
+        match &self.place {
+            TokenPlace::File(path) => path,
+            TokenPlace::Database(_) => Path::new(TOKENS_FILE),
+        }
     }
 
     fn read(&self) -> Result<TokenFile, AuthError> {
+        let path = self.file().to_path_buf();
         let io = |source| AuthError::Io {
-            path: self.path.clone(),
+            path: path.clone(),
             source,
         };
-        let file = match File::open(&self.path) {
+        let file = match File::open(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TokenFile::default()),
             Err(e) => return Err(io(e)),
         };
-        check_private(&file, &self.path)?;
+        check_private(&file, &path)?;
         serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| AuthError::Corrupt {
-            path: self.path.clone(),
+            path: path.clone(),
             reason: e.to_string(),
         })
     }
 
     /// Writes the whole file anew beside the old one and renames it over it (mode 0600).
     fn write(&self, file: &TokenFile) -> Result<(), AuthError> {
+        let path = self.file().to_path_buf();
         let io = |source| AuthError::Io {
-            path: self.path.clone(),
+            path: path.clone(),
             source,
         };
-        let fresh = self.path.with_extension("json.new");
+        let fresh = path.with_extension("json.new");
         let mut options = OpenOptions::new();
         options.write(true).create(true).truncate(true);
         #[cfg(unix)]
@@ -210,12 +316,24 @@ impl TokenStore {
         bytes.push(b'\n');
         out.write_all(&bytes).map_err(io)?;
         out.sync_all().map_err(io)?;
-        std::fs::rename(&fresh, &self.path).map_err(io)?;
-        if let Some(dir) = self.path.parent() {
+        std::fs::rename(&fresh, &path).map_err(io)?;
+        if let Some(dir) = path.parent() {
             File::open(dir).and_then(|d| d.sync_all()).map_err(io)?;
         }
         Ok(())
     }
+}
+
+fn database(e: crate::ledger::LedgerError) -> AuthError {
+    AuthError::Database(e.to_string())
+}
+
+fn decode_record(json: &str) -> Result<TokenRecord, AuthError> {
+    serde_json::from_str(json).map_err(|e| {
+        AuthError::Database(format!(
+            "a row of thinkledger_tokens is not a token record thinkledger wrote: {e}"
+        ))
+    })
 }
 
 fn check_name(flag: &str, name: &str) -> Result<(), AuthError> {
@@ -281,7 +399,7 @@ impl Refusal {
             Self::Unknown => "the bearer token is not known to this server",
             Self::Expired => "the bearer token has expired",
             Self::Revoked => "the bearer token was revoked",
-            Self::Unavailable => "the server cannot read its token file",
+            Self::Unavailable => "the server cannot read its tokens",
         }
     }
 }
@@ -307,10 +425,32 @@ impl Authenticator {
         }
     }
 
-    /// The principal of `token` at `now`, or why it is refused.
+    /// The principal of `token` at `now`, or why it is refused. A database's tokens are read
+    /// afresh for every request (a revocation on any node counts at once); a token file again
+    /// whenever it changed on disk.
     pub fn authenticate(&self, token: &str, now: DateTime<Utc>) -> Result<Principal, Refusal> {
         let hash = hex(&token_digest(token));
-        let stamp = std::fs::metadata(self.store.path())
+        let record = match &self.store.place {
+            TokenPlace::Database(_) => match self.store.by_hash(&hash) {
+                Ok(record) => record.ok_or(Refusal::Unknown)?,
+                Err(e) => {
+                    tracing::error!(error = %e, "tokens unreadable: refusing the request");
+                    return Err(Refusal::Unavailable);
+                }
+            },
+            TokenPlace::File(path) => self.from_file(path, &hash)?,
+        };
+        if record.revoked_at.is_some() {
+            return Err(Refusal::Revoked);
+        }
+        if !record.live_at(now) {
+            return Err(Refusal::Expired);
+        }
+        Ok(record.principal())
+    }
+
+    fn from_file(&self, path: &Path, hash: &str) -> Result<TokenRecord, Refusal> {
+        let stamp = std::fs::metadata(path)
             .map(|m| (m.modified().ok(), m.len()))
             .unwrap_or((None, 0));
         let mut cache = self
@@ -329,17 +469,11 @@ impl Authenticator {
         }
         let tokens = &cache.as_ref().expect("filled above").tokens;
         // Compared as digests: how long a comparison takes tells nothing of the token.
-        let record = tokens
+        tokens
             .iter()
             .find(|t| t.hash == hash)
-            .ok_or(Refusal::Unknown)?;
-        if record.revoked_at.is_some() {
-            return Err(Refusal::Revoked);
-        }
-        if !record.live_at(now) {
-            return Err(Refusal::Expired);
-        }
-        Ok(record.principal())
+            .cloned()
+            .ok_or(Refusal::Unknown)
     }
 }
 
@@ -488,13 +622,13 @@ mod tests {
         let store = TokenStore::in_dir(dir.path());
         let (token, record) = store.create(new("alice"), &[7; 32], at(0)).unwrap();
         assert!(token.starts_with(TOKEN_PREFIX));
-        let stored = std::fs::read_to_string(store.path()).unwrap();
+        let stored = std::fs::read_to_string(store.file()).unwrap();
         assert!(!stored.contains(&token[TOKEN_PREFIX.len()..]));
         assert!(stored.contains(&record.hash));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(store.path())
+            let mode = std::fs::metadata(store.file())
                 .unwrap()
                 .permissions()
                 .mode();
@@ -560,7 +694,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = TokenStore::in_dir(dir.path());
         let (token, _) = store.create(new("dave"), &[4; 32], at(0)).unwrap();
-        std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(store.file(), std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(matches!(store.list(), Err(AuthError::Exposed { .. })));
         let auth = Authenticator::new(store);
         assert_eq!(auth.authenticate(&token, at(1)), Err(Refusal::Unavailable));

@@ -143,7 +143,7 @@ fn prepare(place: &LedgerPlace, serving: bool) -> Result<(Box<dyn Store>, Notary
         }
         Some(url) => {
             // The data directory still holds the signing key (and a server's caches).
-            std::fs::create_dir_all(&place.data_dir)?;
+            crate::ledger::private::dir(&place.data_dir)?;
             let mut store = PgStore::open(url)?;
             let existed = store.meta()?.is_some();
             let meta = ensure_meta(&mut store)?;

@@ -688,3 +688,59 @@ async fn the_signing_key_is_made_once_private_and_printed_as_a_verifier_key() {
         "`key` never prints the secret"
     );
 }
+
+/// Every path under `dir` that others may read, write or enter, with its mode.
+#[cfg(unix)]
+fn open_to_others(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).expect("stat");
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 && !meta.file_type().is_symlink() {
+            found.push(format!("{} {mode:o}", path.display()));
+        }
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("read dir") {
+                stack.push(entry.expect("entry").path());
+            }
+        }
+    }
+    found
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn nothing_in_the_data_directory_is_readable_by_other_users() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("data");
+    let server = StdioServer::start(&dir, &[]).await;
+    think(&server, 1, 1, "a private thought", json!({})).await;
+    ok(&call(
+        &server,
+        "store_memory",
+        json!({"content": "a private memory", "userId": "u1", "sessionId": "s1", "primarySector": "semantic"}),
+    )
+    .await);
+    server.stop().await;
+    let loose = open_to_others(&dir);
+    assert!(loose.is_empty(), "readable by others: {loose:#?}");
+    // A ledger made before files were private is tightened when it is next opened.
+    let ledger = dir.join("ledger");
+    std::fs::set_permissions(&ledger, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(
+        ledger.join("log.dat"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .expect("chmod");
+    let server = StdioServer::start(&dir, &[]).await;
+    think(&server, 2, 2, "another", json!({})).await;
+    server.stop().await;
+    let loose = open_to_others(&dir);
+    assert!(
+        loose.is_empty(),
+        "readable by others after reopening: {loose:#?}"
+    );
+}

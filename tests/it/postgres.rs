@@ -559,3 +559,74 @@ async fn sslmode_require_speaks_tls_to_the_database_and_refuses_an_untrusted_cer
         "{stderr}"
     );
 }
+
+/// The HTTP status of an `initialize` POSTed to `url` with `token`.
+async fn status_with_token(url: &str, token: &str) -> u16 {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("POST")
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_token_revoked_through_one_node_is_refused_by_every_node() {
+    let Some(pg) = PgServer::start() else { return };
+    let url = pg.url("tokens");
+    let (a, b) = (
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    );
+    // A token made before the ledger moved to the database is carried into it.
+    let early = cli(
+        a.path(),
+        &["token", "create", "--principal", "early", "--json"],
+    )
+    .await;
+    assert!(early.status.success(), "{early:?}");
+    let early: Value = serde_json::from_str(&early.stdout).expect("token JSON");
+    let first = HttpServer::start(a.path(), &["--store", &url, "--auth"]).await;
+    share_key(a.path(), &[b.path()]).await;
+    let second = HttpServer::start(b.path(), &["--store", &url, "--auth"]).await;
+    let made = on(
+        b.path(),
+        &url,
+        &["token", "create", "--principal", "alice", "--json"],
+    )
+    .await;
+    assert!(made.status.success(), "{made:?}");
+    let made: Value = serde_json::from_str(&made.stdout).expect("token JSON");
+    let token = made["token"].as_str().expect("token");
+    for server in [&first, &second] {
+        assert_eq!(status_with_token(&server.url, token).await, 200);
+        assert_eq!(
+            status_with_token(&server.url, early["token"].as_str().expect("token")).await,
+            200,
+            "the data dir's earlier token works on every node"
+        );
+    }
+    // Revoked through the first node's data dir: the very next request to either is refused.
+    let revoked = on(
+        a.path(),
+        &url,
+        &["token", "revoke", made["id"].as_str().expect("id")],
+    )
+    .await;
+    assert!(revoked.status.success(), "{revoked:?}");
+    for server in [&first, &second] {
+        assert_eq!(status_with_token(&server.url, token).await, 401);
+    }
+    let listed = on(b.path(), &url, &["token", "list"]).await;
+    assert!(listed.stdout.contains("revoked"), "{}", listed.stdout);
+    first.kill().await;
+    second.kill().await;
+}

@@ -445,9 +445,9 @@ async fn a_peer_of_another_user_is_refused_by_its_credentials() {
     }
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let owner = StdioServer::start(dir.path(), &[]).await;
     think(&owner, 1, 1, "mine", json!({})).await;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let socket = dir.path().join("owner.sock");
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     std::fs::set_permissions(

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use std::future::Future;
+
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
@@ -82,12 +84,17 @@ pub type CommandRunner = Arc<
         + Sync,
 >;
 
+/// How long a closing owner waits for its relays' calls in flight to be answered.
+const HAND_OFF_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The ledger this process owns and the socket its relays and commands reach it by.
 pub struct Owned {
     pub ledger: LedgerHandle<App>,
     /// Open MCP connections of relays.
     relays: watch::Receiver<usize>,
-    /// Stops accepting and serving peers.
+    /// Asks every relayed connection to take no new request, answer what it holds and close.
+    drain: CancellationToken,
+    /// Stops accepting and ends every connection at once.
     stop: CancellationToken,
     /// The socket file, when one could be made.
     socket: Option<PathBuf>,
@@ -96,26 +103,31 @@ pub struct Owned {
 
 impl Owned {
     /// Takes up the ledger `ledger` (opened by this process under `lock`) and listens for
-    /// relays and commands on the directory's socket until `shutdown`. A socket that cannot be
-    /// made is said once in the log: the process then serves alone.
+    /// relays and commands on the directory's socket until [`Owned::close`]. A socket that
+    /// cannot be made is said once in the log: the process then serves alone.
     pub fn listen(
         data_dir: &Path,
         lock: OwnerLock,
         ledger: LedgerHandle<App>,
         runner: Option<CommandRunner>,
-        shutdown: &CancellationToken,
     ) -> Self {
         let (count, relays) = watch::channel(0usize);
-        let stop = shutdown.child_token();
+        // Not children of `shutdown`: on a signal the owner hands its relays off as when its
+        // own client leaves, answering their calls in flight first.
+        let stop = CancellationToken::new();
+        let drain = CancellationToken::new();
         let path = socket_path(data_dir);
         let socket = match bind(&path) {
             Ok(listener) => {
                 tokio::spawn(accept_loop(
                     listener,
-                    ledger.clone(),
-                    runner,
-                    Arc::new(count),
-                    stop.clone(),
+                    Peers {
+                        ledger: ledger.clone(),
+                        runner,
+                        relays: Arc::new(count),
+                        drain: drain.clone(),
+                        stop: stop.clone(),
+                    },
                 ));
                 tracing::debug!(socket = %path.display(), "owner of the data directory");
                 Some(path)
@@ -133,33 +145,28 @@ impl Owned {
         Self {
             ledger,
             relays,
+            drain,
             stop,
             socket,
             _lock: lock,
         }
     }
 
-    /// Resolves once no relay is connected (at once if none is), or on `shutdown`.
-    pub async fn idle(&self, shutdown: &CancellationToken) {
-        let mut relays = self.relays.clone();
-        tokio::select! {
-            _ = relays.wait_for(|n| *n == 0) => {}
-            () = shutdown.cancelled() => {}
+    /// Hands the ledger on and closes it: no new peer (the socket goes), each relay's calls in
+    /// flight answered (for up to [`HAND_OFF_LIMIT`]) before its connection closes — it then
+    /// finds the next owner, or becomes it, once this process has let go of the lock — and the
+    /// ledger synced and closed.
+    pub async fn close(self) {
+        if let Some(path) = &self.socket {
+            let _ = std::fs::remove_file(path);
         }
-    }
-
-    /// Stops taking peers once every relay has left (or at `shutdown`), then closes the ledger.
-    /// The lock goes with the process.
-    pub async fn close(self, shutdown: &CancellationToken) {
-        loop {
-            self.idle(shutdown).await;
-            // No new peer from here on; one that connected meanwhile is served to its end.
-            if let Some(path) = &self.socket {
-                let _ = std::fs::remove_file(path);
-            }
-            if shutdown.is_cancelled() || *self.relays.borrow() == 0 {
-                break;
-            }
+        self.drain.cancel();
+        let mut relays = self.relays.clone();
+        if tokio::time::timeout(HAND_OFF_LIMIT, relays.wait_for(|n| *n == 0))
+            .await
+            .is_err()
+        {
+            tracing::warn!("relays' calls still in flight after 10 s: their connections close now");
         }
         self.stop.cancel();
         self.ledger.shutdown().await;
@@ -179,16 +186,21 @@ fn bind(path: &Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-async fn accept_loop(
-    listener: UnixListener,
+/// What every peer of the owner shares.
+#[derive(Clone)]
+struct Peers {
     ledger: LedgerHandle<App>,
     runner: Option<CommandRunner>,
     relays: Arc<watch::Sender<usize>>,
+    drain: CancellationToken,
     stop: CancellationToken,
-) {
+}
+
+async fn accept_loop(listener: UnixListener, peers: Peers) {
     loop {
         let stream = tokio::select! {
-            () = stop.cancelled() => return,
+            () = peers.stop.cancelled() => return,
+            () = peers.drain.cancelled() => return,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
@@ -198,13 +210,7 @@ async fn accept_loop(
                 }
             },
         };
-        tokio::spawn(peer(
-            stream,
-            ledger.clone(),
-            runner.clone(),
-            relays.clone(),
-            stop.clone(),
-        ));
+        tokio::spawn(peer(stream, peers.clone()));
     }
 }
 
@@ -221,13 +227,14 @@ fn other_user(stream: &UnixStream) -> Option<String> {
     }
 }
 
-async fn peer(
-    stream: UnixStream,
-    ledger: LedgerHandle<App>,
-    runner: Option<CommandRunner>,
-    relays: Arc<watch::Sender<usize>>,
-    stop: CancellationToken,
-) {
+async fn peer(stream: UnixStream, peers: Peers) {
+    let Peers {
+        ledger,
+        runner,
+        relays,
+        drain,
+        stop,
+    } = peers;
     let refused_user = other_user(&stream);
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
@@ -280,7 +287,11 @@ async fn peer(
             relays.send_modify(|n| *n += 1);
             let server = ThinkServer::new(ledger, Arc::new(Catalog::new(toolsets)), "stdio")
                 .with_connection_state(&state);
-            if let Err(e) = framing::stdio::serve_relayed(server, read, write, stop).await {
+            // When the owner hands off, the connection's input ends at the next line boundary:
+            // the edge answers what it holds and closes, and the relay sends what it did not
+            // hear answered to the next owner.
+            let input = UntilDrained::new(read, drain);
+            if let Err(e) = framing::stdio::serve_relayed(server, input, write, stop).await {
                 tracing::debug!(error = %e, "a relayed connection ended abnormally");
             }
             relays.send_modify(|n| *n -= 1);
@@ -306,4 +317,68 @@ async fn peer(
 fn base64_text(text: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// A relayed connection's input that ends (EOF) once `drain` is cancelled, at a line boundary:
+/// a line begun is read to its end, and what follows it is dropped (the relay sends again any
+/// request it does not hear answered).
+struct UntilDrained<R> {
+    inner: R,
+    drained: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    at_boundary: bool,
+    ended: bool,
+}
+
+impl<R> UntilDrained<R> {
+    fn new(inner: R, drain: CancellationToken) -> Self {
+        Self {
+            inner,
+            drained: Box::pin(drain.cancelled_owned()),
+            at_boundary: true,
+            ended: false,
+        }
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for UntilDrained<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        if self.ended {
+            return Poll::Ready(Ok(()));
+        }
+        let draining = self.drained.as_mut().poll(cx).is_ready();
+        if draining && self.at_boundary {
+            self.ended = true;
+            return Poll::Ready(Ok(()));
+        }
+        let before = buf.filled().len();
+        match std::pin::Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                let read = &buf.filled()[before..];
+                if read.is_empty() {
+                    return Poll::Ready(Ok(()));
+                }
+                if draining {
+                    let end = read
+                        .iter()
+                        .position(|b| *b == b'\n')
+                        .map(|at| before + at + 1);
+                    if let Some(end) = end {
+                        buf.set_filled(end);
+                        self.ended = true;
+                    }
+                    // No newline yet: the line goes on; keep reading it.
+                    self.at_boundary = end.is_some();
+                } else {
+                    self.at_boundary = read.last() == Some(&b'\n');
+                }
+                Poll::Ready(Ok(()))
+            }
+            other => other,
+        }
+    }
 }

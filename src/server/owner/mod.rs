@@ -120,7 +120,7 @@ pub enum DoorError {
          serve the directory with `thinkledger serve --http` and point every client at that"
     )]
     NoSocket { dir: PathBuf, socket: PathBuf },
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         what: String,
         #[source]
@@ -144,7 +144,7 @@ pub struct OwnerLock {
 impl OwnerLock {
     /// Takes the directory's owner lock if no process holds it; `None` if one does.
     pub fn try_take(data_dir: &Path) -> Result<Option<Self>, DoorError> {
-        std::fs::create_dir_all(data_dir).map_err(io_error(format!(
+        crate::ledger::private::dir(data_dir).map_err(io_error(format!(
             "cannot create the data directory {}",
             data_dir.display()
         )))?;
