@@ -438,7 +438,7 @@ impl Authenticator {
                     return Err(Refusal::Unavailable);
                 }
             },
-            TokenPlace::File(path) => self.from_file(path, &hash)?,
+            TokenPlace::File(path) => self.in_file(path, &hash)?,
         };
         if record.revoked_at.is_some() {
             return Err(Refusal::Revoked);
@@ -449,7 +449,7 @@ impl Authenticator {
         Ok(record.principal())
     }
 
-    fn from_file(&self, path: &Path, hash: &str) -> Result<TokenRecord, Refusal> {
+    fn in_file(&self, path: &Path, hash: &str) -> Result<TokenRecord, Refusal> {
         let stamp = std::fs::metadata(path)
             .map(|m| (m.modified().ok(), m.len()))
             .unwrap_or((None, 0));
