@@ -56,6 +56,11 @@ enum Command {
         /// log must still extend it. Catches a ledger rolled back to an older state. Repeatable.
         #[arg(long = "checkpoint", value_name = "FILE")]
         checkpoints: Vec<PathBuf>,
+        /// The ledger's public key as `thinkledger key` printed it: the checkpoints are checked
+        /// against it rather than the data directory's signing key (a reviewer's machine has
+        /// none; a ledger in PostgreSQL may be verified from anywhere).
+        #[arg(long, value_name = "KEY")]
+        pubkey: Option<String>,
     },
     /// Sign a checkpoint of the log now (unless the latest covers it) and print its signed note.
     Checkpoint,
@@ -297,17 +302,19 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
     // stdout is the protocol in stdio mode: logs go to stderr only, uncoloured unless a
-    // terminal is watching, and quiet about rmcp's per-message chatter unless RUST_LOG asks.
+    // terminal is watching. A server logs what it does (info); a command only warnings and
+    // errors, its output being what it prints. RUST_LOG chooses otherwise (README, "Logs").
+    let serving = matches!(cli.command, None | Some(Command::Serve(_)));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,rmcp=warn".into()),
+                .unwrap_or_else(|_| if serving { "info,rmcp=warn" } else { "warn" }.into()),
         )
         .init();
-    let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -442,7 +449,15 @@ fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
         || std::env::var("USER").map_or_else(|_| "local".to_owned(), |u| format!("os:{u}"));
     let on_ledger = match command {
         Command::Serve(args) => return serve(dir, args),
-        Command::Verify { json, checkpoints } => LedgerCommand::Verify { json, checkpoints },
+        Command::Verify {
+            json,
+            checkpoints,
+            pubkey,
+        } => LedgerCommand::Verify {
+            json,
+            checkpoints,
+            pubkey,
+        },
         Command::Checkpoint => LedgerCommand::Checkpoint,
         Command::Erase {
             session,
@@ -486,17 +501,13 @@ fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
             to_seq,
             since_checkpoint,
             output,
-        } => {
-            // Refused here, before anything is asked of the ledger.
-            cli::audit::selection(session.as_deref(), from_seq, to_seq)?;
-            LedgerCommand::Audit {
-                session,
-                from_seq,
-                to_seq,
-                since_checkpoint,
-                output,
-            }
-        }
+        } => LedgerCommand::Audit {
+            session,
+            from_seq,
+            to_seq,
+            since_checkpoint,
+            output,
+        },
         Command::Agent {
             task,
             resume,

@@ -279,7 +279,16 @@ impl<LC: LlmClient + 'static, IA: IntentAnalyzer + 'static> ReasoningEngine<LC, 
                 }
                 continue;
             }
-            if let Some(stop) = self.read_answer(&mut state, &response.text).await? {
+            if let Some(mut stop) = self.read_answer(&mut state, &response.text).await? {
+                if stop.0 == RunStatus::Completed
+                    && response.finish_reason.as_deref() == Some("length")
+                {
+                    // A final answer cut off at its token limit is no final answer.
+                    stop.0 = RunStatus::BudgetExhausted;
+                    stop.1 = "the model's final answer was cut off at its token limit \
+                              (finish_reason \"length\"): raise --max-tokens and resume the run"
+                        .to_owned();
+                }
                 return self.end(state, stop).await;
             }
         }

@@ -88,7 +88,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/11",
-        "7fbe1567f384a1de5ee688a54340ae953e4e3f6d0a214ddfb35ba85780572eba",
+        "f3ecb2ae6004fe970c97682e6977382c47cf73c2e3cc09cfa7851c9bcb9a35ef",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

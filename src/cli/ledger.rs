@@ -15,7 +15,7 @@ use thinkledger::app::{App, AppConfig, Command as AppCommand, ERASE_TOOL, replay
 use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
-use thinkledger::ledger::checkpoint::{Checkpoint, kept_note};
+use thinkledger::ledger::checkpoint::{Checkpoint, NoteVerifier, kept_note};
 use thinkledger::ledger::{LedgerHandle, SignedCheckpoint, Store, keyfile, verify_with_progress};
 use thinkledger::server::{self, LedgerPlace};
 
@@ -27,6 +27,7 @@ pub enum LedgerCommand {
     Verify {
         json: bool,
         checkpoints: Vec<PathBuf>,
+        pubkey: Option<String>,
     },
     Checkpoint,
     Erase {
@@ -177,8 +178,13 @@ pub async fn run(
         },
         _ => AppConfig::default(),
     };
-    if let LedgerCommand::Verify { json, checkpoints } = &command {
-        return verify(served, place, *json, checkpoints, io).await;
+    if let LedgerCommand::Verify {
+        json,
+        checkpoints,
+        pubkey,
+    } = &command
+    {
+        return verify(served, place, *json, checkpoints, pubkey.as_deref(), io).await;
     }
     let opened = match served {
         Some(_) => None,
@@ -256,7 +262,7 @@ async fn on_ledger(
             json,
             ..
         } => {
-            let id = session_id(&session)?;
+            let id = session_id(ledger, &session).await?;
             let output = ledger
                 .inspect(move |view| {
                     replay::replay_session(view, &id, reexecute.then_some(&config))
@@ -285,6 +291,10 @@ async fn on_ledger(
             since_checkpoint,
             output,
         } => {
+            let session = match session {
+                Some(raw) => Some(session_id(ledger, &raw).await?.as_str().to_owned()),
+                None => None,
+            };
             super::audit::audit(
                 ledger,
                 super::audit::AuditRequest {
@@ -306,8 +316,18 @@ async fn verify(
     place: &LedgerPlace,
     json: bool,
     kept: &[PathBuf],
+    pubkey: Option<&str>,
     io: &Io,
 ) -> anyhow::Result<u8> {
+    let given = match pubkey {
+        Some(key) => Some(NoteVerifier::from_vkey(key.trim()).map_err(|e| {
+            anyhow::anyhow!(
+                "--pubkey {key:?} is not a verifier key ({e}); give it as `thinkledger key` \
+                 printed it, e.g. thinkledger/<ledger id>+<hash>+<key>"
+            )
+        })?),
+        None => None,
+    };
     let mut kept_checkpoints = Vec::new();
     for path in kept {
         let note = std::fs::read_to_string(path)
@@ -332,8 +352,9 @@ async fn verify(
         None => server::open_for_reading(place)?,
     };
     let key = server::key_path(&place.data_dir);
-    let verifier = match store.meta()? {
-        Some(meta) if key.exists() => {
+    let verifier = match (given, store.meta()?) {
+        (Some(given), _) => Some(given),
+        (None, Some(meta)) if key.exists() => {
             Some(keyfile::load_or_create(&key, &meta.ledger_id)?.verifier())
         }
         _ => None,
@@ -412,6 +433,11 @@ async fn erase(
 ) -> anyhow::Result<u8> {
     let mut arguments = serde_json::json!({ "reason": reason });
     if let Some(session) = session {
+        let session = match session_id(ledger, &session).await {
+            Ok(id) => id.as_str().to_owned(),
+            // Refused and recorded by the erasure itself, as before.
+            Err(_) => session,
+        };
         arguments["sessionId"] = Value::String(session);
     } else {
         arguments["commitments"] = serde_json::json!(commitments);
@@ -496,9 +522,7 @@ async fn export(
     json: bool,
     out: &mut (dyn Write + Send),
 ) -> anyhow::Result<()> {
-    let Some(id) = SessionId::parse(raw) else {
-        bail!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
-    };
+    let id = session_id(ledger, raw).await?;
     let options = ExportOptions {
         include_branches: true,
         branch_id: None,
@@ -526,10 +550,49 @@ async fn export(
     Ok(())
 }
 
-fn session_id(raw: &str) -> anyhow::Result<SessionId> {
-    SessionId::parse(raw).with_context(|| {
-        format!("\"{raw}\" is not a session id; `thinkledger sessions` lists them")
-    })
+/// The session `raw` names: a whole id, or (as git takes a commit) the start of exactly one
+/// session's id, four characters or more.
+async fn session_id(ledger: &LedgerHandle<App>, raw: &str) -> anyhow::Result<SessionId> {
+    if let Some(id) = SessionId::parse(raw) {
+        return Ok(id);
+    }
+    let prefix = raw.trim().to_ascii_lowercase();
+    if prefix.len() < 4 || !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        bail!(
+            "\"{raw}\" is not a session id (nor the start of one: give at least 4 of its first \
+             characters); `thinkledger sessions` lists them"
+        );
+    }
+    let found = ledger
+        .query(Box::new(move |app: &App| {
+            Value::from(
+                app.state()
+                    .heads()
+                    .filter(|s| s.id.as_str().starts_with(&prefix))
+                    .take(6)
+                    .map(|s| s.id.as_str().to_owned())
+                    .collect::<Vec<_>>(),
+            )
+        }))
+        .await?;
+    let found: Vec<&str> = found
+        .as_array()
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match found.as_slice() {
+        [one] => SessionId::parse(one).context("a listed session id"),
+        [] => bail!("no session id starts with \"{raw}\"; `thinkledger sessions` lists them"),
+        many => bail!(
+            "\"{raw}\" starts {} session ids ({}{}): give more of it",
+            if many.len() > 5 {
+                "more than 5".to_owned()
+            } else {
+                many.len().to_string()
+            },
+            many.iter().take(5).copied().collect::<Vec<_>>().join(", "),
+            if many.len() > 5 { ", …" } else { "" }
+        ),
+    }
 }
 
 async fn diff_sessions(
@@ -539,7 +602,7 @@ async fn diff_sessions(
     json: bool,
     out: &mut (dyn Write + Send),
 ) -> anyhow::Result<()> {
-    let (id_a, id_b) = (session_id(a)?, session_id(b)?);
+    let (id_a, id_b) = (session_id(ledger, a).await?, session_id(ledger, b).await?);
     let doc = ledger
         .query(Box::new(move |state: &App| {
             match (state.state().session(&id_a), state.state().session(&id_b)) {

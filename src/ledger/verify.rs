@@ -222,7 +222,7 @@ pub fn verify_with_progress<S: Store + ?Sized>(
                 seq: report.events,
                 code: "checkpoint_unchecked",
                 detail: if verifier.is_none() {
-                    "no public key to check the checkpoints with".into()
+                    "no public key to check the checkpoints with: give the ledger's with --pubkey (as `thinkledger key` printed it)".into()
                 } else {
                     "the log is too damaged to rebuild its Merkle tree".into()
                 },

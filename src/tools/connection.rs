@@ -22,6 +22,9 @@ pub struct ConnectionState {
     /// The session a call that names none continues (not yet started, maybe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// The deliberation or lux workspace a call of those families that names none continues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     /// The enabled families; `None`: the relay's `--toolsets`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolsets: Option<Vec<String>>,

@@ -35,42 +35,83 @@ impl Principal {
     }
 }
 
-/// One caller's current session: replaced after a reset, or when the caller starts a
-/// deliberation in a new session.
+/// One caller's current sessions: the one a call that names no session continues. Tools of
+/// the families whose sessions are workspaces of their own (deliberation, lux: their handle is
+/// `session_id`) continue the workspace the caller last started, if any; every other tool the
+/// caller's thinking session. A reset closes the thinking session, and later calls start a new
+/// one; starting a workspace leaves the thinking session as it was.
 #[derive(Debug, Clone)]
-pub struct SessionSlot(Arc<Mutex<SessionId>>);
+pub struct SessionSlot(Arc<Mutex<Slots>>);
+
+#[derive(Debug, Clone)]
+struct Slots {
+    thinking: SessionId,
+    workspace: Option<SessionId>,
+}
+
+/// The toolsets whose calls continue the caller's workspace (see [`SessionSlot`]).
+pub const WORKSPACE_TOOLSETS: &[&str] = &["deliberation", "lux"];
 
 impl SessionSlot {
     /// A slot holding a fresh, not yet started session id.
     pub fn fresh() -> Self {
-        Self(Arc::new(Mutex::new(SessionId::random())))
+        Self(Arc::new(Mutex::new(Slots {
+            thinking: SessionId::random(),
+            workspace: None,
+        })))
     }
 
-    fn lock(&self) -> MutexGuard<'_, SessionId> {
+    fn lock(&self) -> MutexGuard<'_, Slots> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The session a call that names none continues.
+    /// The thinking session a call that names none continues.
     pub fn current(&self) -> SessionId {
-        self.lock().clone()
+        self.lock().thinking.clone()
     }
 
-    /// Makes `id` the session later calls continue.
+    /// The session a call of `toolset` that names none continues.
+    pub fn current_for(&self, toolset: &str) -> SessionId {
+        let slots = self.lock();
+        match &slots.workspace {
+            Some(workspace) if WORKSPACE_TOOLSETS.contains(&toolset) => workspace.clone(),
+            _ => slots.thinking.clone(),
+        }
+    }
+
+    /// The workspace the caller last started, if any.
+    pub fn workspace(&self) -> Option<SessionId> {
+        self.lock().workspace.clone()
+    }
+
+    /// Makes `id` the thinking session later calls continue.
     pub fn continue_with(&self, id: SessionId) {
-        *self.lock() = id;
+        self.lock().thinking = id;
+    }
+
+    /// Makes `id` the workspace later workspace calls continue.
+    pub fn continue_workspace(&self, id: SessionId) {
+        self.lock().workspace = Some(id);
     }
 
     /// Makes a new, not yet started session the one later calls continue (a conversation's
     /// first thought, where no connection tells conversations apart).
     pub fn begin_new(&self) {
-        *self.lock() = SessionId::random();
+        self.lock().thinking = SessionId::random();
     }
 
     /// After `closed` was reset, later calls start a new session (unless the slot moved on).
     pub fn rotate_if(&self, closed: &str) {
-        let mut guard = self.lock();
-        if guard.as_str() == closed {
-            *guard = SessionId::random();
+        let mut slots = self.lock();
+        if slots.thinking.as_str() == closed {
+            slots.thinking = SessionId::random();
+        }
+        if slots
+            .workspace
+            .as_ref()
+            .is_some_and(|w| w.as_str() == closed)
+        {
+            slots.workspace = None;
         }
     }
 }

@@ -132,6 +132,9 @@ impl ThinkServer {
         if let Some(id) = state.session.as_deref().and_then(SessionId::parse) {
             self.connection_session.continue_with(id);
         }
+        if let Some(id) = state.workspace.as_deref().and_then(SessionId::parse) {
+            self.connection_session.continue_workspace(id);
+        }
         let server = match &state.toolsets {
             Some(names) => Self {
                 connection_toolsets: EnabledToolsets::new(Toolsets::of_names(names)),
@@ -156,6 +159,10 @@ impl ThinkServer {
     pub fn connection_state(&self) -> connection::ConnectionState {
         connection::ConnectionState {
             session: Some(self.connection_session.current().as_str().to_owned()),
+            workspace: self
+                .connection_session
+                .workspace()
+                .map(|id| id.as_str().to_owned()),
             toolsets: Some(self.connection_toolsets.get().families().to_vec()),
             log_level: self.log_level.get(),
         }
@@ -251,6 +258,18 @@ impl ThinkServer {
         }
     }
 
+    /// Whether the session `id` ended with a thought that needed no next one, in the latest
+    /// published state (which holds every call this connection was answered).
+    async fn concluded(&self, id: &SessionId) -> bool {
+        let Ok(view) = self.ledger.view_after(Admitted::default()).await else {
+            return false;
+        };
+        matches!(
+            view.state().session(id),
+            Ok(Some(session)) if session.thoughts.last().is_some_and(|t| !t.next_thought_needed)
+        )
+    }
+
     /// Runs one call through the ledger and shapes the MCP result; tells `peer` when an
     /// accepted `enable_toolset` / `disable_toolset` changed the caller's tool list. A request
     /// of the 2026-07-28 revision passes no peer: that revision's client hears of the change on
@@ -291,7 +310,8 @@ impl ThinkServer {
             tool: tool.to_owned(),
             arguments,
             actor,
-            connection_session: slot.current(),
+            connection_session: slot
+                .current_for(self.catalog.entry(tool).map_or("", |entry| entry.family)),
             tool_enabled: self.catalog.is_enabled(tool, &enabled),
             // Only the toolset tools answer with the caller's sets: other calls skip building
             // them (a list of every family and its tools, per call).
@@ -380,8 +400,8 @@ impl ThinkServer {
                         .and_then(Value::as_str)
                         .and_then(SessionId::parse)
                 {
-                    // Later calls that name no session continue the new deliberation.
-                    slot.continue_with(id);
+                    // Later workspace calls that name no session continue the new one.
+                    slot.continue_workspace(id);
                 }
                 if let CallerEffect::SetsToolset(enable) = effect
                     && committed.status == OutcomeStatus::Ok
@@ -711,11 +731,12 @@ impl ServerHandler for ThinkServer {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let actor = actor(&context, self.transport);
         let slot = self.slot(&context, &actor.principal);
-        // Without a connection, a conversation's first thought is the only sign that it is a
-        // new one: it starts a session of its own instead of joining the principal's last.
-        if Self::standalone(&context)
-            && request.name == crate::app::SEQUENTIALTHINKING_TOOL
+        // A first thought naming no session opens a new conversation: it starts a session of
+        // its own where no connection tells conversations apart, and after the current
+        // session concluded (its last thought needed no next one).
+        if request.name == crate::app::SEQUENTIALTHINKING_TOOL
             && crate::app::thinking::opens_a_conversation(&arguments)
+            && (Self::standalone(&context) || self.concluded(&slot.current()).await)
         {
             slot.begin_new();
         }

@@ -198,6 +198,9 @@ fn thought_example() -> Vec<LlmMessage> {
     )
 }
 
+/// The system prompt of a scenario that needs no tools.
+const SYSTEM_PLAIN: &str = "You are a helpful assistant.";
+
 fn scenario(name: &str) -> Scenario {
     let config = |max_iterations, breaker_threshold| ReasoningConfig {
         max_iterations,
@@ -250,6 +253,20 @@ fn scenario(name: &str) -> Scenario {
             config: config(1, 3),
             down: false,
             max_tokens: 96,
+        },
+        // The model's final answer runs past its token limit: no tools needed, a long answer
+        // asked for, 12 tokens allowed.
+        "cut_off" => Scenario {
+            history: vec![
+                LlmMessage::system(SYSTEM_PLAIN),
+                LlmMessage::user(
+                    "Explain in detail, in several paragraphs, why the sky is blue during the day \
+                     and red at sunset.",
+                ),
+            ],
+            config: config(2, 3),
+            down: false,
+            max_tokens: 12,
         },
         other => panic!("no scenario {other}"),
     }
@@ -427,6 +444,18 @@ async fn a_model_that_keeps_calling_tools_ends_at_the_iteration_bound() {
     assert_eq!(state.status, RunStatus::MaxIterations, "{state:#?}");
     assert_eq!(state.iterations, 1);
     assert_eq!(state.answer, None, "no answer is invented");
+    reexecuted(dir.path(), &session);
+}
+
+#[tokio::test]
+async fn an_answer_cut_off_at_its_token_limit_is_not_a_completed_run() {
+    let (state, dir, session) = replayed("cut_off").await;
+    assert_eq!(state.status, RunStatus::BudgetExhausted, "{state:#?}");
+    assert!(state.reason.contains("cut off"), "{}", state.reason);
+    assert!(
+        state.answer.is_some(),
+        "the partial answer is kept, marked as such"
+    );
     reexecuted(dir.path(), &session);
 }
 
@@ -858,7 +887,13 @@ async fn record_transcripts_when_asked() {
         });
     let client = Arc::new(ModelClient::new(config, 7).expect("client"));
     let only = std::env::var("THINKLEDGER_AGENT_RECORD_ONLY").unwrap_or_default();
-    for name in ["tool_then_answer", "breaker", "nudge", "max_iterations"] {
+    for name in [
+        "tool_then_answer",
+        "breaker",
+        "nudge",
+        "max_iterations",
+        "cut_off",
+    ] {
         if !only.is_empty() && !only.split(',').any(|o| o == name) {
             continue;
         }

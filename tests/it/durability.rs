@@ -744,3 +744,36 @@ async fn nothing_in_the_data_directory_is_readable_by_other_users() {
         "readable by others after reopening: {loose:#?}"
     );
 }
+
+#[tokio::test]
+async fn verify_takes_the_public_key_where_the_data_directory_has_no_signing_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    think(&server, 1, 1, "checked elsewhere", json!({})).await;
+    server.stop().await;
+    let key = cli(dir.path(), &["key"]).await.stdout.trim().to_owned();
+    // A reviewer's copy: the ledger without the signing key.
+    std::fs::remove_file(dir.path().join("signing.key")).expect("remove the key");
+    let unchecked = cli(dir.path(), &["verify"]).await;
+    assert_eq!(unchecked.status.code(), Some(2), "{unchecked:?}");
+    assert!(
+        unchecked.stdout.contains("--pubkey"),
+        "{}",
+        unchecked.stdout
+    );
+    let run = cli(dir.path(), &["verify", "--pubkey", &key]).await;
+    assert!(run.status.success(), "{run:?}");
+    assert!(run.stdout.contains("intact: 1 events"), "{}", run.stdout);
+    // Another ledger's key does not pass for this one's.
+    let other = tempfile::tempdir().expect("tempdir");
+    let other_key = cli(other.path(), &["key"]).await.stdout.trim().to_owned();
+    let wrong = cli(dir.path(), &["verify", "--pubkey", &other_key]).await;
+    assert_eq!(wrong.status.code(), Some(2), "{wrong:?}");
+    let garbage = cli(dir.path(), &["verify", "--pubkey", "not a key"]).await;
+    assert!(!garbage.status.success());
+    assert!(
+        garbage.stderr.contains("is not a verifier key"),
+        "{}",
+        garbage.stderr
+    );
+}

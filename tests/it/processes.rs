@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::{
-    BIN, HttpServer, StdioServer, assert_intact, cli, cli_once, ok, sessions_json, think, try_call,
+    BIN, HttpServer, StdioServer, assert_intact, call, cli, cli_once, ok, sessions_json, think,
+    try_call,
 };
 
 /// One client's answered thoughts: (thought number, session, seq, thoughtHistoryLength, how
@@ -490,4 +491,41 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
             .map(|dir| dir.join(program))
             .find(|path| path.is_file())
     })
+}
+
+#[tokio::test]
+async fn a_first_thought_after_a_conclusion_and_a_reset_after_a_deliberation_do_what_they_say() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let first = think(&server, 1, 2, "start", json!({})).await;
+    let concluded = think(&server, 2, 2, "done", json!({"nextThoughtNeeded": false})).await;
+    assert_eq!(concluded["sessionId"], first["sessionId"]);
+    // A new thought 1 without a handle after the conclusion is a new conversation.
+    let next = think(&server, 1, 3, "a new problem", json!({})).await;
+    assert_ne!(next["sessionId"], first["sessionId"], "{next}");
+    assert_eq!(next["thoughtHistoryLength"], 1);
+    // A deliberation started meanwhile is a workspace of its own: its calls continue it, and
+    // `reset` still closes the thinking session.
+    let deliberation = ok(&call(
+        &server,
+        "start_deliberation",
+        json!({"goal": "Pick a cache eviction policy", "mode": "Test"}),
+    )
+    .await)["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    let expanded = ok(&call(&server, "expand_thoughts", json!({"count": 1})).await);
+    assert_eq!(expanded["session_id"], deliberation.as_str(), "{expanded}");
+    let reset = ok(&call(&server, "reset", json!({"confirm": true})).await);
+    assert_eq!(reset["sessionId"], next["sessionId"], "{reset}");
+    let after = think(&server, 1, 1, "after the reset", json!({})).await;
+    assert_ne!(after["sessionId"], next["sessionId"]);
+    let still = ok(&call(&server, "expand_thoughts", json!({"count": 1})).await);
+    assert_eq!(
+        still["session_id"],
+        deliberation.as_str(),
+        "the deliberation goes on"
+    );
+    server.stop().await;
 }
