@@ -737,6 +737,17 @@ async fn serve_http(
         );
     }
     let (ledger, watch) = start_ledger(dir, args, &shutdown)?;
+    // A server others reach is supervised: one whose ledger cannot open (damaged, a node of a
+    // database without the ledger's key) stops, saying why, instead of refusing every call.
+    tokio::spawn({
+        let (ledger, shutdown) = (ledger.clone(), shutdown.clone());
+        async move {
+            if let Err(e) = ledger.opened().await {
+                tracing::error!(error = %e, "the ledger could not be opened: stopping");
+                shutdown.cancel();
+            }
+        }
+    });
     #[cfg(unix)]
     let owned = thinkledger::server::owner::accept::Owned::listen(
         &dir.data_dir,

@@ -652,3 +652,42 @@ async fn stdio_2026_a_toolset_change_is_told_once_on_the_listen_stream() {
     );
     raw.stop().await;
 }
+
+#[tokio::test]
+async fn an_oversized_message_is_answered_with_its_id_on_both_transports() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let thought = "x".repeat(5 * 1024 * 1024);
+    let call = |id: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "sequentialthinking",
+            "arguments": {"thought": thought, "thoughtNumber": 1, "totalThoughts": 1,
+                          "nextThoughtNeeded": false}}})
+        .to_string()
+    };
+    let mut raw = RawStdio::initialized(dir.path()).await;
+    raw.send(&call(7)).await;
+    let answer = raw.next().await;
+    assert_eq!(
+        (answer["id"].clone(), error_code(&answer)),
+        (json!(7), -32600),
+        "{}",
+        answer.to_string().chars().take(300).collect::<String>()
+    );
+    raw.stop().await;
+
+    let other = tempfile::tempdir().expect("tempdir");
+    let server = HttpServer::start(other.path(), &[]).await;
+    let http = reqwest::Client::new();
+    let (status, body) = json_error(
+        post(&http, &server.url, call(8))
+            .send()
+            .await
+            .expect("post"),
+    )
+    .await;
+    assert_eq!(
+        (status, body["id"].clone(), body["error"]["code"].clone()),
+        (413, json!(8), json!(-32600))
+    );
+    server.kill().await;
+}

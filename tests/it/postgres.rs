@@ -630,3 +630,21 @@ async fn a_token_revoked_through_one_node_is_refused_by_every_node() {
     first.kill().await;
     second.kill().await;
 }
+
+#[tokio::test]
+async fn a_node_without_the_ledgers_key_stops_saying_where_the_key_is() {
+    let Some(pg) = PgServer::start() else { return };
+    let url = pg.url("keyless");
+    let first = tempfile::tempdir().expect("tempdir");
+    let made = on(first.path(), &url, &["key"]).await;
+    assert!(made.status.success(), "{made:?}");
+    let keyless = tempfile::tempdir().expect("tempdir");
+    // Run to its end: a node that kept serving would time the test out.
+    let run = crate::common::cli_once(
+        keyless.path(),
+        &["--store", &url, "serve", "--http", "127.0.0.1:0"],
+    )
+    .await;
+    assert!(!run.status.success(), "{run:?}");
+    assert!(run.stderr.contains("copy signing.key"), "{}", run.stderr);
+}

@@ -26,7 +26,9 @@ use http_body_util::{BodyExt, Limited};
 use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::Value;
 
-use super::{Frame, MAX_MESSAGE_BYTES, Refusal, classify, error_response, undecodable_call_error};
+use super::{
+    Cut, Frame, MAX_MESSAGE_BYTES, Refusal, classify, error_response, undecodable_call_error,
+};
 use crate::app::App;
 use crate::ledger::LedgerHandle;
 use crate::tools::{Catalog, LOCAL_PRINCIPAL, Principal, ThinkServer, Ticket};
@@ -78,6 +80,50 @@ impl HttpEdge {
     }
 }
 
+/// A request body as read.
+enum ReadBody {
+    Whole(Bytes),
+    /// Over [`MAX_MESSAGE_BYTES`]: its first and last bytes.
+    TooLarge(Cut),
+}
+
+/// Bytes of an oversized body read (and dropped) to find its id at its end; past this the rest
+/// is not read.
+const DRAIN_BYTES: usize = 64 * 1024 * 1024;
+
+/// Reads a body whole up to [`MAX_MESSAGE_BYTES`]; a longer one is read on (up to
+/// [`DRAIN_BYTES`]) keeping only its first and last bytes.
+async fn read_body(mut body: Body) -> Result<ReadBody, axum::Error> {
+    use http_body_util::BodyExt;
+    let mut whole: Vec<u8> = Vec::new();
+    let mut cut: Option<Cut> = None;
+    let mut read = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue;
+        };
+        read += data.len();
+        match &mut cut {
+            Some(cut) => cut.push(&data),
+            None if whole.len() + data.len() > MAX_MESSAGE_BYTES => {
+                let mut started = Cut::default();
+                started.push(&whole);
+                started.push(&data);
+                whole = Vec::new();
+                cut = Some(started);
+            }
+            None => whole.extend_from_slice(&data),
+        }
+        if read > DRAIN_BYTES {
+            break;
+        }
+    }
+    Ok(match cut {
+        Some(cut) => ReadBody::TooLarge(cut),
+        None => ReadBody::Whole(whole.into()),
+    })
+}
+
 /// Wraps `router` (rmcp's service) in the edge.
 pub fn layer(router: axum::Router, edge: HttpEdge) -> axum::Router {
     router.layer(axum::middleware::from_fn_with_state(Arc::new(edge), handle))
@@ -101,10 +147,10 @@ async fn handle(State(edge): State<Arc<HttpEdge>>, request: Request, next: Next)
 
 async fn post(edge: &HttpEdge, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return refusal(StatusCode::PAYLOAD_TOO_LARGE, &Refusal::too_large());
+    let bytes = match read_body(body).await {
+        Ok(ReadBody::Whole(bytes)) => bytes,
+        Ok(ReadBody::TooLarge(cut)) => {
+            return refusal(StatusCode::PAYLOAD_TOO_LARGE, &Refusal::too_large(&cut));
         }
         Err(e) => {
             tracing::debug!(error = %e, "reading a request body failed");

@@ -111,10 +111,11 @@ impl Refusal {
         }
     }
 
-    /// The refusal of a message over [`MAX_MESSAGE_BYTES`].
-    pub fn too_large() -> Self {
+    /// The refusal of a message over [`MAX_MESSAGE_BYTES`], naming its request's id when the
+    /// message's first or last bytes (`cut`) show it.
+    pub fn too_large(cut: &Cut) -> Self {
         Self::new(
-            None,
+            cut.id(),
             ErrorCode::INVALID_REQUEST,
             format!("Invalid Request: a message may not exceed {MAX_MESSAGE_BYTES} bytes"),
         )
@@ -124,6 +125,141 @@ impl Refusal {
     pub fn to_json(&self) -> Value {
         error_response(self.id.as_ref(), &self.error)
     }
+}
+
+/// How much of an oversized message's start and end is kept to find its id.
+pub const CUT_BYTES: usize = 64 * 1024;
+
+/// The first and last [`CUT_BYTES`] of a message too large to read whole.
+#[derive(Debug, Default, Clone)]
+pub struct Cut {
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+}
+
+impl Cut {
+    /// Takes in the next `bytes` of the message.
+    pub fn push(&mut self, bytes: &[u8]) {
+        let room = CUT_BYTES.saturating_sub(self.head.len());
+        let (to_head, rest) = bytes.split_at(room.min(bytes.len()));
+        self.head.extend_from_slice(to_head);
+        self.tail.extend_from_slice(rest);
+        if self.tail.len() > CUT_BYTES {
+            self.tail.drain(..self.tail.len() - CUT_BYTES);
+        }
+    }
+
+    /// The request id of the message, when its top-level `id` member lies within the head (a
+    /// scan of the object's members, skipping values), or is the last member of the tail.
+    pub fn id(&self) -> Option<RequestId> {
+        let raw = id_in_head(&self.head).or_else(|| id_in_tail(&self.tail))?;
+        match serde_json::from_str::<Value>(&raw).ok()? {
+            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            Value::String(s) => Some(RequestId::String(s.into())),
+            _ => None,
+        }
+    }
+}
+
+/// The raw value of the top-level `id` member, if the object's members up to it are whole in
+/// `head`.
+fn id_in_head(head: &[u8]) -> Option<String> {
+    let mut at = skip_ws(head, 0);
+    if head.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    loop {
+        at = skip_ws(head, at);
+        let key_start = at;
+        at = skip_string(head, at)?;
+        let key = &head[key_start..at];
+        at = skip_ws(head, at);
+        if head.get(at) != Some(&b':') {
+            return None;
+        }
+        at = skip_ws(head, at + 1);
+        let value_start = at;
+        at = skip_value(head, at)?;
+        if key == b"\"id\"" {
+            return std::str::from_utf8(&head[value_start..at])
+                .ok()
+                .map(str::to_owned);
+        }
+        at = skip_ws(head, at);
+        match head.get(at) {
+            Some(b',') => at += 1,
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+        at += 1;
+    }
+    at
+}
+
+/// The index after the string starting at `at`, if it ends within `bytes`.
+fn skip_string(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut i = at + 1;
+    while let Some(b) = bytes.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The index after the value starting at `at`, if it ends within `bytes`.
+fn skip_value(bytes: &[u8], at: usize) -> Option<usize> {
+    match bytes.get(at)? {
+        b'"' => skip_string(bytes, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            while let Some(b) = bytes.get(i) {
+                match b {
+                    b'"' => {
+                        i = skip_string(bytes, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        _ => {
+            let end = bytes[at..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())?;
+            Some(at + end)
+        }
+    }
+}
+
+/// The raw value of an `id` member that closes the message (`…,"id":7}`), from its last bytes.
+fn id_in_tail(tail: &[u8]) -> Option<String> {
+    static LAST_ID: std::sync::LazyLock<regex::bytes::Regex> = std::sync::LazyLock::new(|| {
+        regex::bytes::Regex::new(r#"[,{]\s*"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*\}\s*$"#)
+            .expect("a valid pattern")
+    });
+    let found = LAST_ID.captures(tail)?;
+    String::from_utf8(found.get(1)?.as_bytes().to_vec()).ok()
 }
 
 /// A JSON-RPC error response.
@@ -151,7 +287,9 @@ pub fn classify(raw: &[u8]) -> Frame {
         return Frame::Blank;
     }
     if raw.len() > MAX_MESSAGE_BYTES {
-        return Frame::Refused(Refusal::too_large());
+        let mut cut = Cut::default();
+        cut.push(raw);
+        return Frame::Refused(Refusal::too_large(&cut));
     }
     if depth_exceeds(raw, MAX_DEPTH) {
         return Frame::Refused(Refusal::new(
@@ -382,6 +520,35 @@ fn depth_exceeds(raw: &[u8], limit: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_oversized_message_is_answered_with_its_id_when_its_ends_show_it() {
+        let big = "x".repeat(2 * CUT_BYTES);
+        let id_of = |text: String| {
+            let mut cut = Cut::default();
+            for chunk in text.as_bytes().chunks(1000) {
+                cut.push(chunk);
+            }
+            cut.id()
+        };
+        let first = format!(
+            r#"{{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{{"name":"t","arguments":{{"thought":"{big}"}}}}}}"#
+        );
+        assert_eq!(id_of(first), Some(RequestId::Number(42)));
+        let named = format!(
+            r#"{{"jsonrpc":"2.0","method":"tools/call","id":"a\"b","params":{{"x":"{big}"}}}}"#
+        );
+        assert_eq!(id_of(named), Some(RequestId::String("a\"b".into())));
+        let last = format!(
+            r#"{{"method":"tools/call","params":{{"x":"{big}","nested":{{"id":9}}}},"jsonrpc":"2.0","id":7}}"#
+        );
+        assert_eq!(id_of(last), Some(RequestId::Number(7)));
+        // An id only inside the parameters is not the request's.
+        let nested = format!(r#"{{"method":"m","params":{{"x":"{big}","y":{{"id":9}}}}}}"#);
+        assert_eq!(id_of(nested), None);
+        let middle = format!(r#"{{"method":"m","params":{{"x":"{big}"}},"id":3,"tail":"{big}"}}"#);
+        assert_eq!(id_of(middle), None, "neither end shows it");
+    }
+
     use super::*;
 
     /// The code of the edge's own answer, or what else the message is.

@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Frame, MAX_MESSAGE_BYTES, Refusal, RequestKind, error_response, undecodable_call_error,
+    Cut, Frame, MAX_MESSAGE_BYTES, Refusal, RequestKind, error_response, undecodable_call_error,
 };
 use crate::tools::{Admission, ArrivalHook, LOCAL_PRINCIPAL, ThinkServer};
 
@@ -249,7 +249,7 @@ async fn read_frames<R: AsyncRead + Unpin>(
         };
         let frame = match read {
             LineRead::Eof => return,
-            LineRead::Oversized => Frame::Refused(Refusal::too_large()),
+            LineRead::Oversized(cut) => Frame::Refused(Refusal::too_large(&cut)),
             LineRead::Line => {
                 let text = line.strip_suffix(b"\n").unwrap_or(&line);
                 let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -281,44 +281,47 @@ async fn read_frames<R: AsyncRead + Unpin>(
 
 enum LineRead {
     Line,
-    Oversized,
+    Oversized(Cut),
     Eof,
 }
 
 /// Reads one line into `line`, never holding more than `limit` bytes of it: a longer line is
-/// consumed to its end and reported as oversized.
+/// consumed to its end and reported as oversized, with its first and last bytes (to answer
+/// with its id when they show it).
 async fn read_bounded_line<R: AsyncBufRead + Unpin>(
     input: &mut R,
     line: &mut Vec<u8>,
     limit: usize,
 ) -> std::io::Result<LineRead> {
-    let mut oversized = false;
+    let mut oversized: Option<Cut> = None;
     loop {
         let available = input.fill_buf().await?;
         if available.is_empty() {
             // A last line without its newline still counts.
             return Ok(match (oversized, line.is_empty()) {
-                (true, _) => LineRead::Oversized,
-                (false, true) => LineRead::Eof,
-                (false, false) => LineRead::Line,
+                (Some(cut), _) => LineRead::Oversized(cut),
+                (None, true) => LineRead::Eof,
+                (None, false) => LineRead::Line,
             });
         }
         let newline = available.iter().position(|b| *b == b'\n');
         let take = newline.map_or(available.len(), |at| at + 1);
-        if !oversized {
-            if line.len().saturating_add(take) > limit.saturating_add(2) {
-                oversized = true;
+        match &mut oversized {
+            None if line.len().saturating_add(take) > limit.saturating_add(2) => {
+                let mut cut = Cut::default();
+                cut.push(line);
+                cut.push(&available[..take]);
+                oversized = Some(cut);
                 line.clear();
-            } else {
-                line.extend_from_slice(&available[..take]);
             }
+            None => line.extend_from_slice(&available[..take]),
+            Some(cut) => cut.push(&available[..take]),
         }
         input.consume(take);
         if newline.is_some() {
-            return Ok(if oversized {
-                LineRead::Oversized
-            } else {
-                LineRead::Line
+            return Ok(match oversized {
+                Some(cut) => LineRead::Oversized(cut),
+                None => LineRead::Line,
             });
         }
     }
