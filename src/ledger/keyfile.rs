@@ -19,6 +19,15 @@ pub fn key_name(ledger_id: &str) -> String {
 /// Loads the signer key at `path`, or creates it (mode 0600, never overwriting) when absent.
 /// Refuses a key made for another ledger, and on Unix a key file that others may read.
 pub fn load_or_create(path: &Path, ledger_id: &str) -> Result<NoteSigner, LedgerError> {
+    match load(path, ledger_id)? {
+        Some(signer) => Ok(signer),
+        None => create(path, &key_name(ledger_id)),
+    }
+}
+
+/// Loads the signer key at `path` if there is one, with [`load_or_create`]'s checks; never
+/// makes one.
+pub fn load(path: &Path, ledger_id: &str) -> Result<Option<NoteSigner>, LedgerError> {
     let name = key_name(ledger_id);
     match File::open(path) {
         Ok(mut file) => {
@@ -35,9 +44,9 @@ pub fn load_or_create(path: &Path, ledger_id: &str) -> Result<NoteSigner, Ledger
                     signer.name()
                 )));
             }
-            Ok(signer)
+            Ok(Some(signer))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path, &name),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
     }
 }

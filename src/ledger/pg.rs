@@ -431,6 +431,21 @@ impl PgStore {
         }
     }
 
+    /// Takes back what a copy into this (empty) database wrote: events, texts, checkpoints and
+    /// the ledger's metadata, in one transaction, leaving the schema as migrations made it.
+    pub fn empty_out(&self) -> Result<(), LedgerError> {
+        self.conn.run(|mut client| async move {
+            let tx = client.transaction().await?;
+            tx.batch_execute(
+                "TRUNCATE thinkledger_events, thinkledger_texts, thinkledger_checkpoints;
+                 DELETE FROM thinkledger_meta;
+                 UPDATE thinkledger_head SET last_seq = NULL;",
+            )
+            .await?;
+            tx.commit().await
+        })
+    }
+
     /// The bearer tokens' table, shared by every node of this database.
     pub fn token_table(&self) -> PgTokens {
         PgTokens {

@@ -648,3 +648,76 @@ async fn a_node_without_the_ledgers_key_stops_saying_where_the_key_is() {
     assert!(!run.status.success(), "{run:?}");
     assert!(run.stderr.contains("copy signing.key"), "{}", run.stderr);
 }
+
+/// `thinkledger ARGS…` with `home` as its home directory and no `--data-dir`, to completion.
+async fn with_home(home: &Path, args: &[&str]) -> std::process::Output {
+    within(
+        "thinkledger with a home of its own",
+        tokio::process::Command::new(BIN)
+            .args(args)
+            .env("HOME", home)
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("THINKLEDGER_DATA_DIR")
+            .env_remove("THINKLEDGER_STORE")
+            .env("RUST_LOG", "warn")
+            .output(),
+    )
+    .await
+    .expect("run thinkledger")
+}
+
+#[tokio::test]
+async fn migrate_checks_everything_before_copying_and_takes_its_key_where_servers_look() {
+    let Some(pg) = PgServer::start() else { return };
+    let source = tempfile::tempdir().expect("tempdir");
+    let server = crate::common::StdioServer::start(source.path(), &[]).await;
+    crate::common::think(&server, 1, 1, "moved", json!({})).await;
+    server.stop().await;
+    let src = source.path().to_str().expect("utf-8");
+    // The default data directory already holds another ledger's key: refused up front, and
+    // the database is left without a ledger.
+    let home = tempfile::tempdir().expect("tempdir");
+    let default_dir = home.path().join(".local/share/thinkledger");
+    let other = tempfile::tempdir().expect("tempdir");
+    cli(other.path(), &["key"]).await;
+    std::fs::create_dir_all(&default_dir).expect("default data dir");
+    std::fs::copy(
+        other.path().join("signing.key"),
+        default_dir.join("signing.key"),
+    )
+    .expect("another ledger's key");
+    let url = pg.url("moved");
+    let refused = with_home(home.path(), &["migrate", "--from", src, "--to", &url]).await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("nothing was copied"), "{said}");
+    assert_eq!(
+        pg.try_psql("moved", "SELECT count(*) FROM thinkledger_events")
+            .unwrap_or_else(|_| "0".into())
+            .trim(),
+        "0",
+        "no event was copied"
+    );
+    // Without --data-dir, into a home whose data directory does not exist yet: the key goes
+    // there, the copy verifies, and a node started there serves it.
+    std::fs::remove_dir_all(home.path().join(".local")).expect("clean home");
+    let moved = with_home(home.path(), &["migrate", "--from", src, "--to", &url]).await;
+    assert!(
+        moved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&moved.stderr)
+    );
+    assert!(String::from_utf8_lossy(&moved.stdout).contains("the copy verifies"));
+    assert!(default_dir.join("signing.key").exists());
+    let verified = with_home(home.path(), &["--store", &url, "verify"]).await;
+    assert!(
+        verified.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    // Again: the destination holds a ledger now, refused before anything is written.
+    let again = with_home(home.path(), &["migrate", "--from", src, "--to", &url]).await;
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds a ledger"));
+}
