@@ -737,12 +737,16 @@ async fn serve_http(
         );
     }
     let (ledger, watch) = start_ledger(dir, args, &shutdown)?;
-    // A server others reach is supervised: one whose ledger cannot open (damaged, a node of a
-    // database without the ledger's key) stops, saying why, instead of refusing every call.
+    // A node of a shared database is supervised: one whose ledger cannot open (no key of the
+    // ledger, the database unreachable) stops, saying why, so that its supervisor sees it. A
+    // server of its own ledger stays up and refuses every call with the reason.
+    let shared = dir.store.is_some();
     tokio::spawn({
         let (ledger, shutdown) = (ledger.clone(), shutdown.clone());
         async move {
-            if let Err(e) = ledger.opened().await {
+            if let Err(e) = ledger.opened().await
+                && shared
+            {
                 tracing::error!(error = %e, "the ledger could not be opened: stopping");
                 shutdown.cancel();
             }

@@ -137,6 +137,11 @@ pub struct Command {
     pub actor: Actor,
     /// The caller's current session, used when a call names none; started on first use (see `tools::current`).
     pub connection_session: SessionId,
+    /// Where a refusal that concerns no session of its own is recorded: the caller's current
+    /// session, so that a refused or cancelled call shows in its caller's timeline (never in
+    /// the session it probed). `None`: nowhere (the operator's commands). Re-execution gives
+    /// back what the event recorded.
+    pub refused_in: Option<SessionId>,
     /// False when the tool exists but its family is not offered to the caller (`--toolsets`,
     /// `disable_toolset`).
     pub tool_enabled: bool,
@@ -171,6 +176,7 @@ impl Command {
             tool: tool.into(),
             arguments,
             actor,
+            refused_in: Some(connection_session.clone()),
             connection_session,
             tool_enabled: true,
             toolsets: Vec::new(),
@@ -594,7 +600,7 @@ impl App {
                     suggestion: rejection.suggestion.clone(),
                 }),
                 rejection_body(&rejection),
-                session_id,
+                session_id.or_else(|| command.refused_in.clone()),
                 Vec::new(),
             ),
         };

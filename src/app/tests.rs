@@ -45,6 +45,7 @@ impl Given {
             arguments,
             actor,
             connection_session: self.connection.clone(),
+            refused_in: Some(self.connection.clone()),
             tool_enabled: tool != "disabled-probe",
             toolsets: Vec::new(),
             admin: false,
@@ -823,8 +824,8 @@ async fn memory_calls_reexecute_with_zero_divergences() {
         })
         .await
         .expect("inspect");
-    // The refused store names no session (a refusal changes none), so 8 of the 9 calls.
-    assert_eq!(checks.len(), 8);
+    // The refused store is kept in its caller's session too: all 9 calls.
+    assert_eq!(checks.len(), 9);
     for check in &checks {
         assert!(
             matches!(check.verdict, super::replay::Verdict::Matched),

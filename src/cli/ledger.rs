@@ -458,6 +458,7 @@ async fn erase(
         SystemEffects.prepare(),
     );
     command.admin = true;
+    command.refused_in = None;
     let committed = ledger.submit(command).await?;
     // The memory index beside the ledger is a cache that may hold an erased memory's text. A
     // serving process purges it as it folds the erasure; a ledger opened for this command

@@ -743,17 +743,21 @@ mod tests {
             "{refused}"
         );
         assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
+        drop(log);
         // The last frame damaged (a torn write): cut off from it.
         file.set_len(fourth.end).unwrap();
         file.write_all_at(b"X", fourth.events[0].2.offset).unwrap();
         let mut log = LogFile::open(&path).unwrap();
         assert_eq!(log.recover(third.end, &mut |_| Ok(())).unwrap(), 0);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), third.end);
+        drop(log);
         file.set_len(second.end).unwrap();
         let mut log = LogFile::open(&path).unwrap();
         assert_eq!(log.recover(second.end, &mut |_| Ok(())).unwrap(), 0);
         let torn = log.append(&[event(4, None)], &[]).unwrap();
         log.sync().unwrap();
+        // Closed first: its thread that writes zeros ahead must not extend the file again.
+        drop(log);
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)

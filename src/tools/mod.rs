@@ -65,13 +65,25 @@ const LIST_TTL_MS: u64 = 60_000;
 /// The `_meta` key of a `tools/call` that carries its idempotency key.
 pub const IDEMPOTENCY_META_KEY: &str = "idempotencyKey";
 
-/// Instructions sent to clients at initialization.
-const INSTRUCTIONS: &str = "thinkledger records every tool call as a hash-chained event. Use \
-    sequentialthinking to think step by step (branches and revisions allowed). Every response \
-    names its session handle (sessionId; session_id for deliberation tools): pass it back to \
-    continue that session, also after a restart. Without it a call continues your current \
-    session. Read ledger://sessions for past sessions. More tools (audit, deliberation) are in \
-    toolsets: list_toolsets names them, enable_toolset adds a set to your tool list.";
+/// Instructions sent to clients at initialization: every family beyond the default ones is
+/// named, from the catalog's list, so the text cannot fall behind it.
+static INSTRUCTIONS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let more: Vec<&str> = FAMILIES
+        .iter()
+        .copied()
+        .filter(|family| !DEFAULT_FAMILIES.contains(family))
+        .collect();
+    format!(
+        "thinkledger records every tool call as a hash-chained event. Use sequentialthinking to \
+         think step by step (branches and revisions allowed). Every response names its session \
+         handle (sessionId; session_id for deliberation and lux tools): pass it back to continue \
+         that session, also after a restart. Without it a call continues your current session. \
+         Read ledger://sessions for past sessions. More tools are in toolsets ({}): \
+         list_toolsets names them and what each costs, enable_toolset adds a set to your tool \
+         list.",
+        more.join(", ")
+    )
+});
 
 /// One MCP connection's handler. Cheap to clone; the ledger is shared by all connections.
 #[derive(Clone)]
@@ -306,12 +318,13 @@ impl ThinkServer {
             over_quota: self.quotas.admit(&actor.principal, prepared.at, &arguments),
             ..prepared
         };
+        let session = slot.current_for(self.catalog.entry(tool).map_or("", |entry| entry.family));
         let mut command = Command {
             tool: tool.to_owned(),
             arguments,
             actor,
-            connection_session: slot
-                .current_for(self.catalog.entry(tool).map_or("", |entry| entry.family)),
+            refused_in: Some(session.clone()),
+            connection_session: session,
             tool_enabled: self.catalog.is_enabled(tool, &enabled),
             // Only the toolset tools answer with the caller's sets: other calls skip building
             // them (a list of every family and its tools, per call).
@@ -714,7 +727,7 @@ impl ServerHandler for ThinkServer {
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
         ))
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(INSTRUCTIONS.as_str())
     }
 
     async fn call_tool(

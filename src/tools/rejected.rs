@@ -35,6 +35,7 @@ impl ThinkServer {
                 user_ids: Vec::new(),
             },
             connection_session: self.connection_session.current(),
+            refused_in: Some(self.connection_session.current()),
             tool_enabled: false,
             toolsets: Vec::new(),
             admin: false,

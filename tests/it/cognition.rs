@@ -599,9 +599,9 @@ async fn the_eight_tools_answer_in_the_seeds_shapes_without_a_model_refuse_bad_i
 
     let facts = assert_events_match_the_schema(dir.path());
     assert!(facts.contains("CognitionRecorded"), "{facts:?}");
-    // Every accepted call is re-executed and matches; the refusals were recorded outside any
-    // session (nothing to continue), so the session holds the accepted ones.
-    assert_replays_exactly(dir.path(), &session, accepted).await;
+    // Every call is re-executed and matches: the refusals are kept in their caller's session
+    // beside the accepted ones.
+    assert_replays_exactly(dir.path(), &session, events).await;
 
     // After a restart the results are read back from the ledger: the session's timeline shows
     // each call's recorded outcome (numbers, labels and ids).

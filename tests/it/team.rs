@@ -6,7 +6,8 @@ use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
 use crate::common::{
-    HttpServer, call, cli, expect_rejected, ok, read_json, stored_events, text_of, think, try_read,
+    HttpServer, call, cli, expect_rejected, ok, read_json, rejected, stored_events, text_of, think,
+    try_read,
 };
 
 /// `thinkledger token create --json ARGS`: the token.
@@ -462,4 +463,66 @@ async fn quotas_refuse_per_principal_and_the_refusals_replay() {
     let report: Value = serde_json::from_str(&run.stdout).expect("replay --json");
     assert_eq!(report["reexecution"]["diverged"], 0, "{report}");
     assert_eq!(report["reexecution"]["matched"], 4, "{report}");
+}
+
+#[tokio::test]
+async fn a_refused_probe_is_kept_in_the_probers_own_session_not_in_the_probed_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alice_token = token(dir.path(), &["--principal", "alice"]).await;
+    let bob_token = token(dir.path(), &["--principal", "bob"]).await;
+    let server = HttpServer::start(dir.path(), &["--auth"]).await;
+    let alice = server.connect_with_token(&alice_token).await;
+    let bob = server.connect_with_token(&bob_token).await;
+    let secret = think(&alice, 1, 2, "alice's plan", json!({})).await["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    let own = think(&bob, 1, 3, "bob's own work", json!({})).await["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    // Bob probes Alice's session: refused as unknown, and kept in Bob's own session.
+    let probe = rejected(
+        &call(
+            &bob,
+            "sequentialthinking",
+            json!({"thought": "peek", "thoughtNumber": 2, "totalThoughts": 2,
+                   "nextThoughtNeeded": true, "sessionId": secret}),
+        )
+        .await,
+    );
+    let probe_seq = probe["seq"].as_u64().expect("seq");
+    // A call refused for its arguments also lands in its caller's session.
+    let bad = rejected(&call(&bob, "sequentialthinking", json!({"thoughtNumber": 0})).await);
+    let bad_seq = bad["seq"].as_u64().expect("seq");
+    let _ = alice.cancel().await;
+    let _ = bob.cancel().await;
+    server.kill().await;
+    let events = stored_events(dir.path());
+    let session_of = |seq: u64| {
+        events
+            .iter()
+            .find(|e| e["seq"] == seq)
+            .map(|e| e["sessionId"].clone())
+            .expect("the event")
+    };
+    assert_eq!(
+        session_of(probe_seq),
+        json!(own),
+        "the probe is Bob's to answer for"
+    );
+    assert_eq!(session_of(bad_seq), json!(own));
+    let replayed = cli(dir.path(), &["replay", &own, "--json"]).await;
+    assert!(replayed.status.success(), "{replayed:?}");
+    assert!(
+        replayed.stdout.contains("unknown_session"),
+        "{}",
+        replayed.stdout
+    );
+    let theirs = cli(dir.path(), &["replay", &secret, "--json"]).await;
+    assert!(
+        !theirs.stdout.contains("peek"),
+        "nothing of Bob's in Alice's session"
+    );
+    assert!(!theirs.stdout.contains("unknown_session"));
 }

@@ -783,3 +783,79 @@ fn the_tool_name_guard_sees_what_it_must() {
         1
     );
 }
+
+/// README's "Toolsets" figures are what the server reports: each set's tool count and bytes
+/// (`list_toolsets`), the default list's bytes and tools, and every tool's bytes together.
+#[test]
+fn readme_toolset_figures_match_what_the_server_reports() {
+    use thinkledger::tools::{Catalog, Toolsets};
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let number = |text: &str| text.replace(',', "").parse::<u64>().expect("a number");
+    let all = Catalog::new(Toolsets::all());
+    let statuses = all.statuses(&Toolsets::all());
+    let mut problems = Vec::new();
+    for status in &statuses {
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", status.name)));
+        let Some(row) = row else {
+            problems.push(format!("no README row for toolset {}", status.name));
+            continue;
+        };
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        if number(cells[2]) != status.tools.len() as u64 || number(cells[3]) != status.bytes {
+            problems.push(format!(
+                "{}: README says {} tools, {} bytes; the server {} tools, {} bytes",
+                status.name,
+                cells[2],
+                cells[3],
+                status.tools.len(),
+                status.bytes
+            ));
+        }
+    }
+    let default = Catalog::new(Toolsets::default_sets());
+    let listed = default.tools(&Toolsets::default_sets());
+    let default_bytes = serde_json::to_vec(&rmcp::model::ListToolsResult::with_all_items(
+        listed.clone(),
+    ))
+    .expect("serialize")
+    .len();
+    let total: u64 = statuses.iter().map(|s| s.bytes).sum();
+    let count: usize = statuses.iter().map(|s| s.tools.len()).sum();
+    for (figure, what) in [
+        (
+            format!(
+                "**{} bytes** of `tools/list` ({} tools)",
+                thousands(default_bytes as u64),
+                listed.len()
+            ),
+            "the default list",
+        ),
+        (
+            format!(
+                "lists all {count} tools (their definitions weigh {} bytes together)",
+                thousands(total)
+            ),
+            "every tool",
+        ),
+    ] {
+        if !readme.replace('\n', " ").contains(&figure) {
+            problems.push(format!("README does not say {what}: {figure}"));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

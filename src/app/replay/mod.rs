@@ -721,6 +721,9 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
             bytes.copy_from_slice(&stand_in[..16]);
             SessionId::from_random_bytes(bytes)
         }),
+        // A refusal is recorded where the event says: the session it concerned, its caller's,
+        // or none (before refusals were kept in their caller's session).
+        refused_in: event.session_id.clone(),
         tool_enabled,
         toolsets: Vec::new(),
         // The operator's commands come from the CLI (and read the log, so they are skipped

@@ -148,7 +148,7 @@ impl Recorder {
 /// recorder, the session id and the seq of thought 3.
 async fn eventful_session() -> (Recorder, SessionId, u64) {
     let r = Recorder::new();
-    // A refusal before the session exists is not part of it.
+    // A refusal before the session exists is kept in it too: its caller's session.
     r.call("tag", json!({"thoughtNumber": 1, "add": ["x"]}))
         .await;
     r.think(
@@ -221,7 +221,7 @@ async fn a_recorded_session_replays_with_zero_divergences() {
     let (_dir, view) = r.view().await;
     let checks = reexecute(&view, &id, App::new(AppConfig::default())).unwrap();
     let report = ReexecutionReport::new(&id, &checks);
-    assert_eq!(summary(&report), (16, 16, 0, 0), "{}", render_text(&report));
+    assert_eq!(summary(&report), (17, 17, 0, 0), "{}", render_text(&report));
     // Every kind of call took part: refusals, opaque arguments, reads, the reset.
     let statuses: Vec<&str> = checks.iter().map(|c| c.tool.as_str()).collect();
     for tool in [
@@ -403,7 +403,11 @@ async fn calls_that_cannot_be_re_executed_say_why() {
     assert_eq!(reason(&e), Some(SkipReason::TextMissing));
 
     // Opaque arguments whose text is not JSON: point `raw` at a thought's text.
-    let first = session_events(&view, &id).unwrap()[0].clone();
+    let first = session_events(&view, &id)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.call.arguments["thought"].is_object())
+        .expect("a thought with a committed text");
     let mut e = original.clone();
     e.call.arguments = json!({"raw": first.call.arguments["thought"].clone()});
     assert_eq!(reason(&e), Some(SkipReason::RawUnparseable));
@@ -441,7 +445,7 @@ async fn the_timeline_says_what_each_call_changed() {
     let (_dir, view) = r.view().await;
     let replay = tools::replay_session(&view, &id, Some(&AppConfig::default())).unwrap();
     assert_eq!(replay.status, "closed");
-    assert_eq!(replay.calls, 16);
+    assert_eq!(replay.calls, 17);
     assert!(
         replay
             .timeline
@@ -473,11 +477,12 @@ async fn the_replay_tool_reexecutes_and_is_itself_skipped_when_replayed() {
         .await;
     assert_eq!(c.status, OutcomeStatus::Ok, "{}", c.body);
     assert_eq!(c.session_id.as_ref(), Some(&id));
-    assert_eq!(c.body["calls"], 16);
-    assert_eq!(c.body["reexecution"]["matched"], 16);
+    assert_eq!(c.body["calls"], 17);
+    assert_eq!(c.body["reexecution"]["matched"], 17);
     assert_eq!(c.body["reexecution"]["diverged"], 0);
+    assert_eq!(c.body["timeline"][0]["errorCode"], "unknown_thought");
     assert_eq!(
-        c.body["timeline"][0]["changes"][0]["fact"],
+        c.body["timeline"][1]["changes"][0]["fact"],
         "SessionStarted"
     );
     let plain = r
@@ -497,7 +502,7 @@ async fn the_replay_tool_reexecutes_and_is_itself_skipped_when_replayed() {
     let (_dir, view) = r.view().await;
     let checks = reexecute(&view, &id, App::new(AppConfig::default())).unwrap();
     let report = ReexecutionReport::new(&id, &checks);
-    assert_eq!(summary(&report), (18, 16, 0, 2), "{}", render_text(&report));
+    assert_eq!(summary(&report), (20, 17, 0, 3), "{}", render_text(&report));
     assert!(report.skipped_calls.iter().all(|c| matches!(
         c.verdict,
         Verdict::Skipped {
