@@ -279,6 +279,7 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
                     arguments: common::thought_args(number, chain),
                     actor: bench_actor(),
                     connection_session: session.clone(),
+                    refused_in: Some(session.clone()),
                     tool_enabled: true,
                     toolsets: Vec::new(),
                     admin: false,
