@@ -93,14 +93,15 @@ pub(crate) fn decide_audit_export(
     } else {
         build_export_with(log, &selection, &options)
     };
+    let recorded_in = crate::app::call::reader_session(app, command, &session);
     match built {
-        Ok(export) => Ok(Decided::new(Some(session), Vec::new(), export)),
+        Ok(export) => Ok(Decided::new(Some(recorded_in), Vec::new(), export)),
         Err(AuditError::Cancelled { done, total }) => Err((
             crate::app::call::watch::cancelled(
                 EXPORT_REASONING_AUDIT_TOOL,
                 &format!("exporting {done} of {total} events"),
             ),
-            Some(session),
+            Some(recorded_in),
         )),
         Err(e) => {
             let code = audit_error_code(&e);
@@ -115,7 +116,7 @@ pub(crate) fn decide_audit_export(
             let no_such_session = code == ErrorCode::EmptySession;
             Err((
                 Rejection::new(code, e.to_string(), suggestion),
-                (!no_such_session).then_some(session),
+                (!no_such_session).then_some(recorded_in),
             ))
         }
     }

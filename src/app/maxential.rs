@@ -6,11 +6,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::call::{Decide, Target, ToolSpec, parse, target};
+use super::call::{Decide, Target, ToolSpec, parse, read_target, target};
 use super::tags::normalize_tags;
 use super::{App, Command, Decided, Outcome, Rejection, lenient};
 use crate::app::ErrorCode;
-use crate::events::Fact;
+use crate::events::{Fact, SessionId};
 use crate::export::{self, ExportOptions, VisualizeOptions};
 
 /// The name of the `search` tool: its spec, its catalog entry and every reference use this.
@@ -241,7 +241,7 @@ pub(super) fn decide_search(
         "all optional: query (regex), tags (array), branchId, includeRevisions, sessionId",
     )
     .map_err(|r| (r, None))?;
-    let target = target(app, command, args.session_id.as_deref())?;
+    let target = read_target(app, command, args.session_id.as_deref())?;
     let attributed = |r: Rejection| (r, target.existing_id());
     let regex = match args.query.as_deref().filter(|q| !q.is_empty()) {
         None => None,
@@ -310,7 +310,11 @@ pub(super) fn decide_search(
         searched_thoughts: searched,
         session_id: target.existing_id().map(|id| id.to_string()),
     };
-    Ok(Decided::new(target.existing_id(), Vec::new(), output))
+    Ok(Decided::new(
+        recorded_in(app, command, &target),
+        Vec::new(),
+        output,
+    ))
 }
 
 pub(super) fn decide_tag(app: &App, command: &Command, args: &Value, _recorded: &Value) -> Outcome {
@@ -410,7 +414,7 @@ pub(super) fn decide_export(
         "all optional: format (markdown | json), includeBranches, branchId, sessionId",
     )
     .map_err(|r| (r, None))?;
-    let target = target(app, command, args.session_id.as_deref())?;
+    let target = read_target(app, command, args.session_id.as_deref())?;
     let session = target.view()?;
     if let Some(branch) = &args.branch_id
         && !session.branches.iter().any(|b| &b.id == branch)
@@ -450,7 +454,11 @@ pub(super) fn decide_export(
         thought_count: session.thoughts.len(),
         session_id: target.existing_id().map(|id| id.to_string()),
     };
-    Ok(Decided::new(target.existing_id(), Vec::new(), output))
+    Ok(Decided::new(
+        recorded_in(app, command, &target),
+        Vec::new(),
+        output,
+    ))
 }
 
 pub(super) fn decide_visualize(
@@ -464,7 +472,7 @@ pub(super) fn decide_visualize(
         "all optional: format (ascii | mermaid), showTags, showContent, sessionId",
     )
     .map_err(|r| (r, None))?;
-    let target = target(app, command, args.session_id.as_deref())?;
+    let target = read_target(app, command, args.session_id.as_deref())?;
     let session = target.view()?;
     let options = VisualizeOptions {
         show_tags: args.show_tags.unwrap_or(false),
@@ -480,5 +488,17 @@ pub(super) fn decide_visualize(
         thought_count: session.thoughts.len(),
         session_id: target.existing_id().map(|id| id.to_string()),
     };
-    Ok(Decided::new(target.existing_id(), Vec::new(), output))
+    Ok(Decided::new(
+        recorded_in(app, command, &target),
+        Vec::new(),
+        output,
+    ))
+}
+
+/// Where a read of `target` is recorded: the session read when its caller owns it, else the
+/// caller's own (an auditor's reads are not filed among the reviewed principal's calls).
+fn recorded_in(app: &App, command: &Command, target: &Target<'_>) -> Option<SessionId> {
+    target
+        .existing_id()
+        .map(|id| crate::app::call::reader_session(app, command, &id))
 }

@@ -86,6 +86,8 @@ pub use memory::{
     DELETE_MEMORY_TOOL, RETRIEVE_MEMORIES_TOOL, SEARCH_MEMORIES_TOOL, STORE_MEMORY_TOOL,
     UPDATE_MEMORY_TOOL,
 };
+#[cfg(test)]
+pub(crate) use registry::auditor_may_call;
 pub use registry::{TOOL_FAMILIES, toolset_of};
 pub use replay::tools::{DIFF_SESSIONS_TOOL, REPLAY_REASONING_SESSION_TOOL};
 pub use texts::TextPolicy;

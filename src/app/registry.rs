@@ -26,6 +26,14 @@ pub(crate) struct Family {
 /// The tools an auditor may call: they read what others recorded and change nothing of theirs
 /// (`retrieve_memories` then reinforces nothing). Any other tool refuses an auditor.
 pub(crate) const AUDITOR_TOOLS: &[&str] = &[
+    maxential::SEARCH_TOOL,
+    maxential::EXPORT_TOOL,
+    maxential::VISUALIZE_TOOL,
+    deliberation::EVALUATE_REASONING_QUALITY_TOOL,
+    toolsets::LIST_TOOLSETS_TOOL,
+    // These change which tools the caller itself is offered, nothing recorded of anyone.
+    toolsets::ENABLE_TOOLSET_TOOL,
+    toolsets::DISABLE_TOOLSET_TOOL,
     replay::tools::REPLAY_REASONING_SESSION_TOOL,
     replay::tools::DIFF_SESSIONS_TOOL,
     audit_export::EXPORT_REASONING_AUDIT_TOOL,

@@ -89,8 +89,9 @@ pub struct LogFile {
     end: u64,
     /// The file's length: from `end` on, zeros written ahead ([`PREALLOCATE`]).
     allocated: Arc<Allocated>,
-    /// The thread that writes zeros ahead, once started: it is sent the length to reach.
-    ahead: Option<mpsc::Sender<u64>>,
+    /// The thread that writes zeros ahead, once started: it is sent the length to reach, and
+    /// joined when the file is closed (no zeros land after that).
+    ahead: Option<(mpsc::Sender<u64>, std::thread::JoinHandle<()>)>,
     /// Whether bytes were written since the last sync.
     dirty: bool,
 }
@@ -317,12 +318,12 @@ impl LogFile {
                     }
                 });
             match spawned {
-                Ok(_) => self.ahead = Some(tx),
+                Ok(handle) => self.ahead = Some((tx, handle)),
                 // Then the writer extends the file itself, a frame at a time, when it must.
                 Err(e) => tracing::warn!(error = %e, "no thread to write zeros ahead of the log"),
             }
         }
-        if let Some(ahead) = &self.ahead {
+        if let Some((ahead, _)) = &self.ahead {
             // A thread that is gone leaves the writer to extend the file itself.
             let _ = ahead.send(to);
         }
@@ -350,6 +351,17 @@ impl LogFile {
         self.file.write_all_at(&zeros, slot.offset + TEXT_HEADER)?;
         self.dirty = true;
         Ok(())
+    }
+}
+
+impl Drop for LogFile {
+    /// Stops the thread ahead and waits for it: whatever closes the file (a shutdown, a test
+    /// that truncates it) finds no zeros written after.
+    fn drop(&mut self) {
+        if let Some((tx, handle)) = self.ahead.take() {
+            drop(tx);
+            let _ = handle.join();
+        }
     }
 }
 

@@ -29,6 +29,8 @@ pub struct ToolEntry {
     pub render_text: fn(&Value) -> String,
     /// What the tools layer does for the caller around the call, beyond recording it.
     pub caller: CallerEffect,
+    /// Whether the tool only reads (its [`Effect`] is `Reads`): an auditor may call it.
+    pub reads_only: bool,
 }
 
 /// What a tool's call does on the tools layer, for its caller, beside the ledger: declared on
@@ -313,6 +315,7 @@ pub(super) fn entry<Args: JsonSchema + Any, Output: JsonSchema + Any>(
         documented_output,
         render_text,
         caller: CallerEffect::None,
+        reads_only: matches!(effect, Effect::Reads),
     }
 }
 
@@ -509,6 +512,21 @@ mod tests {
         );
         assert!(!catalog.is_enabled("sequentialthinking", catalog.defaults()));
         assert!(catalog.entry("sequentialthinking").is_some());
+    }
+
+    #[test]
+    fn every_tool_that_only_reads_may_be_called_by_an_auditor() {
+        let catalog = Catalog::new(Toolsets::all());
+        let refused: Vec<&str> = catalog
+            .all_entries()
+            .iter()
+            .filter(|e| e.reads_only && !crate::app::auditor_may_call(&e.tool.name))
+            .map(|e| e.tool.name.as_ref())
+            .collect();
+        assert!(
+            refused.is_empty(),
+            "read-only roles may call every tool that changes nothing: {refused:?}"
+        );
     }
 
     #[test]

@@ -526,3 +526,49 @@ async fn a_refused_probe_is_kept_in_the_probers_own_session_not_in_the_probed_on
     );
     assert!(!theirs.stdout.contains("unknown_session"));
 }
+
+#[tokio::test]
+async fn an_auditors_reads_are_kept_in_its_own_session_and_it_may_call_every_reading_tool() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alice_token = token(dir.path(), &["--principal", "alice"]).await;
+    let auditor_token = token(dir.path(), &["--principal", "carol", "--role", "auditor"]).await;
+    let server = HttpServer::start(dir.path(), &["--auth", "--toolsets", "all"]).await;
+    let alice = server.connect_with_token(&alice_token).await;
+    let carol = server.connect_with_token(&auditor_token).await;
+    let reviewed = think(&alice, 1, 1, "a reviewed thought", json!({})).await["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    let mut seqs = Vec::new();
+    for (tool, arguments) in [
+        ("replay_reasoning_session", json!({"session_id": reviewed})),
+        ("export_reasoning_audit", json!({"session_id": reviewed})),
+        (
+            "search",
+            json!({"query": "reviewed", "sessionId": reviewed}),
+        ),
+        ("export", json!({"format": "json", "sessionId": reviewed})),
+        ("visualize", json!({"sessionId": reviewed})),
+    ] {
+        let body = ok(&call(&carol, tool, arguments).await);
+        seqs.push((tool, body["seq"].as_u64().expect("seq")));
+    }
+    let _ = alice.cancel().await;
+    let _ = carol.cancel().await;
+    server.kill().await;
+    let events = stored_events(dir.path());
+    for (tool, seq) in seqs {
+        let event = events.iter().find(|e| e["seq"] == seq).expect("the event");
+        assert_ne!(
+            event["sessionId"],
+            json!(reviewed),
+            "{tool}: the auditor's read is not filed among Alice's calls: {event}"
+        );
+        assert_eq!(event["actor"]["principal"], "carol");
+    }
+    let alices: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["sessionId"] == json!(reviewed))
+        .collect();
+    assert_eq!(alices.len(), 1, "Alice's session holds her own call only");
+}

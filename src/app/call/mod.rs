@@ -21,7 +21,9 @@ use crate::events::SessionId;
 use crate::ledger::LogView;
 
 pub use context::{Call, PathStep};
-pub(crate) use session::{Target, owned_session, readable_session, target};
+pub(crate) use session::{
+    Target, owned_session, read_target, readable_session, reader_session, target,
+};
 pub use watch::{CallWatch, Watch};
 
 /// Work done for a command before it reaches the writer, on a published state, which its

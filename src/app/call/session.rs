@@ -149,6 +149,22 @@ pub(crate) fn target<'a>(
     }
 }
 
+/// Resolves the session a call that only reads it acts on: as [`target`], except that a named
+/// session the caller may read but not change (an auditor's view of another principal's) is
+/// found too.
+pub(crate) fn read_target<'a>(
+    app: &'a App,
+    command: &Command,
+    requested: Option<&str>,
+) -> Result<Target<'a>, (Rejection, Option<SessionId>)> {
+    if let Some(id) = requested.and_then(SessionId::parse)
+        && let Some(session) = readable_session(app, command, &id)
+    {
+        return Ok(Target::Existing(session));
+    }
+    target(app, command, requested)
+}
+
 /// The session `id` if it exists and the calling principal may change it (it started it).
 pub(crate) fn owned_session<'a>(
     app: &'a App,
@@ -166,6 +182,16 @@ pub(crate) fn owned_session<'a>(
 
 /// The session `id` if it exists and the calling principal may read it (its own, or any for an
 /// auditor).
+/// Where a call that reads the session `read` is recorded: in that session when its caller
+/// owns it, else (an auditor reading another principal's) in the caller's own current session,
+/// so the person under review does not find the auditor's reads among their own calls.
+pub(crate) fn reader_session(app: &App, command: &Command, read: &SessionId) -> SessionId {
+    match owned_session(app, command, read) {
+        Some(_) => read.clone(),
+        None => command.connection_session.clone(),
+    }
+}
+
 pub(crate) fn readable_session<'a>(
     app: &'a App,
     command: &Command,

@@ -10,7 +10,7 @@ use super::{
     ReexecutionReport, ReplayError, reexecute_watched, render_text as report_text, session_events,
 };
 use crate::app::ErrorCode;
-use crate::app::call::{Decide, ToolSpec, Watch, parse, readable_session, watch};
+use crate::app::call::{Decide, ToolSpec, Watch, parse, readable_session, reader_session, watch};
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
 use crate::export::diff::{SessionDiff, diff, render_text};
@@ -168,14 +168,15 @@ pub(crate) fn decide_replay(
     } else {
         replay_session_watched(log, &session, config, &command.watch)
     };
+    let recorded_in = reader_session(app, command, &session);
     match replayed {
-        Ok(output) => Ok(Decided::new(Some(session), Vec::new(), output)),
+        Ok(output) => Ok(Decided::new(Some(recorded_in), Vec::new(), output)),
         Err(ReplayError::Cancelled { done, total }) => Err((
             watch::cancelled(
                 REPLAY_REASONING_SESSION_TOOL,
                 &format!("re-executing {done} of {total} events"),
             ),
-            Some(session),
+            Some(recorded_in),
         )),
         Err(ReplayError::UnknownSession(id)) => Err((
             Rejection::new(
@@ -192,7 +193,7 @@ pub(crate) fn decide_replay(
                 format!("the log could not be replayed: {e}"),
                 "run `thinkledger verify` to check the ledger",
             ),
-            Some(session),
+            Some(recorded_in),
         )),
     }
 }
