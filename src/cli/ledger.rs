@@ -382,8 +382,8 @@ async fn verify(
     } else if report.is_intact() {
         writeln!(
             out,
-            "ledger {} intact: {} events, {} text commitments checked, {} erased, {} signed \
-             checkpoints hold, head {}",
+            "ledger {} intact: {} events, {} text references checked against their texts, {} \
+             to erased texts, {} signed checkpoints hold, head {}",
             report.ledger_id.as_deref().unwrap_or("(new)"),
             report.events,
             report.texts_verified,
@@ -478,7 +478,9 @@ async fn erase(
     if committed.status == OutcomeStatus::Ok {
         writeln!(
             out,
-            "erased {} text(s) (event {}); their bytes and salts are gone from disk",
+            "erased {} text(s) (event {}); their bytes and salts are gone from disk, and \
+             `thinkledger verify` counts the events' references to them as references to \
+             erased texts",
             committed.body["erased"], committed.seq
         )?;
         Ok(0)

@@ -529,3 +529,20 @@ async fn a_first_thought_after_a_conclusion_and_a_reset_after_a_deliberation_do_
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_data_directory_that_cannot_be_made_is_named() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let file = root.path().join("a-file");
+    std::fs::write(&file, b"not a directory").expect("write");
+    let dir = file.join("data");
+    for args in [&["sessions"][..], &["serve"][..]] {
+        let run = cli_once(&dir, args).await;
+        assert!(!run.status.success(), "{args:?}: {run:?}");
+        assert!(
+            run.stderr.contains(&dir.display().to_string()),
+            "{args:?} names the directory: {}",
+            run.stderr
+        );
+    }
+}

@@ -631,14 +631,14 @@ async fn the_export_downloads_as_json_the_diff_shows_an_added_thought_and_the_ch
     assert_eq!(cross.status().as_u16(), 403);
 
     // An auditor's export of bob's session is allowed by the tools' own rule and recorded as
-    // carol's call over the review transport, in bob's timeline.
+    // carol's call over the review transport, in carol's own session: not among bob's calls.
     let carol = Some(rig.token("carol"));
     let (status, _, _) = get(&rig, carol, &format!("/review/session/{}/export", rig.bob)).await;
     assert_eq!(status, 200);
     let (_, _, page) = get(&rig, carol, &format!("/review/session/{}", rig.bob)).await;
     let timeline = &page[page.find("id=\"timeline\"").expect("timeline")..];
     assert!(
-        timeline.contains("export_reasoning_audit") && timeline.contains("<td>carol</td>"),
+        !timeline.contains("export_reasoning_audit") && !timeline.contains("<td>carol</td>"),
         "{timeline}"
     );
 

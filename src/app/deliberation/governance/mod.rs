@@ -149,8 +149,18 @@ pub(crate) fn assumption_blocks(criticality: &str, verifiable: bool, status: &st
     is_high(criticality) && verifiable && matches!(status, "unverified" | "falsified")
 }
 
+/// `x` to three decimals; never `-0` (an empty sum of weights is `-0.0` in Rust, which a
+/// client would read back as "-0").
 fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
+    (x * 1000.0).round() / 1000.0 + 0.0
+}
+
+#[cfg(test)]
+#[test]
+fn no_weight_is_negative_zero() {
+    let none: f64 = std::iter::empty::<f64>().sum();
+    assert!(round3(none).is_sign_positive());
+    assert_eq!(serde_json::json!(round3(-0.0004)).to_string(), "0.0");
 }
 
 /// A count as a float (counts here are far below 2³², so exact).
