@@ -12,6 +12,8 @@
 //! family.
 
 mod change;
+#[cfg(test)]
+mod query_tests;
 mod retrieve;
 pub(crate) mod rules;
 mod store;

@@ -1,5 +1,6 @@
 //! `retrieve_memories` (the composite score over hybrid similarity, waypoints and one-hop
-//! expansion) and `search_memories` (full text: boolean syntax, phrases, highlights), with the
+//! expansion) and `search_memories` (full text: boolean syntax, phrases, highlights; a
+//! malformed query refused with its lenient reading as the suggestion), with the
 //! seed's filters and pagination. Every memory a page returns was accessed: the access
 //! reinforces it, and the call records that as a fact.
 
@@ -17,7 +18,7 @@ use crate::app::Outcome;
 use crate::app::call::{Call, Refusal, access};
 use crate::events::Fact;
 use crate::events::memory::{MemoriesRetrieved, MemoryAccess};
-use crate::index::memory::{IndexError, MemoryQuery, Retrieval};
+use crate::index::memory::{IndexError, MemoryQuery, Retrieval, read_query};
 use crate::projections::memory::{Memory, Owner, millis};
 
 /// Results per page unless `limit` says otherwise; at most [`MAX_LIMIT`].
@@ -168,6 +169,32 @@ fn pool(offset: usize, limit: usize, narrows: bool) -> usize {
     } else {
         end.min(MAX_POOL)
     }
+}
+
+/// `search_memories` runs only well-formed queries: a malformed one (an unclosed parenthesis or
+/// quote, an operator with nothing to apply to) is refused with what is wrong and the query as
+/// a lenient reading would have run it, rather than run as a guess. (`retrieve_memories` takes
+/// natural language and reads it leniently.)
+fn check_query(text: &str) -> Result<(), Refusal> {
+    let reading = read_query(text);
+    if reading.problems.is_empty() {
+        return Ok(());
+    }
+    let suggestion = match &reading.repaired {
+        Some(repaired) => format!(
+            "fix the query, e.g. {repaired} (what it reads as with the faults dropped or closed); \
+             operators are AND, OR and NOT in capitals, -word and +word, (groups) and \
+             \"phrases\"; quote a phrase to search for those words literally"
+        ),
+        None => "give at least one word or \"phrase\" to search for; operators are AND, OR \
+                 and NOT in capitals, -word and +word, (groups) and \"phrases\""
+            .to_owned(),
+    };
+    Err(fail(
+        ErrorCode::InvalidArguments,
+        format!("Invalid search query: {}", reading.problems.join("; ")),
+        &suggestion,
+    ))
 }
 
 fn index_failure(e: &IndexError) -> Refusal {
@@ -370,6 +397,9 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
     let (limit, offset) = page(&args)?;
     let now_ms = millis(call.at);
     let text = query_text(&args).map(str::to_owned);
+    if let Some(text) = &text {
+        check_query(text)?;
+    }
     let memories = call.app.memories();
     // Another's memories are as absent as a stranger's; an auditor reads them unchanged.
     let actor = &call.command.actor;

@@ -2,8 +2,9 @@
 //! creation time) for the memory family. Derived from the log and never the truth: the family's
 //! events feed it ([`MemoryIndex::upsert`], [`MemoryIndex::delete`]) and a replay rebuilds it.
 //!
-//! Two halves, one answer: `text` (tantivy: BM25 under the owner's own statistics, the query
-//! parser's AND/OR/NOT/phrases read leniently, `<b>` highlights, matched terms) and `vectors`
+//! Two halves, one answer: `text` (tantivy: BM25 under the owner's own statistics, the boolean
+//! syntax of `query` — AND, OR, NOT, `+`, `-`, parentheses, phrases — read leniently, `<b>`
+//! highlights, matched terms) and `vectors`
 //! (exact cosine over each owner's unit vectors); `fusion` makes their scores one similarity in
 //! [0, 1], deterministically. It knows no embedder: vectors arrive with their model id, taken as
 //! effects by the caller, and a query vector of another model than the owner's is refused.
@@ -20,6 +21,7 @@
 
 mod episodes;
 mod fusion;
+mod query;
 mod statistics;
 mod text;
 mod vectors;
@@ -137,7 +139,7 @@ impl Default for Retrieval {
 pub struct MemoryQuery<'a> {
     /// Whose memories to search; no other owner's are seen.
     pub owner: &'a str,
-    /// User text, in the query parser's syntax (read leniently).
+    /// User text, in the syntax of [`read_query`] (read leniently: malformed parts repaired).
     pub text: &'a str,
     /// The text's vector, of the owner's model; without it, the vector signal is off.
     pub embedding: Option<&'a Embedding>,
@@ -190,8 +192,31 @@ pub struct RankedMemory {
 pub struct MemoryResults {
     /// Best first; ties by id.
     pub hits: Vec<MemoryHit>,
-    /// Parts of the text the lenient parser dropped (e.g. an unbalanced quote).
+    /// What the lenient reading of the text repaired (e.g. an unclosed quote), one sentence
+    /// each.
     pub warnings: Vec<String>,
+}
+
+/// What the query syntax makes of a text, before any index is asked: the problems a lenient
+/// reading repairs, and the query as repaired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryReading {
+    /// What is malformed, one sentence each (empty for a well-formed query).
+    pub problems: Vec<String>,
+    /// The query as the lenient reading runs it, in the same syntax; `None` when no word or
+    /// phrase is left.
+    pub repaired: Option<String>,
+}
+
+/// Reads `text` in the full-text query syntax (`query`'s module doc: AND, OR, NOT, `+`, `-`,
+/// parentheses, "phrases", `content:`/`keywords:`/`sector:`), without searching: for a caller
+/// that refuses malformed queries rather than run them as repaired.
+pub fn read_query(text: &str) -> QueryReading {
+    let parsed = query::parse(text);
+    QueryReading {
+        problems: parsed.problems.iter().map(ToString::to_string).collect(),
+        repaired: parsed.node.map(|n| n.to_string()),
+    }
 }
 
 /// The commit payload of a directory index anchored at event `seq`, `hash`: the format, the
@@ -379,7 +404,7 @@ impl MemoryIndex {
         self.vectors.nearest_after(owner, embedding, k, hint)
     }
 
-    /// How many of the owner's committed memories match `text` (the query parser's syntax,
+    /// How many of the owner's committed memories match `text` (the syntax of [`read_query`],
     /// read leniently).
     pub fn count_matches(&self, owner: &str, text: &str) -> Result<u64, IndexError> {
         let searcher = self.text.searcher();
@@ -579,7 +604,7 @@ impl MemoryIndex {
         }
         Ok(MemoryResults {
             hits,
-            warnings: parsed.warnings,
+            warnings: parsed.warnings(),
         })
     }
 }

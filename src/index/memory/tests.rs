@@ -232,6 +232,55 @@ fn boolean_syntax_and_phrases_are_honoured() {
 }
 
 #[test]
+fn queries_tantivys_parser_reads_right_keep_its_hits_and_scores_bit_for_bit() {
+    let mut index = alice_index();
+    for i in 0..6 {
+        let mut d = doc(
+            "bob",
+            &format!("b{i}"),
+            "Bob: my puppy on the beach at sunset",
+        );
+        d.keywords = vec!["beach".to_owned(), "red car".to_owned()];
+        add(&mut index, &d);
+    }
+    index.commit().expect("commit");
+    let searcher = index.text.searcher();
+    for owner in ["alice", "bob"] {
+        let stats = index.text.owner_statistics(&searcher, owner);
+        for text in [
+            "puppy",
+            "puppy beach",
+            "adopting puppies",
+            "\"red car\" highway",
+            "puppy AND beach",
+            "shelter OR highway",
+            "puppy -beach",
+            "+puppy beach",
+            "puppy NOT beach",
+            "red-car",
+            "what did Alice paint?",
+            "Alice's puppy",
+            "what's the red car's problem",
+            "at 10:30 on the beach",
+            "e-mail from the shelter",
+        ] {
+            let ours = index.text.parse(text);
+            let theirs = index.text.parse_with_tantivy(text);
+            let run = |q| {
+                index
+                    .text
+                    .search(&searcher, &stats, owner, q, 10)
+                    .expect("search")
+                    .into_iter()
+                    .map(|h| (h.id.to_string(), h.score.to_bits()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(run(&ours), run(&theirs), "{owner}: {text}");
+        }
+    }
+}
+
+#[test]
 fn an_upsert_replaces_the_memory_of_the_same_id() {
     let mut index = alice_index();
     add(

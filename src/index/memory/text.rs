@@ -1,7 +1,8 @@
 //! The full-text half of the memory index: a tantivy index with one document per memory, English
 //! analysis (lower-casing, ASCII folding, Snowball stemming and, optionally, stop words;
-//! stemming and stop words switchable for measurement), BM25 scoring whose statistics are the querying owner's alone, the query
-//! parser's boolean syntax read leniently, `<b>` highlights and matched terms.
+//! stemming and stop words switchable for measurement), BM25 scoring whose statistics are the
+//! querying owner's alone, the boolean syntax of [`super::query`] built into tantivy's
+//! queries, `<b>` highlights and matched terms.
 //!
 //! BM25 statistics per owner: tantivy's default statistics (document count, average length,
 //! document frequencies) span the whole index, so one owner's scores would depend on other
@@ -13,6 +14,18 @@
 //! fields other than the content and keywords (a query may name any field) are counted over the
 //! postings instead.
 //!
+//! Building: a word or phrase becomes a term query (a phrase query when the analyzer gives it
+//! several tokens) on the content and the keywords, one `Should` clause each, as tantivy's own
+//! query parser built them, so plain queries score as they did under it. Juxtaposed clauses
+//! are one `BooleanQuery` (`Should`; `+` `Must`; `-` `MustNot`), `AND` one of `Must` and
+//! `MustNot` clauses, `OR` one of `Should` clauses; a clause of negations alone gets a `Must`
+//! clause matching every document, so `a AND NOT b`, `a OR NOT b` and `NOT b` mean what they
+//! say (tantivy's parser reads `a AND NOT b` as `+a +(-b)`, and there a clause of negations
+//! alone matches nothing). That "every document" scores 0 in a query with a word outside any
+//! negation, so only words rank; in a query without one it scores each match 1. The owner
+//! clause is put around the whole query (`search`, `count`), so "every document" is every
+//! document of the owner. Words under a negation are neither matched terms nor highlighted.
+//!
 //! A hit is named by its document's `ordinal` fast field, which `statistics` maps to the memory
 //! id, instead of by reading its stored document.
 
@@ -22,7 +35,9 @@ use std::sync::Arc;
 
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, TermQuery};
+use tantivy::query::{
+    AllQuery, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, PhraseQuery, Query, TermQuery,
+};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument,
     TextFieldIndexing, TextOptions, Value,
@@ -37,6 +52,7 @@ use tantivy::{
     query::Bm25StatisticsProvider,
 };
 
+use super::query::{self, FieldName, Leaf, Node, Problem, Sign};
 use super::statistics::{Analyzed, OwnerTerms, Statistics, TermField};
 use super::{IndexError, MemoryDocument, TextAnalysis};
 
@@ -92,11 +108,21 @@ pub(super) struct StoredMemory {
     pub(super) created_at_ms: i64,
 }
 
-/// A parsed user query, with the parts of it the lenient parser had to drop.
+/// A parsed user query, with what the lenient reading had to repair.
 pub(super) struct ParsedQuery {
     query: Box<dyn Query>,
-    /// Lenient-parse complaints (the query still runs without the offending parts).
-    pub(super) warnings: Vec<String>,
+    /// The terms of the words and phrases outside any negation: what a hit's matched terms
+    /// and highlights are made of.
+    positive_terms: Vec<Term>,
+    /// What was malformed (the query runs as repaired).
+    pub(super) problems: Vec<Problem>,
+}
+
+impl ParsedQuery {
+    /// The problems as sentences.
+    pub(super) fn warnings(&self) -> Vec<String> {
+        self.problems.iter().map(ToString::to_string).collect()
+    }
 }
 
 /// The tantivy side of the memory index.
@@ -107,7 +133,6 @@ pub(super) struct TextIndex {
     reader: IndexReader,
     /// The analyzer, kept to count tokens and to find matched terms in a hit.
     analyzer: TextAnalyzer,
-    parser: QueryParser,
     /// Each owner's BM25 statistics and the documents' names.
     statistics: Statistics,
     /// Written with every commit (tantivy keeps it through merges): what the index holds, for
@@ -236,14 +261,12 @@ impl TextIndex {
             // (13.8 MB at 100,000 memories) for a searcher's lifetime.
             .doc_store_cache_num_blocks(1)
             .try_into()?;
-        let parser = QueryParser::for_index(&index, vec![fields.content, fields.keywords]);
         let mut text = Self {
             index,
             fields,
             writer,
             reader,
             analyzer,
-            parser,
             statistics: Statistics::default(),
             payload: None,
         };
@@ -363,14 +386,134 @@ impl TextIndex {
         Ok(())
     }
 
-    /// Parses user text with the query parser's syntax (AND, OR, NOT, +, -, "phrases"), leniently:
-    /// what cannot be parsed is dropped and reported, never refused.
+    /// Parses user text in the syntax of [`super::query`] (AND, OR, NOT, +, -, parentheses,
+    /// "phrases"), leniently: what is malformed is repaired and reported, never refused here.
     pub(super) fn parse(&self, text: &str) -> ParsedQuery {
-        let (query, errors) = self.parser.parse_query_lenient(text);
+        let parsed = query::parse(text);
+        let mut terms = BTreeSet::new();
+        let built = parsed.node.as_ref().and_then(|node| {
+            let universe_score = if has_positive(node, true) { 0.0 } else { 1.0 };
+            self.build(node, true, universe_score, &mut terms)
+        });
         ParsedQuery {
-            query,
-            warnings: errors.into_iter().map(|e| e.to_string()).collect(),
+            query: built.unwrap_or_else(|| Box::new(EmptyQuery)),
+            positive_terms: terms.into_iter().collect(),
+            problems: parsed.problems,
         }
+    }
+
+    /// The tantivy query of `node` (see the module doc); `None` when nothing of it is left
+    /// after analysis (a word of punctuation or stop words alone), and its parent goes without
+    /// it. `positive`: whether `node` stands under an even number of negations (its terms are
+    /// then ones a hit may have matched).
+    fn build(
+        &self,
+        node: &Node,
+        positive: bool,
+        universe_score: f32,
+        terms: &mut BTreeSet<Term>,
+    ) -> Option<Box<dyn Query>> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        match node {
+            Node::Leaf(leaf) => return self.leaf(leaf, positive, terms),
+            Node::Group(items) => {
+                for (sign, child) in items {
+                    let (occur, negated) = match sign {
+                        Sign::Plain => (Occur::Should, false),
+                        Sign::Required => (Occur::Must, false),
+                        Sign::Negated => (Occur::MustNot, true),
+                    };
+                    if let Some(q) = self.build(child, positive != negated, universe_score, terms) {
+                        clauses.push((occur, q));
+                    }
+                }
+            }
+            Node::And(operands) => {
+                for (negated, child) in operands {
+                    let occur = if *negated {
+                        Occur::MustNot
+                    } else {
+                        Occur::Must
+                    };
+                    if let Some(q) = self.build(child, positive != *negated, universe_score, terms)
+                    {
+                        clauses.push((occur, q));
+                    }
+                }
+            }
+            Node::Or(groups) => {
+                for child in groups {
+                    if let Some(q) = self.build(child, positive, universe_score, terms) {
+                        clauses.push((Occur::Should, q));
+                    }
+                }
+            }
+        }
+        if clauses.iter().all(|(o, _)| *o == Occur::MustNot) {
+            if clauses.is_empty() {
+                return None;
+            }
+            let every: Box<dyn Query> =
+                Box::new(ConstScoreQuery::new(Box::new(AllQuery), universe_score));
+            clauses.insert(0, (Occur::Must, every));
+        }
+        if clauses.len() == 1 {
+            return clauses.pop().map(|(_, q)| q);
+        }
+        Some(Box::new(BooleanQuery::new(clauses)))
+    }
+
+    /// A word or phrase: a term query (a phrase query for several tokens) per field it is
+    /// looked for in, one `Should` clause each.
+    fn leaf(
+        &self,
+        leaf: &Leaf,
+        positive: bool,
+        terms: &mut BTreeSet<Term>,
+    ) -> Option<Box<dyn Query>> {
+        let f = self.fields;
+        let fields = match leaf.field {
+            None => vec![f.content, f.keywords],
+            Some(FieldName::Content) => vec![f.content],
+            Some(FieldName::Keywords) => vec![f.keywords],
+            Some(FieldName::Sector) => {
+                // Stored raw: the text exactly.
+                let term = Term::from_field_text(f.sector, &leaf.text);
+                if positive {
+                    terms.insert(term.clone());
+                }
+                return Some(Box::new(TermQuery::new(term, IndexRecordOption::Basic)));
+            }
+        };
+        let mut tokens: Vec<(usize, String)> = Vec::new();
+        let mut analyzer = self.analyzer.clone();
+        let mut stream = analyzer.token_stream(&leaf.text);
+        while stream.advance() {
+            let t = stream.token();
+            tokens.push((t.position, t.text.clone()));
+        }
+        if tokens.is_empty() {
+            return None;
+        }
+        let mut per_field: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for field in fields {
+            let field_terms: Vec<(usize, Term)> = tokens
+                .iter()
+                .map(|(at, text)| (*at, Term::from_field_text(field, text)))
+                .collect();
+            if positive {
+                terms.extend(field_terms.iter().map(|(_, t)| t.clone()));
+            }
+            let q: Box<dyn Query> = match &field_terms[..] {
+                [(_, one)] => Box::new(TermQuery::new(one.clone(), IndexRecordOption::WithFreqs)),
+                _ => Box::new(PhraseQuery::new_with_offset(field_terms)),
+            };
+            per_field.push((Occur::Should, q));
+        }
+        if per_field.len() == 1 {
+            return per_field.pop().map(|(_, q)| q);
+        }
+        Some(Box::new(BooleanQuery::new(per_field)))
     }
 
     pub(super) fn searcher(&self) -> Searcher {
@@ -550,12 +693,22 @@ impl TextIndex {
         u64::try_from(n).unwrap_or(u64::MAX)
     }
 
+    /// `text` read by tantivy's own query parser (the reference for queries it reads right).
+    #[cfg(test)]
+    pub(super) fn parse_with_tantivy(&self, text: &str) -> ParsedQuery {
+        let parser = tantivy::query::QueryParser::for_index(
+            &self.index,
+            vec![self.fields.content, self.fields.keywords],
+        );
+        let (query, _) = parser.parse_query_lenient(text);
+        let mut ours = self.parse(text);
+        ours.query = query;
+        ours
+    }
+
+    /// The terms of the query's words and phrases outside any negation, sorted.
     pub(super) fn query_terms(&self, query: &ParsedQuery) -> Vec<Term> {
-        let mut terms = BTreeSet::new();
-        query.query.query_terms(&mut |term, _| {
-            terms.insert(term.clone());
-        });
-        terms.into_iter().collect()
+        query.positive_terms.clone()
     }
 
     /// The query's terms (as indexed: lower-cased, stemmed) that occur in the memory's content
@@ -584,6 +737,21 @@ impl TextIndex {
             }
         }
         found.into_iter().collect()
+    }
+}
+
+/// Whether `node` has a word or phrase under an even number of negations (`positive`: whether
+/// `node` itself stands so).
+fn has_positive(node: &Node, positive: bool) -> bool {
+    match node {
+        Node::Leaf(_) => positive,
+        Node::Group(items) => items
+            .iter()
+            .any(|(sign, child)| has_positive(child, positive != (*sign == Sign::Negated))),
+        Node::And(operands) => operands
+            .iter()
+            .any(|(negated, child)| has_positive(child, positive != *negated)),
+        Node::Or(groups) => groups.iter().any(|child| has_positive(child, positive)),
     }
 }
 
