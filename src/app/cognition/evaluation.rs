@@ -180,7 +180,7 @@ fn emotion_earlier_held_out_sets_reported() {
             include_str!("../../../tests/cognition/emotion_heldout5.tsv"),
             10,
             26,
-            9,
+            10,
         ),
         (
             "heldout6",
@@ -194,7 +194,7 @@ fn emotion_earlier_held_out_sets_reported() {
             include_str!("../../../tests/cognition/emotion_heldout7.tsv"),
             31,
             44,
-            7,
+            6,
         ),
     ];
     let got: Vec<_> = sets
@@ -368,27 +368,59 @@ fn bias_false_alarms_on_reasoning_without_a_bias_reported() {
     assert_eq!((by_pattern, by_examples, data.len()), (5, 7, 32));
 }
 
-/// Sentences without an emotion (`emotion_neutral.tsv`): how many are given one by the
-/// nearest examples (each sentence's own line left out of the vote). Reported and pinned.
-#[test]
-fn emotion_on_sentences_without_one_reported() {
-    let data = rows(include_str!("../../../tests/cognition/emotion_neutral.tsv"));
-    let mut given = 0;
+/// Sentences without an emotion: which are given one (a primary emotion, by any basis) and
+/// which get a valence of 0.3 or more either way. Each sentence's own line is left out of the
+/// vote (both development sets are among the examples).
+fn neutral_figures(name: &str, tsv: &str) -> (usize, usize, usize) {
+    let data: Vec<_> = rows(tsv).into_iter().filter(|r| r[0] != "label").collect();
+    let (mut given, mut valenced) = (0, 0);
     for r in &data {
-        let reading = emotion::read(r[1]);
-        if reading.discrete.basis.as_deref() == Some("examples") {
+        let text = r[r.len() - 1];
+        let reading = emotion::read(text);
+        let v = reading.circumplex.valence;
+        if reading.discrete.primary.is_some() {
             given += 1;
             println!(
-                "emotion-none\tgiven\t{:?}\t{}",
-                reading.discrete.primary, r[1]
+                "{name}	given	{:?} ({:?})	valence {v}	{text}",
+                reading.discrete.primary, reading.discrete.basis
             );
+        } else if v.abs() >= 0.3 {
+            println!("{name}	valence	{v}	{text}");
         }
+        valenced += usize::from(v.abs() >= 0.3);
     }
     println!(
-        "emotion-none\tgiven an emotion by examples\t{given}/{}",
+        "{name}	given an emotion	{given}/{}	|valence| >= 0.3	{valenced}/{}",
+        data.len(),
         data.len()
     );
-    assert_eq!((given, data.len()), (2, 30));
+    (given, valenced, data.len())
+}
+
+/// The development sentences without an emotion (`emotion_neutral.tsv`; `emotion_neutral2.tsv`,
+/// written for emotion/7, many with a word whose everyday sense is physical): none is given an
+/// emotion. Pinned: under emotion/6 the first set gave 4 of 30 an emotion (two by the vote, two
+/// by VADER's valence alone) and the second 13 of 30 (three by "blue", ten by the vote).
+#[test]
+fn emotion_on_sentences_without_one() {
+    let sets = super::examples::NEUTRAL_SETS;
+    let got = [
+        neutral_figures("emotion-none", sets[0]),
+        neutral_figures("emotion-none2", sets[1]),
+    ];
+    assert_eq!(got.map(|(given, _, n)| (given, n)), [(0, 30), (0, 30)]);
+}
+
+/// The held-out sentences without an emotion (`emotion_neutral_heldout.tsv`, 30 sentences by a
+/// writer who had not read the rules, committed unread before emotion/7 first ran on them):
+/// reported, not asserted (docs/cognition.md gives the first run's figures).
+#[test]
+fn emotion_on_held_out_sentences_without_one_reported() {
+    let (_, _, n) = neutral_figures(
+        "emotion-none-heldout",
+        include_str!("../../../tests/cognition/emotion_neutral_heldout.tsv"),
+    );
+    assert_eq!(n, 30);
 }
 
 /// How the number of voting examples was chosen (docs/cognition.md): on the fifth and sixth

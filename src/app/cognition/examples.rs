@@ -31,12 +31,19 @@ pub(super) fn labelled(sets: &[&'static str]) -> Vec<(&'static str, &'static str
 }
 
 /// The emotion examples: the development set, the held-out sets whose first run is over, and
-/// sentences without an emotion (label `none`), so that a neutral text's vote can say so.
+/// sentences without an emotion (label `none`, two development sets since emotion/7), so that
+/// a neutral text's vote can say so.
 pub static EMOTION_EXAMPLES: LazyLock<Examples> = LazyLock::new(|| {
     let mut sets = EMOTION_SETS.to_vec();
-    sets.push(include_str!("../../../tests/cognition/emotion_neutral.tsv"));
+    sets.extend(NEUTRAL_SETS);
     Examples::new(&labelled(&sets))
 });
+
+/// The development sentences without an emotion (label `none`) among the emotion examples.
+pub(super) const NEUTRAL_SETS: [&str; 2] = [
+    include_str!("../../../tests/cognition/emotion_neutral.tsv"),
+    include_str!("../../../tests/cognition/emotion_neutral2.tsv"),
+];
 
 /// The labelled emotion sets among the examples: the development set, then the held-out sets
 /// 1–6 in order (the evaluation leaves one out at a time).
@@ -92,6 +99,9 @@ pub struct Vote {
     pub shares: Vec<(&'static str, f64)>,
     /// The most similar example of the winning label: its similarity and sentence.
     pub nearest: (f64, &'static str),
+    /// The similarity of the most similar example labelled `none` (among all the examples,
+    /// not only the `k` nearest); `None` when there is none.
+    pub nearest_none: Option<f64>,
 }
 
 impl Vote {
@@ -145,6 +155,11 @@ impl Examples {
             .filter(|(i, _)| self.sentences[*i] != text)
             .map(|(i, e)| (f64::from(cosine(&v, e)), i))
             .collect();
+        let nearest_none = near
+            .iter()
+            .filter(|(_, i)| self.labels[*i] == "none")
+            .map(|(sim, _)| *sim)
+            .reduce(f64::max);
         // Most similar first; equal similarities in the examples' order.
         near.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         near.truncate(k);
@@ -168,7 +183,11 @@ impl Examples {
             .iter()
             .find(|(_, i)| self.labels[*i] == winner)
             .map_or((0.0, ""), |(sim, i)| (*sim, self.sentences[*i]));
-        Some(Vote { shares, nearest })
+        Some(Vote {
+            shares,
+            nearest,
+            nearest_none,
+        })
     }
 }
 
