@@ -588,6 +588,26 @@ impl<D: Decider> LedgerHandle<D> {
         let _ = rx.wait_for(|p| p.stopped).await;
     }
 
+    /// Whether the ledger takes calls now, or why not: still opening, failed to open (the
+    /// reason), or its writer stopped (a failed write, a log that did not check out, a
+    /// shutdown). For a readiness probe: answered at once, reading nothing.
+    pub fn readiness(&self) -> Result<(), String> {
+        match &*self.gate.state.borrow() {
+            OpenState::Opening => return Err("the ledger is still opening".into()),
+            OpenState::Failed(e) => return Err(format!("the ledger could not be opened: {e}")),
+            OpenState::Closed => return Err("the ledger is closed".into()),
+            OpenState::Open => {}
+        }
+        if self.published.borrow().stopped {
+            return Err(
+                "the ledger's writer stopped (a write failed or the log did not check out: see \
+                 the server's log); calls are refused"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     /// Whether a started ledger is still being opened (calls wait for it).
     pub fn is_opening(&self) -> bool {
         self.gate.is_opening()

@@ -289,6 +289,7 @@ pub fn router(
         quotas.clone(),
     );
     let (ledger_for_edge, catalog_for_edge) = (ledger.clone(), catalog.clone());
+    let ledger_for_probes = ledger.clone();
     let service = StreamableHttpService::new(
         move || {
             Ok(ThinkServer::new(ledger.clone(), catalog.clone(), "http")
@@ -321,8 +322,45 @@ pub fn router(
         ),
         None => mcp,
     };
-    // The reviewer's page identifies its viewers itself (a cookie, not a bearer header).
-    mcp.merge(review)
+    // The reviewer's page identifies its viewers itself (a cookie, not a bearer header); the
+    // probes answer anyone who can reach the port, and say nothing of what is recorded.
+    mcp.merge(review).merge(probes(ledger_for_probes))
+}
+
+/// `/healthz` (the process answers) and `/readyz` (the ledger takes calls: 200, else 503 with
+/// the reason), for a supervisor or a load balancer.
+fn probes(ledger: LedgerHandle<App>) -> axum::Router {
+    use axum::http::StatusCode;
+    let text = |status: StatusCode, body: String| {
+        (
+            status,
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8",
+            )],
+            body,
+        )
+    };
+    axum::Router::new()
+        .route(
+            "/healthz",
+            axum::routing::get(move || async move { text(StatusCode::OK, "ok\n".into()) }),
+        )
+        .route(
+            "/readyz",
+            axum::routing::get(move || {
+                let ledger = ledger.clone();
+                async move {
+                    match ledger.readiness() {
+                        Ok(()) => text(StatusCode::OK, "ready\n".into()),
+                        Err(why) => text(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            format!("not ready: {why}\n"),
+                        ),
+                    }
+                }
+            }),
+        )
 }
 
 /// Longest principal name a proxy header may carry.

@@ -777,3 +777,52 @@ async fn verify_takes_the_public_key_where_the_data_directory_has_no_signing_key
         garbage.stderr
     );
 }
+
+#[tokio::test]
+async fn readyz_says_whether_the_ledger_takes_calls_and_why_not() {
+    let probe = |url: String| async move {
+        let response = reqwest::get(url).await.expect("GET");
+        (
+            response.status().as_u16(),
+            response.text().await.unwrap_or_default(),
+        )
+    };
+    let healthy = tempfile::tempdir().expect("tempdir");
+    let server = HttpServer::start(healthy.path(), &[]).await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    assert_eq!(probe(format!("{base}/healthz")).await.0, 200);
+    // Ready once the ledger is open (it opens behind the first answers).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = probe(format!("{base}/readyz")).await;
+        if status == 200 {
+            assert_eq!(body.trim(), "ready");
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(std::time::Instant::now() < deadline, "never ready: {body}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill().await;
+
+    let damaged = ledger_with_one_altered_event(2, flip_recorded_at).await;
+    let server = HttpServer::start(damaged.path(), &[]).await;
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    assert_eq!(
+        probe(format!("{base}/healthz")).await.0,
+        200,
+        "the process answers"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let (status, body) = probe(format!("{base}/readyz")).await;
+        assert_eq!(status, 503, "a damaged ledger is never ready: {body}");
+        if body.contains("could not be opened") {
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(body.contains("event 2"), "{body}");
+    server.kill().await;
+}

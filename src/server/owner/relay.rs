@@ -106,6 +106,12 @@ impl Memory {
 
     /// `line` (a `tools/call`) with an idempotency key in its `_meta`, unless it has one.
     fn with_key(&self, line: Vec<u8>, n: u64) -> Vec<u8> {
+        let key = format!("relay-{}-{n}", self.relay_id);
+        // Most calls carry no `_meta`: the key's member goes in front of the params' first
+        // member, without parsing the call (a thought may be long).
+        if let Some(spliced) = splice_meta(&line, &key) {
+            return spliced;
+        }
         let Ok(mut message) = serde_json::from_slice::<Value>(&line) else {
             return line;
         };
@@ -121,10 +127,7 @@ impl Memory {
         if meta.contains_key(IDEMPOTENCY_META_KEY) {
             return line;
         }
-        meta.insert(
-            IDEMPOTENCY_META_KEY.to_owned(),
-            Value::String(format!("relay-{}-{n}", self.relay_id)),
-        );
+        meta.insert(IDEMPOTENCY_META_KEY.to_owned(), Value::String(key));
         serde_json::to_vec(&message).unwrap_or(line)
     }
 
@@ -316,6 +319,42 @@ where
     Ok(())
 }
 
+/// `line` with `"_meta":{"idempotencyKey":KEY}` as the first member of its `params` object,
+/// when the line has no `_meta` anywhere (else `None`: the caller merges it into the one there).
+/// The first `"params"` in a line is the request's own member: quotes inside strings are
+/// escaped, and the tool's arguments sit inside `params`.
+fn splice_meta(line: &[u8], key: &str) -> Option<Vec<u8>> {
+    fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+        haystack.windows(needle.len()).position(|w| w == needle)
+    }
+    if find(line, b"\"_meta\"").is_some() {
+        return None;
+    }
+    let skip_ws = |mut at: usize| {
+        while line.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        at
+    };
+    let at = find(line, b"\"params\"")? + b"\"params\"".len();
+    let at = skip_ws(at);
+    (line.get(at) == Some(&b':')).then_some(())?;
+    let at = skip_ws(at + 1);
+    (line.get(at) == Some(&b'{')).then_some(())?;
+    let inside = at + 1;
+    let empty = line.get(skip_ws(inside)) == Some(&b'}');
+    let member = serde_json::to_string(&serde_json::json!({ IDEMPOTENCY_META_KEY: key })).ok()?;
+    let mut out = Vec::with_capacity(line.len() + member.len() + 12);
+    out.extend_from_slice(&line[..inside]);
+    out.extend_from_slice(b"\"_meta\":");
+    out.extend_from_slice(member.as_bytes());
+    if !empty {
+        out.push(b',');
+    }
+    out.extend_from_slice(&line[inside..]);
+    Some(out)
+}
+
 async fn read_client<R: AsyncRead + Unpin>(input: R, lines: mpsc::Sender<Vec<u8>>) {
     let mut input = BufReader::new(input);
     loop {
@@ -399,5 +438,32 @@ where
         if output.write_all(&answer).await.is_err() || output.flush().await.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_spliced_into_params_or_merged_into_the_meta_there() {
+        let key = "relay-x-1";
+        for (line, expected) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":"\"params\":{"}}}"#,
+                serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"idempotencyKey":key},"name":"t","arguments":{"a":"\"params\":{"}}}),
+            ),
+            (
+                r#"{"method":"tools/call","params" : { },"id":2,"jsonrpc":"2.0"}"#,
+                serde_json::json!({"method":"tools/call","params":{"_meta":{"idempotencyKey":key}},"id":2,"jsonrpc":"2.0"}),
+            ),
+        ] {
+            let spliced = splice_meta(line.as_bytes(), key).expect("spliced");
+            let parsed: Value = serde_json::from_slice(&spliced).expect("still JSON");
+            assert_eq!(parsed, expected);
+        }
+        let with_meta =
+            r#"{"id":3,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"t"}}"#;
+        assert_eq!(splice_meta(with_meta.as_bytes(), key), None);
     }
 }
