@@ -38,6 +38,10 @@ struct Cli {
     /// key, tokens and caches stay in the data directory.
     #[arg(long, global = true, env = "THINKLEDGER_STORE", value_name = "URL")]
     store: Option<String>,
+    /// How logs are written to stderr: `text` (one line each, for people) or `json` (one JSON
+    /// object each, for a log pipeline).
+    #[arg(long, global = true, env = "THINKLEDGER_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -241,6 +245,12 @@ impl Command {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum Format {
     Markdown,
     Json,
@@ -307,14 +317,21 @@ fn main() -> ExitCode {
     // terminal is watching. A server logs what it does (info); a command only warnings and
     // errors, its output being what it prints. RUST_LOG chooses otherwise (README, "Logs").
     let serving = matches!(cli.command, None | Some(Command::Serve(_)));
-    tracing_subscriber::fmt()
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| if serving { "info,rmcp=warn" } else { "warn" }.into());
+    let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| if serving { "info,rmcp=warn" } else { "warn" }.into()),
-        )
-        .init();
+        .with_env_filter(filter);
+    match cli.log_format {
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

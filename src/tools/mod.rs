@@ -298,6 +298,7 @@ impl ThinkServer {
         } = call;
         let started = Instant::now();
         let tool = tool.as_str();
+        let principal_name = actor.principal.clone();
         let enabled = toolsets.get();
         let effect = self
             .catalog
@@ -382,6 +383,21 @@ impl ThinkServer {
         }
         match submitted {
             Ok(committed) => {
+                // One line per call for the operator: what, who, how it ended, how long; never
+                // the caller's or a model's text.
+                tracing::info!(
+                    target: "thinkledger::call",
+                    seq = committed.seq,
+                    tool,
+                    outcome = match committed.status {
+                        OutcomeStatus::Ok => "ok",
+                        OutcomeStatus::Rejected => "rejected",
+                        OutcomeStatus::Failed => "failed",
+                    },
+                    principal = %principal_name,
+                    latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+                    "call"
+                );
                 if committed.status != OutcomeStatus::Ok {
                     let code = committed
                         .body

@@ -28,7 +28,9 @@ use tokio::net::TcpListener;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{Notify, mpsc};
 
-use super::common::{BIN, HttpServer, assert_intact, stored_events, within};
+use super::common::{
+    BIN, HttpServer, StdioServer, assert_intact, call, stored_events, think, within,
+};
 use super::model::{llm_or_skip, read_request};
 
 // ---------------------------------------------------------------------------------------------
@@ -678,4 +680,47 @@ async fn a_cancelled_model_call_stops_its_request_and_is_recorded_as_cancelled_o
         u64::try_from(stored_events(dir.path()).len()).unwrap(),
     )
     .await;
+}
+
+#[tokio::test]
+async fn json_logs_give_one_line_per_call_without_the_callers_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start_with_env(
+        dir.path(),
+        &[],
+        &[("THINKLEDGER_LOG_FORMAT", "json"), ("RUST_LOG", "info")],
+    )
+    .await;
+    think(&server, 1, 1, "a private secret", json!({})).await;
+    let refused = call(&server, "sequentialthinking", json!({"thoughtNumber": 0})).await;
+    assert_eq!(refused.is_error, Some(true));
+    let stderr = {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = server.stderr();
+            if text.matches("\"message\":\"call\"").count() >= 2
+                || std::time::Instant::now() > deadline
+            {
+                break text;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    server.stop().await;
+    let calls: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .filter(|v| v["message"] == "call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{stderr}");
+    assert_eq!(calls[0]["seq"], 1);
+    assert_eq!(calls[0]["tool"], "sequentialthinking");
+    assert_eq!(calls[0]["outcome"], "ok");
+    assert_eq!(calls[0]["principal"], "local");
+    assert!(calls[0]["latency_us"].is_u64());
+    assert_eq!(calls[1]["outcome"], "rejected");
+    assert!(
+        !stderr.contains("a private secret"),
+        "no caller text in the logs"
+    );
 }
