@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::{
-    BIN, HttpServer, StdioServer, assert_intact, call, cli, cli_once, ok, sessions_json, think,
-    try_call,
+    BIN, HttpServer, StdioServer, assert_intact, call, cli, cli_once, ok, sessions_json,
+    stored_events, think, try_call,
 };
 
 /// One client's answered thoughts: (thought number, session, seq, thoughtHistoryLength, how
@@ -545,4 +545,47 @@ async fn a_data_directory_that_cannot_be_made_is_named() {
             run.stderr
         );
     }
+}
+
+#[tokio::test]
+async fn store_memory_is_recorded_in_the_session_its_session_id_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = StdioServer::start(dir.path(), &[]).await;
+    let named =
+        think(&first, 1, 1, "the session a memory belongs to", json!({})).await["sessionId"]
+            .as_str()
+            .expect("sessionId")
+            .to_owned();
+    first.stop().await;
+    // Another connection, whose current session is another one.
+    let server = StdioServer::start(dir.path(), &[]).await;
+    let here = think(&server, 1, 1, "this connection's own", json!({})).await["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    let stored = |session: &str| {
+        json!({"content": "the deploy key rotates monthly", "userId": "u1",
+               "sessionId": session, "primarySector": "semantic"})
+    };
+    let into_named = ok(&call(&server, "store_memory", stored(&named)).await)["seq"].clone();
+    let tagged = ok(&call(&server, "store_memory", stored("chat-7")).await)["seq"].clone();
+    server.stop().await;
+    let events = stored_events(dir.path());
+    let session_of = |seq: &Value| {
+        events
+            .iter()
+            .find(|e| &e["seq"] == seq)
+            .map(|e| e["sessionId"].clone())
+            .expect("the event")
+    };
+    assert_eq!(
+        session_of(&into_named),
+        json!(named),
+        "a session id of the caller's"
+    );
+    assert_eq!(
+        session_of(&tagged),
+        json!(here),
+        "a conversation tag: the current session"
+    );
 }
