@@ -864,6 +864,7 @@ async fn serve_stdio(
                 stdin,
                 stdout,
                 promote,
+                shutdown.clone(),
             )
             .await;
             let owned = promoted

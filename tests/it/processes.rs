@@ -589,3 +589,34 @@ async fn store_memory_is_recorded_in_the_session_its_session_id_names() {
         "a conversation tag: the current session"
     );
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_relay_told_to_stop_leaves_while_its_client_still_holds_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let owner = StdioServer::start(dir.path(), &[]).await;
+    let relay = StdioServer::start(dir.path(), &[]).await;
+    think(&relay, 1, 2, "before the signal", json!({})).await;
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &relay.pid().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    // The relay exits although its client never closed stdin; the owner serves on.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{}", relay.pid())).exists()
+        && std::fs::read_to_string(format!("/proc/{}/stat", relay.pid()))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the relay did not stop: {}",
+            relay.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    think(&owner, 1, 1, "the owner goes on", json!({})).await;
+    relay.kill().await;
+    owner.stop().await;
+    assert_intact(dir.path(), 2).await;
+}

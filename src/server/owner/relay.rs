@@ -223,7 +223,9 @@ impl Memory {
 
 /// Relays the client on `input`/`output` to the owner `first` connects to, and to the next
 /// owner whenever one goes (this process becoming it through `promote` when it takes the
-/// lock), until the client closes `input` and every request it made is answered.
+/// lock), until the client closes `input` (or `shutdown`: a signal) and every request it made
+/// is answered.
+#[allow(clippy::too_many_arguments)]
 pub async fn run<R, W>(
     data_dir: PathBuf,
     toolsets: String,
@@ -232,6 +234,7 @@ pub async fn run<R, W>(
     input: R,
     output: W,
     mut promote: Promote,
+    shutdown: tokio_util::sync::CancellationToken,
 ) -> Result<(), DoorError>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -284,6 +287,11 @@ where
                         let _ = owner_writer.shutdown().await;
                     }
                 },
+                () = shutdown.cancelled(), if client_open => {
+                    // Asked to stop: as if the client were done.
+                    client_open = false;
+                    let _ = owner_writer.shutdown().await;
+                }
                 line = owner_rx.recv() => match line {
                     Some(line) => {
                         if let Some(line) = memory.owner_line(line)
