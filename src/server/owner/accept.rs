@@ -94,8 +94,10 @@ pub struct Owned {
     relays: watch::Receiver<usize>,
     /// Asks every relayed connection to take no new request, answer what it holds and close.
     drain: CancellationToken,
-    /// Stops accepting and ends every connection at once.
+    /// Stops accepting.
     stop: CancellationToken,
+    /// The relayed connections' tasks, dropped if a hand-off outlasts its limit.
+    connections: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
     /// The socket file, when one could be made.
     socket: Option<PathBuf>,
     _lock: OwnerLock,
@@ -116,6 +118,7 @@ impl Owned {
         // own client leaves, answering their calls in flight first.
         let stop = CancellationToken::new();
         let drain = CancellationToken::new();
+        let connections = Arc::<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>::default();
         let path = socket_path(data_dir);
         let socket = match bind(&path) {
             Ok(listener) => {
@@ -127,6 +130,7 @@ impl Owned {
                         relays: Arc::new(count),
                         drain: drain.clone(),
                         stop: stop.clone(),
+                        connections: connections.clone(),
                     },
                 ));
                 tracing::debug!(socket = %path.display(), "owner of the data directory");
@@ -147,6 +151,7 @@ impl Owned {
             relays,
             drain,
             stop,
+            connections,
             socket,
             _lock: lock,
         }
@@ -166,7 +171,19 @@ impl Owned {
             .await
             .is_err()
         {
+            // Their connections are dropped, not cancelled: a call still in flight is then
+            // either recorded before the ledger closes (the relay's resend is answered from the
+            // log) or not at all (the next owner decides it), never recorded as cancelled.
             tracing::warn!("relays' calls still in flight after 10 s: their connections close now");
+            let tasks = std::mem::take(
+                &mut *self
+                    .connections
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            for task in tasks {
+                task.abort();
+            }
         }
         self.stop.cancel();
         self.ledger.shutdown().await;
@@ -194,6 +211,7 @@ struct Peers {
     relays: Arc<watch::Sender<usize>>,
     drain: CancellationToken,
     stop: CancellationToken,
+    connections: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
 }
 
 async fn accept_loop(listener: UnixListener, peers: Peers) {
@@ -210,7 +228,13 @@ async fn accept_loop(listener: UnixListener, peers: Peers) {
                 }
             },
         };
-        tokio::spawn(peer(stream, peers.clone()));
+        let task = tokio::spawn(peer(stream, peers.clone()));
+        let mut tasks = peers
+            .connections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task.abort_handle());
     }
 }
 
@@ -233,7 +257,7 @@ async fn peer(stream: UnixStream, peers: Peers) {
         runner,
         relays,
         drain,
-        stop,
+        ..
     } = peers;
     let refused_user = other_user(&stream);
     let (read, mut write) = stream.into_split();
@@ -291,7 +315,10 @@ async fn peer(stream: UnixStream, peers: Peers) {
             // the edge answers what it holds and closes, and the relay sends what it did not
             // hear answered to the next owner.
             let input = UntilDrained::new(read, drain);
-            if let Err(e) = framing::stdio::serve_relayed(server, input, write, stop).await {
+            // Never cancelled from here (see `Owned::close`): a connection ends when its
+            // input does, or is dropped.
+            let never = CancellationToken::new();
+            if let Err(e) = framing::stdio::serve_relayed(server, input, write, never).await {
                 tracing::debug!(error = %e, "a relayed connection ended abnormally");
             }
             relays.send_modify(|n| *n -= 1);

@@ -257,11 +257,31 @@ async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
 /// Finds the directory's owner, or becomes it: connects to its socket when one answers,
 /// otherwise takes the owner lock when no process holds it, trying again until `patience` runs
 /// out (an owner that has the lock but is not yet listening; a command holding the directory
-/// for a moment).
+/// for a moment). A process that holds the lock and has made no socket for seconds is taken to
+/// serve alone ([`DoorError::NoSocket`]) — unless `handing_off`: a relay that lost its owner
+/// waits out an owner that removed its socket and still answers its other relays' calls.
 pub async fn find_or_become(
     data_dir: &Path,
     hello: &Hello,
     patience: Duration,
+) -> Result<Door, DoorError> {
+    find_or_become_with(data_dir, hello, patience, false).await
+}
+
+/// [`find_or_become`] for a relay whose owner went away (see there).
+pub async fn find_next_owner(
+    data_dir: &Path,
+    hello: &Hello,
+    patience: Duration,
+) -> Result<Door, DoorError> {
+    find_or_become_with(data_dir, hello, patience, true).await
+}
+
+async fn find_or_become_with(
+    data_dir: &Path,
+    hello: &Hello,
+    patience: Duration,
+    handing_off: bool,
 ) -> Result<Door, DoorError> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(2);
@@ -275,7 +295,8 @@ pub async fn find_or_become(
         }
         // An owner binds its socket within milliseconds of taking the lock: one that has had
         // none for seconds made none (it serves alone).
-        let no_socket = !socket_path(data_dir).exists() && started.elapsed() >= NO_SOCKET_WAIT;
+        let no_socket =
+            !handing_off && !socket_path(data_dir).exists() && started.elapsed() >= NO_SOCKET_WAIT;
         if no_socket || started.elapsed() >= patience {
             return Err(DoorError::NoSocket {
                 dir: data_dir.to_path_buf(),

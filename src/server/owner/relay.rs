@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use super::{Connection, Door, DoorError, Hello, OwnerLock, build, find_or_become, read_line};
+use super::{Connection, Door, DoorError, Hello, OwnerLock, build, find_next_owner, read_line};
 use crate::events::SessionId;
 use crate::tools::IDEMPOTENCY_META_KEY;
 use crate::tools::connection::{ConnectionState, STATE_NOTIFICATION};
@@ -174,7 +174,7 @@ impl Memory {
         );
         loop {
             let hello = hello(&self.toolsets, &self.state);
-            match find_or_become(&self.data_dir, &hello, PATIENCE).await? {
+            match find_next_owner(&self.data_dir, &hello, PATIENCE).await? {
                 Door::Owner(lock) => promote(lock).map_err(DoorError::Refused)?,
                 Door::Relay(mut connection) => {
                     match self.send_again(&mut connection).await {
