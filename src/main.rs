@@ -368,7 +368,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }));
     let offline = command.offline_name();
     dispatch(&dir, command).map_err(|e| match (offline, held_ledger(&e)) {
-        (Some(name), Some(path)) => held_by_a_server(name, &dir.data_dir, &path),
+        (Some(name), Some(path)) => held_by_a_server(name, &path),
         _ => e,
     })
 }
@@ -383,7 +383,7 @@ fn held_ledger(error: &anyhow::Error) -> Option<PathBuf> {
 
 /// What a command that opens the ledger itself (`agent`, `migrate`) says when a running server
 /// holds it.
-fn held_by_a_server(command: &str, _data_dir: &Path, ledger: &Path) -> anyhow::Error {
+fn held_by_a_server(command: &str, ledger: &Path) -> anyhow::Error {
     anyhow::anyhow!(
         "`thinkledger {command}` cannot open the ledger at {ledger}: a running thinkledger \
          server holds it, and `{command}` writes the ledger itself rather than through that \
@@ -444,11 +444,7 @@ fn holding_directory<T>(
     #[cfg(unix)]
     {
         let Some(lock) = thinkledger::server::owner::OwnerLock::try_take(&dir.data_dir)? else {
-            return Err(held_by_a_server(
-                name,
-                &dir.data_dir,
-                &server::ledger_dir(&dir.data_dir),
-            ));
+            return Err(held_by_a_server(name, &server::ledger_dir(&dir.data_dir)));
         };
         let result = f();
         drop(lock);

@@ -269,6 +269,11 @@ async fn peer(stream: UnixStream, peers: Peers) {
         Err(_) => Err("no hello within 5 s".to_owned()),
     };
     let ours = build();
+    // A relay's toolsets, parsed once: refused below if they do not parse.
+    let toolsets = match &hello {
+        Ok(Hello::Mcp { toolsets, .. }) => Some(Toolsets::parse(toolsets)),
+        _ => None,
+    };
     let refused = match (&refused_user, &hello) {
         (Some(why), _) => Some(why.clone()),
         (None, Err(e)) => Some(format!(
@@ -282,9 +287,10 @@ async fn peer(stream: UnixStream, peers: Peers) {
             std::process::id(),
             hello.build()
         )),
-        (None, Ok(Hello::Mcp { toolsets, .. })) => Toolsets::parse(toolsets)
-            .err()
-            .map(|e| format!("--toolsets: {e}")),
+        (None, Ok(Hello::Mcp { .. })) => match &toolsets {
+            Some(Err(e)) => Some(format!("--toolsets: {e}")),
+            _ => None,
+        },
         (None, Ok(Hello::Command { .. })) => None,
     };
     let welcome = Welcome {
@@ -302,10 +308,8 @@ async fn peer(stream: UnixStream, peers: Peers) {
         return;
     }
     match hello {
-        Ok(Hello::Mcp {
-            toolsets, state, ..
-        }) => {
-            let Ok(toolsets) = Toolsets::parse(&toolsets) else {
+        Ok(Hello::Mcp { state, .. }) => {
+            let Some(Ok(toolsets)) = toolsets else {
                 return;
             };
             relays.send_modify(|n| *n += 1);
@@ -326,11 +330,11 @@ async fn peer(stream: UnixStream, peers: Peers) {
         Ok(Hello::Command { command, .. }) => {
             let reply = match runner {
                 Some(runner) => runner(command, ledger).await,
-                None => CommandReply {
-                    stderr: base64_text("this server runs no commands for other processes\n"),
-                    exit: 1,
-                    ..CommandReply::default()
-                },
+                None => CommandReply::new(
+                    b"",
+                    b"thinkledger: this server runs no commands for other processes\n",
+                    1,
+                ),
             };
             let mut line = serde_json::to_vec(&reply).unwrap_or_default();
             line.push(b'\n');
@@ -339,11 +343,6 @@ async fn peer(stream: UnixStream, peers: Peers) {
         }
         Err(_) => {}
     }
-}
-
-fn base64_text(text: &str) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(text)
 }
 
 /// A relayed connection's input that ends (EOF) once `drain` is cancelled, at a line boundary:
