@@ -68,19 +68,20 @@ enum Command {
     },
     /// Sign a checkpoint of the log now (unless the latest covers it) and print its signed note.
     Checkpoint,
-    /// Erase stored texts for good (a session's, or named commitments) and record who and why.
+    /// Erase stored texts for good (a session's, named commitments, or every memory of a user
+    /// id) and record who and why.
     /// The chain, checkpoints and exports still verify and show where text was erased.
     Erase {
         /// Erase every text of this session.
-        #[arg(
-            long,
-            conflicts_with = "commitments",
-            required_unless_present = "commitments"
-        )]
+        #[arg(long, group = "what")]
         session: Option<String>,
         /// Erase the text with this commitment (repeatable).
-        #[arg(long = "commitment", value_name = "HEX")]
+        #[arg(long = "commitment", value_name = "HEX", group = "what")]
         commitments: Vec<String>,
+        /// Erase every memory stored for this user id (`store_memory`'s userId): each version's
+        /// content and metadata, and the memories themselves.
+        #[arg(long, value_name = "USER", group = "what")]
+        user_id: Option<String>,
         /// Why (recorded in the ledger).
         #[arg(long)]
         reason: String,
@@ -475,10 +476,12 @@ fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
         Command::Erase {
             session,
             commitments,
+            user_id,
             reason,
         } => LedgerCommand::Erase {
             session,
             commitments,
+            user_id,
             reason,
             principal: principal(),
         },

@@ -24,12 +24,13 @@ pub const ERASE_TOOL: &str = "erase";
 /// Commands only the operator may run (through the CLI), never offered over MCP.
 pub(crate) const ADMIN_SPECS: &[ToolSpec] = &[ToolSpec {
     name: ERASE_TOOL,
-    known_fields: &["sessionId", "commitments", "reason"],
+    known_fields: &["sessionId", "commitments", "userId", "reason"],
     text_fields: &[],
     decide: Decide::WithLog(decide_erase),
 }];
 
-const USAGE: &str = "give --session ID or --commitment HEX (repeatable), and --reason";
+const USAGE: &str =
+    "give --session ID, --commitment HEX (repeatable) or --user-id USER, and --reason";
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -37,11 +38,13 @@ struct EraseArgs {
     session_id: Option<String>,
     #[serde(default)]
     commitments: Vec<String>,
+    /// Every memory stored for this user id (all their versions' texts).
+    user_id: Option<String>,
     reason: String,
 }
 
 fn decide_erase(
-    _app: &App,
+    app: &App,
     _command: &Command,
     log: &dyn LogView,
     args: &Value,
@@ -71,14 +74,32 @@ fn decide_erase(
             }
         },
     };
-    if session.is_none() == args.commitments.is_empty() {
+    let selectors = usize::from(session.is_some())
+        + usize::from(!args.commitments.is_empty())
+        + usize::from(args.user_id.is_some());
+    if selectors != 1 {
         return reject(
             ErrorCode::InvalidArguments,
-            "erase either a session or named commitments, exactly one of the two".into(),
-            "give --session ID, or --commitment HEX (repeatable)",
+            "erase a session, named commitments or a user's memories: exactly one of the three"
+                .into(),
+            "give --session ID, --commitment HEX (repeatable) or --user-id USER",
         );
     }
     let mut wanted: BTreeSet<String> = BTreeSet::new();
+    // A user's memories: every version's texts, and the memories themselves (as a hard
+    // `delete_memory` of each would), soft-deleted ones included.
+    let mut memory_facts = Vec::new();
+    if let Some(user) = &args.user_id {
+        let Some((commitments, facts)) = app.user_memories_erasure(user) else {
+            return reject(
+                ErrorCode::NothingToErase,
+                format!("no memories are stored for userId \"{user}\""),
+                "check the userId: it is the one store_memory was called with",
+            );
+        };
+        wanted.extend(commitments);
+        memory_facts = facts;
+    }
     if let Some(id) = &session {
         let seqs = log.session_seqs(id).map_err(|e| internal(&e))?;
         if seqs.is_empty() {
@@ -111,7 +132,7 @@ fn decide_erase(
         match log.text(&key).map_err(|e| internal(&e))? {
             TextState::Present(_) => erase.push(c),
             TextState::Erased { .. } => already += 1,
-            TextState::Missing if session.is_some() => {}
+            TextState::Missing if session.is_some() || args.user_id.is_some() => {}
             TextState::Missing => {
                 return reject(
                     ErrorCode::UnknownCommitment,
@@ -121,7 +142,7 @@ fn decide_erase(
             }
         }
     }
-    if erase.is_empty() {
+    if erase.is_empty() && memory_facts.is_empty() {
         return reject(
             ErrorCode::NothingToErase,
             format!("nothing left to erase ({already} text(s) already erased)"),
@@ -134,13 +155,16 @@ fn decide_erase(
         "alreadyErased": already,
         "commitments": erase,
         "sessionId": session,
+        "userId": args.user_id,
+        "memories": memory_facts.len(),
         "reason": args.reason,
     });
-    let facts = vec![Fact::TextsErased {
+    let mut facts = memory_facts;
+    facts.push(Fact::TextsErased {
         commitments: erase,
         reason: args.reason,
         session_id: session.clone(),
-    }];
+    });
     Ok(Decided::new(session, facts, body))
 }
 

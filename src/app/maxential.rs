@@ -175,12 +175,20 @@ pub struct ExportArgs {
 pub struct ExportOutput {
     /// `markdown` or `json`.
     pub format: String,
-    /// The exported chain: markdown text, or JSON text.
-    pub content: String,
+    /// The exported chain: markdown text, or (format `json`) the chain as an object.
+    pub content: ExportContent,
     pub thought_count: usize,
     /// The session read; null when this connection has not started one yet (a read starts
     /// nothing).
     pub session_id: Option<String>,
+}
+
+/// What `export` returns: a markdown text, or the chain itself (not a JSON text to parse again).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ExportContent {
+    Markdown(String),
+    Json(serde_json::Map<String, Value>),
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
@@ -439,14 +447,14 @@ pub(super) fn decide_export(
         branch_id: args.branch_id,
     };
     let (format, content) = match args.format {
-        ExportFormat::Markdown => ("markdown", export::markdown::render(&session, &options)),
-        ExportFormat::Json => {
-            let value = export::json::render(&session, &options);
-            (
-                "json",
-                serde_json::to_string_pretty(&value).unwrap_or_default(),
-            )
-        }
+        ExportFormat::Markdown => (
+            "markdown",
+            ExportContent::Markdown(export::markdown::render(&session, &options)),
+        ),
+        ExportFormat::Json => match export::json::render(&session, &options) {
+            Value::Object(chain) => ("json", ExportContent::Json(chain)),
+            other => ("json", ExportContent::Markdown(other.to_string())),
+        },
     };
     let output = ExportOutput {
         format: format.to_owned(),

@@ -33,6 +33,8 @@ pub enum LedgerCommand {
     Erase {
         session: Option<String>,
         commitments: Vec<String>,
+        #[serde(default)]
+        user_id: Option<String>,
         reason: String,
         /// Who asks (`os:USER` of the process that ran the command).
         principal: String,
@@ -228,20 +230,16 @@ async fn on_ledger(
         LedgerCommand::Erase {
             session,
             commitments,
+            user_id,
             reason,
             principal,
         } => {
-            erase(
-                ledger,
-                offline,
-                place,
-                session,
-                commitments,
-                reason,
-                principal,
-                &mut out,
-            )
-            .await
+            let what = match (session, user_id) {
+                (Some(session), _) => Erasing::Session(session),
+                (None, Some(user)) => Erasing::User(user),
+                (None, None) => Erasing::Commitments(commitments),
+            };
+            erase(ledger, offline, place, what, reason, principal, &mut out).await
         }
         LedgerCommand::Sessions { json } => {
             let doc = ledger
@@ -420,27 +418,36 @@ pub fn kept_checkpoint(note: &str) -> anyhow::Result<SignedCheckpoint> {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What an `erase` removes.
+enum Erasing {
+    Session(String),
+    Commitments(Vec<String>),
+    User(String),
+}
+
 async fn erase(
     ledger: &LedgerHandle<App>,
     offline: bool,
     place: &LedgerPlace,
-    session: Option<String>,
-    commitments: Vec<String>,
+    what: Erasing,
     reason: String,
     principal: String,
     out: &mut (dyn Write + Send),
 ) -> anyhow::Result<u8> {
     let mut arguments = serde_json::json!({ "reason": reason });
-    if let Some(session) = session {
-        let session = match session_id(ledger, &session).await {
-            Ok(id) => id.as_str().to_owned(),
-            // Refused and recorded by the erasure itself, as before.
-            Err(_) => session,
-        };
-        arguments["sessionId"] = Value::String(session);
-    } else {
-        arguments["commitments"] = serde_json::json!(commitments);
+    match what {
+        Erasing::Session(session) => {
+            let session = match session_id(ledger, &session).await {
+                Ok(id) => id.as_str().to_owned(),
+                // Refused and recorded by the erasure itself, as before.
+                Err(_) => session,
+            };
+            arguments["sessionId"] = Value::String(session);
+        }
+        Erasing::Commitments(commitments) => {
+            arguments["commitments"] = serde_json::json!(commitments);
+        }
+        Erasing::User(user) => arguments["userId"] = Value::String(user),
     }
     let actor = Actor {
         principal,
@@ -476,6 +483,13 @@ async fn erase(
         }
     }
     if committed.status == OutcomeStatus::Ok {
+        if let Some(memories) = committed.body["memories"].as_u64().filter(|n| *n > 0) {
+            writeln!(
+                out,
+                "erased {memories} memory(ies) of {}",
+                committed.body["userId"]
+            )?;
+        }
         writeln!(
             out,
             "erased {} text(s) (event {}); their bytes and salts are gone from disk, and \
@@ -508,11 +522,12 @@ fn sessions(doc: &Value, json: bool, out: &mut (dyn Write + Send)) -> anyhow::Re
     for s in sessions {
         writeln!(
             out,
-            "{}  {:<6}  {:>4} thoughts  {:>2} branches  started {}",
+            "{}  {:<6}  {:>4} thoughts  {:>2} branches  {:>4} calls  started {}",
             s["sessionId"].as_str().unwrap_or_default(),
             s["status"].as_str().unwrap_or_default(),
             s["thoughts"],
             s["branches"].as_array().map_or(0, Vec::len),
+            s["events"],
             s["startedAt"].as_str().unwrap_or_default(),
         )?;
     }

@@ -220,3 +220,93 @@ async fn a_log_that_does_not_extend_its_own_checkpoints_is_refused_at_start() {
     assert!(!run.status.success(), "{run:?}");
     assert!(run.stderr.contains("rolled back"), "{}", run.stderr);
 }
+
+/// `thinkledger erase --user-id` takes every memory stored for one user id off the disk, each
+/// version's text included, and leaves another user's alone; the memory-only session that
+/// stored them is listed by `thinkledger sessions`.
+#[tokio::test]
+async fn erasing_a_user_id_removes_every_version_of_their_memories_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = StdioServer::start(dir.path(), &["--toolsets", "memory"]).await;
+    let store = |user: &str, content: &str| json!({"content": content, "userId": user, "sessionId": "chat", "primarySector": "semantic"});
+    let first = ok(&call(
+        &server,
+        "store_memory",
+        store("ana", "ana likes okapiberries"),
+    )
+    .await);
+    let id = first["data"]["memoryId"].as_str().expect("id").to_owned();
+    ok(&call(
+        &server,
+        "update_memory",
+        json!({"memoryId": id, "userId": "ana", "content": "ana likes quinceplums now"}),
+    )
+    .await);
+    ok(&call(
+        &server,
+        "store_memory",
+        store("ana", "ana lives near the marrowfen"),
+    )
+    .await);
+    ok(&call(
+        &server,
+        "store_memory",
+        store("ben", "ben likes okapiberries too, says ben"),
+    )
+    .await);
+    server.stop().await;
+
+    let listed = cli(dir.path(), &["sessions"]).await;
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(
+        listed.stdout.contains("4 calls"),
+        "the memory-only session is listed: {}",
+        listed.stdout
+    );
+
+    let run = cli(
+        dir.path(),
+        &["erase", "--user-id", "ana", "--reason", "GDPR request 7"],
+    )
+    .await;
+    assert!(run.status.success(), "erase failed: {run:?}");
+    assert!(
+        run.stdout.contains("erased 2 memory(ies)"),
+        "{}",
+        run.stdout
+    );
+    let disk = all_bytes(dir.path());
+    for gone in ["quinceplums", "marrowfen", "ana likes okapiberries"] {
+        assert!(!holds(&disk, gone), "{gone} still on disk");
+    }
+    assert!(
+        holds(&disk, "ben likes okapiberries"),
+        "another user's memory kept"
+    );
+    let verified = cli(dir.path(), &["verify"]).await;
+    assert_eq!(verified.status.code(), Some(0), "{verified:?}");
+
+    let server = StdioServer::start(dir.path(), &["--toolsets", "memory"]).await;
+    let ana = ok(&call(
+        &server,
+        "retrieve_memories",
+        json!({"userId": "ana", "minStrength": 0}),
+    )
+    .await);
+    assert_eq!(ana["data"]["totalCount"], 0, "{ana}");
+    let ben = ok(&call(&server, "retrieve_memories", json!({"userId": "ben"})).await);
+    assert_eq!(ben["data"]["totalCount"], 1, "{ben}");
+    server.stop().await;
+
+    let again = cli(
+        dir.path(),
+        &["erase", "--user-id", "ana", "--reason", "GDPR request 7"],
+    )
+    .await;
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    assert!(
+        again.stdout.contains("no memories are stored"),
+        "{}",
+        again.stdout
+    );
+}

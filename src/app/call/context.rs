@@ -123,6 +123,39 @@ impl<'a> Call<'a> {
     ) -> Result<Decided, Refusal> {
         Ok(Decided::new(session_id, facts, body).with_texts(std::mem::take(&mut self.texts)))
     }
+
+    /// Ends the decision in the caller's current session, which the call starts when it is
+    /// that session's first (so a family without sessions of its own, memory, still shows in
+    /// `thinkledger sessions`, its replay and its export).
+    pub fn done_in_current_session(
+        &mut self,
+        facts: Vec<Fact>,
+        body: impl serde::Serialize,
+    ) -> Result<Decided, Refusal> {
+        // An auditor's own session counts too: its reads are recorded there, and change nothing
+        // else.
+        let own = self.command.connection_session.clone();
+        let mut all = Vec::new();
+        match self.app.state().head(&own) {
+            None => all.push(Fact::SessionStarted {
+                session_id: own.clone(),
+            }),
+            Some(head) if head.principal == self.command.actor.principal => {}
+            // Only a hand-made command names another principal's session as its caller's.
+            Some(_) => {
+                return Err((
+                    super::super::Rejection::new(
+                        crate::app::ErrorCode::UnknownSession,
+                        format!("there is no session {own} in this ledger"),
+                        "pass sessionId to name one of your own sessions",
+                    ),
+                    None,
+                ));
+            }
+        }
+        all.extend(facts);
+        self.done(Some(own), all, body)
+    }
 }
 
 /// One step of a path into the recorded arguments.

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::call::model::ModelTool;
-use super::call::{Call, Decide, Refusal, ToolSpec, target};
+use super::call::{Call, Decide, Refusal, ToolSpec};
 use super::{ErrorCode, Outcome, Rejection};
 use crate::events::Fact;
 use crate::events::TextRef;
@@ -243,18 +243,16 @@ pub(crate) fn answer<T: Serialize>(
     components: &[&str],
 ) -> Outcome {
     let (tool, rules, model, result, texts) = fact;
-    let target = target(call.app, call.command, None)?;
-    let mut facts = target.start_facts();
-    facts.push(Fact::CognitionRecorded(CognitionRecorded {
+    let facts = vec![Fact::CognitionRecorded(CognitionRecorded {
         tool: tool.to_owned(),
         rules: rules.to_owned(),
         model,
         result: as_stored(result),
         texts,
-    }));
+    })];
     let mut body = call.seed_envelope(data, components);
-    body["metadata"]["sessionId"] = json!(target.id().to_string());
-    call.done(Some(target.id()), facts, body)
+    body["metadata"]["sessionId"] = json!(call.command.connection_session.to_string());
+    call.done_in_current_session(facts, body)
 }
 
 /// `value` as it reads back from the ledger: RFC 8785 writes a whole float (`1.0`) as `1`,

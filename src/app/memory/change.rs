@@ -114,15 +114,13 @@ pub(super) fn decide_update(call: &mut Call<'_>) -> Outcome {
         &["memoryRepository"]
     };
     let body = call.seed_envelope(data, components);
-    let session = Some(call.command.connection_session.clone());
-    call.done(session, vec![Fact::MemorySuperseded(fact)], body)
+    call.done_in_current_session(vec![Fact::MemorySuperseded(fact)], body)
 }
 
 pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
     let args: DeleteMemoryArgs = parse(call)?;
     let user = user_id(&args.user_id)?.to_owned();
     let memory = owned(call, &user, &args.memory_id)?;
-    let session = Some(call.command.connection_session.clone());
     if args.soft.unwrap_or(false) {
         let data = DeleteMemoryData {
             memory_id: memory.id.to_string(),
@@ -136,7 +134,7 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
             memory_id: memory.id.to_string(),
         };
         let body = call.seed_envelope(data, &["memoryRepository"]);
-        return call.done(session, vec![Fact::MemorySoftDeleted(fact)], body);
+        return call.done_in_current_session(vec![Fact::MemorySoftDeleted(fact)], body);
     }
     let mut commitments = memory.commitments.to_strings();
     commitments.sort_unstable();
@@ -162,5 +160,5 @@ pub(super) fn decide_delete(call: &mut Call<'_>) -> Outcome {
         data,
         &["memoryRepository", "embeddingEngine", "graphBuilder"],
     );
-    call.done(session, facts, body)
+    call.done_in_current_session(facts, body)
 }

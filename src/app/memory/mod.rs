@@ -514,3 +514,28 @@ pub(super) fn texts(words: Vec<String>) -> Vec<std::sync::Arc<str>> {
 pub(super) fn metadata_value(memory: &Memory) -> Value {
     serde_json::to_value(&memory.metadata).unwrap_or(Value::Null)
 }
+
+impl super::App {
+    /// What the operator's `erase --user-id` removes for `user`: every memory stored for that
+    /// user id (soft-deleted ones included), as one `MemoryErased` fact each, and the
+    /// commitments of every text of every version. `None` when none is stored.
+    pub(crate) fn user_memories_erasure(
+        &self,
+        user: &str,
+    ) -> Option<(Vec<String>, Vec<crate::events::Fact>)> {
+        let owner = self.memories().owner(user)?;
+        let mut commitments = Vec::new();
+        let mut facts = Vec::new();
+        for memory in owner.memories.values() {
+            commitments.extend(memory.commitments.to_strings());
+            facts.push(crate::events::Fact::MemoryErased(
+                crate::events::memory::MemoryErased {
+                    user_id: user.to_owned(),
+                    memory_id: memory.id.to_string(),
+                    versions: memory.version,
+                },
+            ));
+        }
+        (!facts.is_empty()).then_some((commitments, facts))
+    }
+}

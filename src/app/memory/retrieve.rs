@@ -323,14 +323,13 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
         scores,
     };
     let body = call.seed_envelope(data, &components);
-    let session = Some(call.command.connection_session.clone());
     // Reinforcement is a recorded fact: a reader who does not act for the owner records none.
     let facts = if reinforces {
         vec![Fact::MemoriesRetrieved(fact)]
     } else {
         Vec::new()
     };
-    call.done(session, facts, body)
+    call.done_in_current_session(facts, body)
 }
 
 /// The owner's memories that pass `filters`, scored and ordered (best first, ties by id). With
@@ -530,12 +529,11 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
         search_type: search_type.to_owned(),
     };
     let body = call.seed_envelope(data, &["memoryRepository", "fullTextIndex"]);
-    let session = Some(call.command.connection_session.clone());
     // Reinforcement is a recorded fact: a reader who does not act for the owner records none.
     let facts = if reinforces {
         vec![Fact::MemoriesRetrieved(fact)]
     } else {
         Vec::new()
     };
-    call.done(session, facts, body)
+    call.done_in_current_session(facts, body)
 }

@@ -79,10 +79,12 @@ pub(super) fn decide_store(call: &mut Call<'_>) -> Outcome {
     // Recorded in the session its `sessionId` names when that is a session of the caller's
     // (a `sessionId` a thinking tool answered with), else in the caller's current session;
     // any other `sessionId` is the memory's own conversation tag (ThoughtMCP's episodes).
-    let session = crate::events::SessionId::parse(&fact.context_session_id)
+    match crate::events::SessionId::parse(&fact.context_session_id)
         .filter(|id| crate::app::call::owned_session(call.app, call.command, id).is_some())
-        .unwrap_or_else(|| call.command.connection_session.clone());
-    call.done(Some(session), vec![Fact::MemoryStored(fact)], body)
+    {
+        Some(named) => call.done(Some(named), vec![Fact::MemoryStored(fact)], body),
+        None => call.done_in_current_session(vec![Fact::MemoryStored(fact)], body),
+    }
 }
 
 /// The model and dimension of a vector, as facts record them.

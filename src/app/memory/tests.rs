@@ -482,7 +482,24 @@ async fn a_snapshot_of_memories_loads_back_equal_and_sharing_its_texts() {
         .await
         .expect("view");
     let bytes = view.save_snapshot().expect("saved");
+    // The stores started their caller's session, whose body a server reads from its log.
+    struct NoLog;
+    impl crate::ledger::SessionLog for NoLog {
+        fn session_seqs(&self, _: &SessionId) -> Result<Vec<u64>, crate::ledger::LedgerError> {
+            Ok(Vec::new())
+        }
+        fn event_bytes(&self, _: u64) -> Result<Option<Vec<u8>>, crate::ledger::LedgerError> {
+            Ok(None)
+        }
+        fn text(
+            &self,
+            _: &[u8; 32],
+        ) -> Result<Option<crate::ledger::TextRecord>, crate::ledger::LedgerError> {
+            Ok(None)
+        }
+    }
     let mut loaded = App::new(AppConfig::default());
+    crate::ledger::Decider::attach_log(&mut loaded, std::sync::Arc::new(NoLog));
     loaded.load_snapshot(&bytes).expect("loaded");
     let (before, after) = (
         view.memories().owner("u-1").expect("owner"),
@@ -648,4 +665,39 @@ fn copy_index(data_dir: &std::path::Path) -> tempfile::TempDir {
         }
     }
     copy
+}
+
+/// Memory calls made outside any thinking session start their caller's current session, so
+/// `thinkledger sessions`, replay and export find them (they were recorded against a session
+/// that never started, and so listed nowhere).
+#[tokio::test]
+async fn memory_calls_without_a_thinking_session_start_the_callers_session() {
+    let h = Harness::new();
+    let stored = h
+        .ok(
+            "store_memory",
+            json!({"content": "Prefers dark mode", "userId": "u", "sessionId": "chat-7",
+                   "primarySector": "semantic"}),
+        )
+        .await;
+    let id = stored["data"]["memoryId"].as_str().expect("id").to_owned();
+    h.ok("search_memories", json!({"userId": "u", "text": "dark"}))
+        .await;
+    h.ok(
+        "update_memory",
+        json!({"memoryId": id, "userId": "u", "strength": 0.5}),
+    )
+    .await;
+    let connection = h.connection.clone();
+    let seen = h
+        .ledger
+        .query(Box::new(move |app: &App| {
+            let state = app.state();
+            let listed: Vec<String> = state.heads().map(|s| s.id.to_string()).collect();
+            json!({"listed": listed, "events": state.head(&connection).map_or(0, |s| s.events)})
+        }))
+        .await
+        .expect("query");
+    assert_eq!(seen["listed"], json!([h.connection.to_string()]));
+    assert_eq!(seen["events"], 3, "every memory call counts in the session");
 }

@@ -76,8 +76,7 @@ async fn http_clients_share_one_ledger_each_in_its_own_session() {
         json!({ "sessionId": sa, "thoughtHistoryLength": 6 })
     );
     let export = ok(&call(&alice, "export", json!({ "format": "json" })).await);
-    let doc: Value =
-        serde_json::from_str(export["content"].as_str().expect("content")).expect("JSON");
+    let doc = &export["content"];
     assert_eq!(doc["thoughts"][5]["thought"], "bob helps alice");
     let last = export["seq"].as_u64().expect("seq");
     assert_eq!(last, 12);
