@@ -22,6 +22,7 @@ mod protocol;
 mod replay;
 mod review;
 mod review_browser;
+mod review_content;
 mod schemas;
 mod tamper;
 mod team;

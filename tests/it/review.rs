@@ -50,7 +50,7 @@ pub struct Rig {
     shutdown: CancellationToken,
 }
 
-fn actor(principal: &str) -> Actor {
+pub fn actor(principal: &str) -> Actor {
     Actor {
         principal: principal.into(),
         transport: "test".into(),
@@ -62,7 +62,7 @@ fn actor(principal: &str) -> Actor {
 }
 
 /// One recorded call as `principal` in the session `slot` holds; its structured body.
-async fn call(
+pub async fn call(
     server: &ThinkServer,
     principal: &str,
     slot: &SessionSlot,
@@ -83,7 +83,7 @@ async fn call(
     result.structured_content.expect("a structured body")
 }
 
-async fn think(
+pub async fn think(
     server: &ThinkServer,
     principal: &str,
     slot: &SessionSlot,
@@ -292,7 +292,7 @@ async fn log_in(rig: &Rig, token: &str) -> reqwest::Response {
 }
 
 /// `GET path` with the review cookie holding `token`: status, headers, body.
-async fn get(
+pub async fn get(
     rig: &Rig,
     token: Option<&str>,
     path: &str,
@@ -579,7 +579,11 @@ async fn caller_text_is_escaped_in_html_and_svg_and_the_drawings_are_well_formed
     // The timeline names every call with its principal.
     let (_, _, page) = get(&rig, alice, &format!("/review/session/{}", rig.alice)).await;
     let timeline = &page[page.find("id=\"timeline\"").expect("timeline")..];
-    assert_eq!(timeline.matches("<td>alice</td>").count(), 5, "{timeline}");
+    assert_eq!(
+        timeline.matches("<td>alice <span class=\"note\">").count(),
+        5,
+        "{timeline}"
+    );
     rig.stop().await;
 }
 

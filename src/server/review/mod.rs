@@ -18,9 +18,11 @@
 //! docs/ARCHITECTURE.md. Must not know: the MCP wire (tools are called in process, as the
 //! agent calls them), the token file's format (only `Authenticator::authenticate`).
 
+mod calls;
 mod login;
 mod pages;
 mod read;
+mod search;
 mod session;
 mod svg;
 
@@ -105,7 +107,12 @@ pub fn router(
         .route("/review/login", get(login::form).post(login::log_in))
         .route("/review/logout", post(login::log_out))
         .route("/review/session/{id}", get(session::page))
-        .route("/review/session/{id}/export", get(pages::export))
+        .route(
+            "/review/session/{id}/export",
+            get(pages::export).post(pages::export_since_checkpoint),
+        )
+        .route("/review/search", get(search::search))
+        .route("/review/refusals", get(search::refusals))
         .route("/review/diff", get(pages::diff))
         .route("/review/verify", get(pages::verify))
         .fallback(pages::not_found)

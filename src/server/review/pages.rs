@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{Form, FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -40,6 +40,9 @@ table.diff td{width:46%}table.diff td:first-child{width:8%}.op-added{background:
 .ok{color:#17702a}.bad{color:#a01818}.diagram{overflow:auto;border:1px solid #dde2ea;background:#fff}
 form.filters{display:flex;flex-wrap:wrap;gap:.6em;align-items:end}label{display:block;font-size:.85em}
 code,pre{font-family:ui-monospace,monospace;font-size:.9em}pre{white-space:pre-wrap;word-break:break-all}
+details{margin:.3em 0}summary{cursor:pointer;color:#2a4f9a}table.kv{width:auto;margin:.2em 0}
+table.kv th{background:none;font-weight:600;color:#3b4252;white-space:nowrap}.fact h4{margin:.5em 0 .1em}
+.model{background:#f3e6fb}.model-output{color:#6b2a8a}mark{background:#ffe58a}tr.refused td{background:#fff4f4}
 ";
 
 /// The frame of every page: title, navigation (with the viewer and a logout button when there
@@ -59,6 +62,8 @@ pub(super) fn layout(title: &str, viewer: Option<&SignedIn>, body: Markup) -> Ht
                     strong { "thinkledger review" }
                     @if let Some(viewer) = viewer {
                         a href="/review" { "Sessions" }
+                        a href="/review/search" { "Search" }
+                        @if viewer.role == Role::Auditor { a href="/review/refusals" { "Refused calls" } }
                         a href="/review/verify" { "Chain status" }
                         span {
                             "Signed in as " strong.viewer { (viewer.name) }
@@ -157,13 +162,9 @@ pub(super) fn when(at: &str) -> Markup {
 /// A date filter value: `YYYY-MM-DD`, or nothing.
 fn date_filter(value: Option<&String>) -> Option<&str> {
     let value = value?.trim();
-    let digits_at = [0, 1, 2, 3, 5, 6, 8, 9];
-    let bytes = value.as_bytes();
-    (bytes.len() == 10
-        && bytes[4] == b'-'
-        && bytes[7] == b'-'
-        && digits_at.iter().all(|&i| bytes[i].is_ascii_digit()))
-    .then_some(value)
+    // A real calendar day in the one form every recorded time starts with.
+    (value.len() == 10 && chrono::NaiveDate::parse_from_str(value, "%Y-%m-%d").is_ok())
+        .then_some(value)
 }
 
 /// The signed-in viewer and the latest durable state, or the page that says why not (the login
@@ -196,6 +197,16 @@ pub(super) async fn sessions(
         .filter(|p| !p.is_empty());
     let from = date_filter(filters.get("from"));
     let to = date_filter(filters.get("to"));
+    // A date that is not one is said, not silently ignored.
+    let bad_dates: Vec<String> = [("from", "Active on or after"), ("to", "Started on or before")]
+        .iter()
+        .filter_map(|(key, label)| {
+            let raw = filters.get(*key)?.trim();
+            (!raw.is_empty() && date_filter(filters.get(*key)).is_none()).then(|| {
+                format!("\u{201c}{raw}\u{201d} is not a date ({label}): write it as YYYY-MM-DD, e.g. 2026-11-28; the filter was not applied")
+            })
+        })
+        .collect();
     let tool = filters
         .get("tool")
         .map(|t| t.trim())
@@ -249,6 +260,9 @@ pub(super) async fn sessions(
                 }
             }
             div { button type="submit" { "Filter" } " " a href="/review" { "Clear" } }
+        }
+        @for problem in &bad_dates {
+            p.refused.filter-problem { (problem) }
         }
         @if tool.is_some() {
             p.note { "Tools are read from each session's recorded calls." }
@@ -389,13 +403,43 @@ fn aligned_table(rows: &[Aligned]) -> Markup {
 /// without a valid viewer (a download is not a page to redirect).
 pub(super) async fn export(
     State(review): State<Arc<Review>>,
-    Viewer(viewer): Viewer,
+    viewer: Viewer,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
+    export_since(&review, viewer, &id, &headers, None).await
+}
+
+/// The form a reviewer posts for an export since a checkpoint they kept.
+#[derive(serde::Deserialize)]
+pub(super) struct SinceForm {
+    checkpoint: String,
+}
+
+/// `POST /review/session/{id}/export`: the export with a consistency proof from the checkpoint
+/// the reviewer kept to the one the export is proven against.
+pub(super) async fn export_since_checkpoint(
+    State(review): State<Arc<Review>>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<SinceForm>,
+) -> Response {
+    let kept = form.checkpoint.replace("\r\n", "\n");
+    let kept = format!("{}\n", kept.trim_end());
+    export_since(&review, viewer, &id, &headers, Some(kept)).await
+}
+
+async fn export_since(
+    review: &Review,
+    Viewer(viewer): Viewer,
+    id: &str,
+    headers: &HeaderMap,
+    since: Option<String>,
+) -> Response {
     // The download records a call: another site may not make a browser ask for it (without
     // tokens no cookie would stop it).
-    if !same_origin(&headers) {
+    if !same_origin(headers) {
         return (
             StatusCode::FORBIDDEN,
             "the export is downloaded from this page only",
@@ -412,7 +456,7 @@ pub(super) async fn export(
         Ok(app) => app,
         Err(e) => return unavailable(&viewer, &e.to_string()),
     };
-    let Some(session) = SessionId::parse(&id)
+    let Some(session) = SessionId::parse(id)
         .and_then(|id| app.state().head(&id))
         .filter(|s| may_see(&viewer, s))
     else {
@@ -420,7 +464,7 @@ pub(super) async fn export(
     };
     let id = session.id.clone();
     drop(app);
-    match read::audit_export(&review, &viewer, &id).await {
+    match read::audit_export(review, &viewer, &id, since).await {
         Exported::File(file) => (
             [
                 (header::CONTENT_TYPE, "application/json".to_owned()),

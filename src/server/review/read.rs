@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use super::Review;
 use crate::app::App;
 use crate::app::call::access;
-use crate::app::replay::session_events;
 use crate::app::replay::timeline::{TimelineEntry, timeline};
 use crate::app::{EXPORT_REASONING_AUDIT_TOOL, ErrorCode};
 use crate::events::{Actor, Event, Fact, SessionId};
@@ -58,13 +57,6 @@ pub(super) struct Row {
     pub principal: String,
 }
 
-/// What the session page reads from the log.
-pub(super) struct SessionLog {
-    pub rows: Vec<Row>,
-    /// Why each erased text (by commitment) was erased, as the erasure recorded it.
-    pub erasures: HashMap<String, Erasure>,
-}
-
 /// One erasure of a text.
 #[derive(Clone)]
 pub(super) struct Erasure {
@@ -72,31 +64,18 @@ pub(super) struct Erasure {
     pub reason: Option<String>,
 }
 
-/// The timeline of `session` (the one `replay_reasoning_session` computes) with each call's
-/// principal, and the erasures of the `erased` commitments.
-pub(super) async fn session_log(
+/// Why each of the `erased` commitments was erased, as the erasure recorded it.
+pub(super) async fn erasure_reasons(
     ledger: &LedgerHandle<App>,
-    session: SessionId,
     erased: Vec<String>,
-) -> Result<SessionLog, String> {
+) -> Result<HashMap<String, Erasure>, String> {
+    if erased.is_empty() {
+        return Ok(HashMap::new());
+    }
     ledger
-        .inspect(move |log| {
-            let events = session_events(log, &session).map_err(|e| e.to_string())?;
-            let rows = timeline(&events)
-                .into_iter()
-                .zip(&events)
-                .map(|(entry, event)| Row {
-                    entry,
-                    principal: event.actor.principal.clone(),
-                })
-                .collect();
-            Ok(SessionLog {
-                rows,
-                erasures: erasures(log, &erased),
-            })
-        })
+        .inspect(move |log| erasures(log, &erased))
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
 }
 
 /// The erasure of each commitment in `commitments` that the log marks erased.
@@ -144,6 +123,366 @@ fn hex32(text: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// Calls shown on one page of a session (a window of its events, so a page of a session of
+/// any length reads and renders about as much).
+pub(super) const CALLS_PER_PAGE: usize = 100;
+
+/// One page of a session's recorded calls, with every text they reference resolved.
+pub(super) struct CallWindow {
+    /// Events recorded against the session.
+    pub total: usize,
+    /// The page shown (0-based; past the last page, the last).
+    pub page: usize,
+    pub calls: Vec<RecordedCall>,
+    /// Each referenced text by commitment: its text, or why it cannot be shown.
+    pub texts: HashMap<String, Shown>,
+}
+
+impl CallWindow {
+    pub(super) fn pages(&self) -> usize {
+        self.total.div_ceil(CALLS_PER_PAGE).max(1)
+    }
+}
+
+/// One recorded call: its timeline row and the event as stored.
+pub(super) struct RecordedCall {
+    pub row: Row,
+    pub event: Event,
+    /// The event's stored JSON (arguments and facts as recorded, texts as commitments).
+    pub stored: Value,
+}
+
+/// A referenced text as the page can show it.
+pub(super) enum Shown {
+    Text(String),
+    Erased(Erasure),
+    /// Neither stored nor erased (`thinkledger verify` reports it).
+    Missing,
+}
+
+/// Page `page` of `session`'s recorded calls, in the order they were recorded.
+/// With `at`, the page holding the call recorded at that seq (when it is the session's).
+pub(super) async fn call_window(
+    ledger: &LedgerHandle<App>,
+    session: SessionId,
+    page: usize,
+    at: Option<u64>,
+) -> Result<CallWindow, String> {
+    ledger
+        .inspect(move |log| {
+            let seqs = log.session_seqs(&session).map_err(|e| e.to_string())?;
+            let total = seqs.len();
+            let pages = total.div_ceil(CALLS_PER_PAGE).max(1);
+            let page = match at.map(|seq| seqs.binary_search(&seq)) {
+                Some(Ok(position)) => position / CALLS_PER_PAGE,
+                _ => page.min(pages - 1),
+            };
+            let start = page * CALLS_PER_PAGE;
+            let window = &seqs[start.min(total)..(start + CALLS_PER_PAGE).min(total)];
+            let mut events = Vec::with_capacity(window.len());
+            let mut stored = Vec::with_capacity(window.len());
+            for &seq in window {
+                let bytes = log.event_bytes(seq).map_err(|e| e.to_string())?;
+                let value: Value =
+                    serde_json::from_slice(&bytes).map_err(|e| format!("event {seq}: {e}"))?;
+                let event: Event = serde_json::from_value(value.clone())
+                    .map_err(|e| format!("event {seq}: {e}"))?;
+                events.push(event);
+                stored.push(value);
+            }
+            let commitments: BTreeSet<String> = stored
+                .iter()
+                .flat_map(crate::ledger::verify::text_refs)
+                .collect();
+            let mut texts = HashMap::new();
+            let mut erased = Vec::new();
+            for c in commitments {
+                let shown = match hex32(&c).map(|key| log.text(&key)) {
+                    Some(Ok(TextState::Present(record))) => Shown::Text(record.text),
+                    Some(Ok(TextState::Erased { .. })) => {
+                        erased.push(c);
+                        continue;
+                    }
+                    Some(Err(e)) => return Err(e.to_string()),
+                    _ => Shown::Missing,
+                };
+                texts.insert(c, shown);
+            }
+            for (c, erasure) in erasures(log, &erased) {
+                texts.insert(c, Shown::Erased(erasure));
+            }
+            let rows = timeline(&events);
+            let calls = rows
+                .into_iter()
+                .zip(events)
+                .zip(stored)
+                .map(|((entry, event), stored)| RecordedCall {
+                    row: Row {
+                        entry,
+                        principal: event.actor.principal.clone(),
+                    },
+                    event,
+                    stored,
+                })
+                .collect();
+            Ok(CallWindow {
+                total,
+                page,
+                calls,
+                texts,
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())?
+}
+
+/// Most hits a search lists.
+pub(super) const MOST_HITS: usize = 200;
+
+/// A text of a session the viewer may see that holds the searched words.
+pub(super) struct Hit {
+    pub session: SessionId,
+    pub principal: String,
+    pub seq: u64,
+    pub tool: String,
+    /// Where in the event the text is (`arguments.thought`, `facts[1].reply`, …).
+    pub field: String,
+    pub text: String,
+}
+
+/// What a search found.
+pub(super) struct Found {
+    pub hits: Vec<Hit>,
+    /// Events read (every event of the log, newest first, until enough hits).
+    pub events_read: u64,
+    /// More hits exist than listed.
+    pub truncated: bool,
+}
+
+/// Every text of the sessions `visible` (by id, with their owner) holding each of `words`
+/// (case-insensitive), newest first. Erased texts are gone and never match.
+pub(super) async fn search(
+    ledger: &LedgerHandle<App>,
+    visible: HashMap<SessionId, String>,
+    words: Vec<String>,
+) -> Result<Found, String> {
+    let start = Found {
+        hits: Vec::new(),
+        events_read: 0,
+        truncated: false,
+    };
+    let (events_read, found) = scan_newest(ledger, start, move |found, seq, value, log| {
+        let Some(session) = value
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .and_then(SessionId::parse)
+        else {
+            return Ok(true);
+        };
+        let Some(principal) = visible.get(&session) else {
+            return Ok(true);
+        };
+        let tool = value
+            .pointer("/call/tool")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut seen = BTreeSet::new();
+        for (field, commitment) in located_text_refs(value) {
+            if !seen.insert(commitment.clone()) {
+                continue;
+            }
+            let Some(Some(text)) = hex32(&commitment).map(|k| log.text(&k)).transpose()? else {
+                continue;
+            };
+            let lower = text.to_lowercase();
+            if !words.iter().all(|w| lower.contains(w.as_str())) {
+                continue;
+            }
+            if found.hits.len() == MOST_HITS {
+                found.truncated = true;
+                return Ok(false);
+            }
+            found.hits.push(Hit {
+                session: session.clone(),
+                principal: principal.clone(),
+                seq,
+                tool: tool.to_owned(),
+                field,
+                text,
+            });
+        }
+        Ok(true)
+    })
+    .await?;
+    Ok(Found {
+        events_read,
+        ..found
+    })
+}
+
+/// Most refused calls the refusals page lists.
+pub(super) const MOST_REFUSALS: usize = 500;
+
+/// A call that did not succeed, as the refusals page lists it.
+pub(super) struct Refused {
+    pub seq: u64,
+    pub recorded_at: String,
+    pub principal: String,
+    pub tool: String,
+    pub code: String,
+    pub message: String,
+    pub session: Option<SessionId>,
+}
+
+/// The latest calls that were refused, failed or cancelled, newest first, and how many events
+/// were read to find them.
+pub(super) async fn refusals(ledger: &LedgerHandle<App>) -> Result<(Vec<Refused>, u64), String> {
+    let (read, out) = scan_newest(ledger, Vec::new(), |out, seq, value, _| {
+        let Ok(event) = serde_json::from_value::<Event>(value.clone()) else {
+            return Ok(true);
+        };
+        if let Some(error) = &event.outcome.error {
+            out.push(Refused {
+                seq,
+                recorded_at: event.recorded_at.clone(),
+                principal: event.actor.principal.clone(),
+                tool: event.call.tool.clone(),
+                code: error.code.clone(),
+                message: error.message.clone(),
+                session: event.session_id.clone(),
+            });
+        }
+        Ok(out.len() < MOST_REFUSALS)
+    })
+    .await?;
+    Ok((out, read))
+}
+
+/// Reads the log's events newest first, handing each (seq, stored JSON, the log) to `visit`
+/// until it answers false; returns how many were read. Reads beside the writer when the store
+/// allows (a sled ledger: the writer is not held up), else between its batches.
+async fn scan_newest<S, F>(
+    ledger: &LedgerHandle<App>,
+    state: S,
+    visit: F,
+) -> Result<(u64, S), String>
+where
+    S: Send + 'static,
+    F: FnMut(&mut S, u64, &Value, &dyn SearchLog) -> Result<bool, String> + Send + 'static,
+{
+    fn scan<S, F>(log: &dyn SearchLog, mut state: S, mut visit: F) -> Result<(u64, S), String>
+    where
+        F: FnMut(&mut S, u64, &Value, &dyn SearchLog) -> Result<bool, String>,
+    {
+        let mut read = 0;
+        let mut seq = log.len();
+        while seq > 0 {
+            read += 1;
+            if let Some(bytes) = log.event(seq)? {
+                let value: Value =
+                    serde_json::from_slice(&bytes).map_err(|e| format!("event {seq}: {e}"))?;
+                if !visit(&mut state, seq, &value, log)? {
+                    break;
+                }
+            }
+            seq -= 1;
+        }
+        Ok((read, state))
+    }
+    if let Some(store) = ledger.read_only().await.map_err(|e| e.to_string())? {
+        return tokio::task::spawn_blocking(move || scan(&StoreSearch(store), state, visit))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    ledger
+        .inspect(move |log| scan(&ViewSearch(log), state, visit))
+        .await
+        .map_err(|e| e.to_string())?
+}
+
+/// What a search reads: the log's length, its events and their texts (`None`: erased or lost).
+trait SearchLog {
+    fn len(&self) -> u64;
+    fn event(&self, seq: u64) -> Result<Option<Vec<u8>>, String>;
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<String>, String>;
+}
+
+struct StoreSearch(Box<dyn crate::ledger::Store>);
+
+impl SearchLog for StoreSearch {
+    fn len(&self) -> u64 {
+        self.0.last_seq().ok().flatten().unwrap_or(0)
+    }
+    fn event(&self, seq: u64) -> Result<Option<Vec<u8>>, String> {
+        self.0.event_bytes(seq).map_err(|e| e.to_string())
+    }
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<String>, String> {
+        Ok(self
+            .0
+            .text(commitment)
+            .map_err(|e| e.to_string())?
+            .map(|r| r.text))
+    }
+}
+
+struct ViewSearch<'a>(&'a dyn LogView);
+
+impl SearchLog for ViewSearch<'_> {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn event(&self, seq: u64) -> Result<Option<Vec<u8>>, String> {
+        self.0.event_bytes(seq).map(Some).map_err(|e| e.to_string())
+    }
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<String>, String> {
+        match self.0.text(commitment).map_err(|e| e.to_string())? {
+            TextState::Present(record) => Ok(Some(record.text)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Every text reference in a stored event with where it sits (`arguments.thought`,
+/// `facts[1].reply`), in document order; embedding vectors (stored as texts) left out.
+fn located_text_refs(event: &Value) -> Vec<(String, String)> {
+    fn walk(value: &Value, path: &str, out: &mut Vec<(String, String)>) {
+        match value {
+            Value::Object(map) => {
+                if map.len() == 1
+                    && let Some(Value::String(c)) = map.get("textCommitment")
+                {
+                    if !path.ends_with(".vector") {
+                        out.push((path.to_owned(), c.clone()));
+                    }
+                    return;
+                }
+                for (k, v) in map {
+                    let next = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(v, &next, out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, &format!("{path}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(arguments) = event.pointer("/call/arguments") {
+        walk(arguments, "arguments", &mut out);
+    }
+    if let Some(facts) = event.get("facts") {
+        walk(facts, "facts", &mut out);
+    }
+    out
+}
+
 /// The tools each of `sessions` was called with, from its recorded events.
 pub(super) async fn tools_used(
     ledger: &LedgerHandle<App>,
@@ -186,6 +525,7 @@ pub(super) async fn audit_export(
     review: &Review,
     viewer: &Principal,
     session: &SessionId,
+    since_checkpoint: Option<String>,
 ) -> Exported {
     let server = ThinkServer::new(
         review.ledger.clone(),
@@ -195,7 +535,10 @@ pub(super) async fn audit_export(
     .with_quotas(review.quotas.clone());
     let call = Call {
         tool: EXPORT_REASONING_AUDIT_TOOL.to_owned(),
-        arguments: json!({ "session_id": session.as_str() }),
+        arguments: match since_checkpoint {
+            None => json!({ "session_id": session.as_str() }),
+            Some(kept) => json!({ "session_id": session.as_str(), "since_checkpoint": kept }),
+        },
         actor: actor_of(viewer),
         slot: SessionSlot::fresh(),
         toolsets: EnabledToolsets::new(Toolsets::all()),

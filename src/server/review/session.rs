@@ -8,26 +8,29 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 
 use super::Review;
+use super::calls::{self, erased_mark};
 use super::pages::{Viewer, layout, no_such_session, signed_in_view, unavailable, when};
-use super::read::{self, Erasure, Row, may_see};
+use super::read::{self, Erasure, may_see};
 use super::svg;
 use crate::events::SessionId;
-use crate::projections::{
-    Deliberation, DeliberationState, Session, SessionHead, SessionStatus, Thought,
-};
+use crate::projections::{Deliberation, DeliberationState, SessionHead, SessionStatus};
 
 /// Most other sessions offered in the diff form's list.
 const MOST_DIFF_CHOICES: usize = 200;
+
+/// Most thoughts drawn in the thought tree; a longer session is listed page by page only.
+const MOST_DRAWN_THOUGHTS: usize = 2_000;
 
 pub(super) async fn page(
     State(review): State<Arc<Review>>,
     Viewer(viewer): Viewer,
     Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let (viewer, app) = match signed_in_view(&review, viewer).await {
         Ok(both) => both,
@@ -41,62 +44,96 @@ pub(super) async fn page(
     else {
         return no_such_session(&viewer);
     };
-    let session = match state.body(head) {
-        Ok(session) => session,
-        Err(e) => return unavailable(&viewer, &e.to_string()),
+    // Pages count from 1 in the address; anything else is the first page.
+    let page = query
+        .get("page")
+        .and_then(|p| p.trim().parse::<usize>().ok())
+        .map_or(0, |p| p.saturating_sub(1));
+    let at = query.get("seq").and_then(|s| s.trim().parse::<u64>().ok());
+    let window = match read::call_window(&review.ledger, head.id.clone(), page, at).await {
+        Ok(window) => window,
+        Err(e) => return unavailable(&viewer, &e),
     };
-    let session = &*session;
-    let deliberation = app.deliberations().get(&session.id);
-    let mut erased: Vec<String> = session
-        .thoughts
-        .iter()
-        .filter(|t| t.text.is_none())
-        .map(|t| t.text_ref.commitment.clone())
-        .collect();
+    // The tree needs the whole session: drawn for sessions a page can hold.
+    let drawn = if head.thought_count > 0 && head.thought_count <= MOST_DRAWN_THOUGHTS {
+        match state.body(head) {
+            Ok(session) => Some(session),
+            Err(e) => return unavailable(&viewer, &e.to_string()),
+        }
+    } else {
+        None
+    };
+    let deliberation = app.deliberations().get(&head.id);
+    let mut erased = Vec::new();
     if let Some(d) = deliberation {
         erased.extend(
-            d.nodes
-                .iter()
-                .filter(|n| app.deliberations().text(&n.content).is_none())
-                .map(|n| n.content.commitment.clone()),
+            std::iter::once(&d.goal)
+                .chain(d.nodes.iter().map(|n| &n.content))
+                .filter(|t| app.deliberations().text(t).is_none())
+                .map(|t| t.commitment.clone()),
         );
     }
-    let log = match read::session_log(&review.ledger, session.id.clone(), erased).await {
-        Ok(log) => log,
+    let erasures = match read::erasure_reasons(&review.ledger, erased).await {
+        Ok(erasures) => erasures,
         Err(e) => return unavailable(&viewer, &e),
     };
     let others: Vec<&SessionHead> = state
         .heads()
-        .filter(|s| s.id != session.id && may_see(&viewer, s))
+        .filter(|s| s.id != head.id && may_see(&viewer, s))
         .collect();
+    let base = format!("/review/session/{}", head.id);
     let body = html! {
-        h1 { "Session " code { (session.id) } }
-        (overview(session, deliberation.is_some()))
+        h1 { "Session " code { (head.id) } }
+        (overview(head, deliberation.is_some()))
         p {
-            a #export href={ "/review/session/" (session.id) "/export" } download { "Download the audit export (JSON)" }
+            a #export href={ (base) "/export" } download { "Download the audit export (JSON)" }
             span.note { " — every event of the session with its inclusion proof to the latest signed checkpoint, signed by the ledger key; check it with "
                 code { "thinkledger verify-export" } "." }
         }
-        (diff_form(session, &others))
+        (since_checkpoint_form(&base))
+        (diff_form(head, &others))
         h2 { "Thought tree" }
-        @if session.thoughts.is_empty() {
-            p.note { "No thoughts recorded." }
-        } @else {
-            div.diagram { (svg::thought_tree(session)) }
-            p.note { "Top to bottom in recorded order; one column per line of thought (main, then each branch from its branch point); dashed arrows point from a revision to the thought it revises." }
+        @match &drawn {
+            Some(session) => {
+                div.diagram { (svg::thought_tree(session)) }
+                p.note { "Top to bottom in recorded order; one column per line of thought (main, then each branch from its branch point); dashed arrows point from a revision to the thought it revises." }
+            }
+            None if head.thought_count == 0 => p.note { "No thoughts recorded." },
+            None => p.note { "The tree is drawn for sessions of up to " (MOST_DRAWN_THOUGHTS) " thoughts; this one has " (head.thought_count) ". Its thoughts are listed below, a page of calls at a time." },
         }
-        h2 { "Thoughts" }
-        (thoughts(session, &log.erasures))
         @if let Some(d) = deliberation {
-            (deliberation_section(d, app.deliberations(), &log.erasures))
+            (deliberation_section(d, app.deliberations(), &erasures))
         }
-        h2 { "Timeline" }
-        (timeline(&log.rows))
+        h2 #calls { "Calls" }
+        p.note { "Every call recorded in this session, refused and cancelled ones included, in the order they were recorded. Open a row for what the call recorded: its arguments and facts, with each text as stored (or why it is gone); text a model wrote is marked as model output." }
+        (calls::pager(&window, &base))
+        h3 { "Thoughts on this page" }
+        (calls::thoughts(&window, drawn.as_deref()))
+        h3 { "Timeline" }
+        (calls::calls(&window))
+        (calls::pager(&window, &base))
     };
-    layout(&format!("Session {}", session.id), Some(&viewer), body).into_response()
+    layout(&format!("Session {}", head.id), Some(&viewer), body).into_response()
 }
 
-fn overview(session: &Session, deliberation: bool) -> Markup {
+/// The form that asks for a checkpoint the reviewer kept, for an export that proves it extends
+/// that checkpoint (`verify-export --since-checkpoint`).
+fn since_checkpoint_form(base: &str) -> Markup {
+    html! {
+        details #since-checkpoint {
+            summary { "Export since a checkpoint you kept" }
+            form method="post" action={ (base) "/export" } {
+                label for="checkpoint" { "Paste the signed checkpoint you kept (the text of " code { "thinkledger checkpoint" } ", or the " code { "checkpoint" } " of an earlier export)" }
+                textarea #checkpoint name="checkpoint" rows="6" cols="80" required {}
+                " "
+                button type="submit" { "Download the export with its consistency proof" }
+            }
+            p.note { "Check it with " code { "thinkledger verify-export FILE --since-checkpoint KEPT" } ": it passes only if this ledger still extends what you kept." }
+        }
+    }
+}
+
+fn overview(session: &SessionHead, deliberation: bool) -> Markup {
     html! {
         table #overview {
             tr { th { "Principal" } td { (session.principal) } }
@@ -111,10 +148,10 @@ fn overview(session: &Session, deliberation: bool) -> Markup {
             }
             tr { th { "Started" } td { (when(&session.started_at)) " (seq " (session.started_seq) ")" } }
             tr { th { "Updated" } td { (when(&session.updated_at)) " (seq " (session.last_seq) ")" } }
-            tr { th { "Thoughts" } td { (session.thoughts.len()) } }
+            tr { th { "Thoughts" } td { (session.thought_count) } }
             tr { th { "Branches" } td {
-                (session.branches.len())
-                @for b in &session.branches { " " code.branch { (b.id) } }
+                (session.branch_ids().len())
+                @for b in session.branch_ids() { " " code.branch { (b) } }
             } }
             tr { th { "Calls recorded" } td { (session.events) } }
             @if deliberation { tr { th { "Deliberation" } td { "yes (graph below)" } } }
@@ -122,7 +159,7 @@ fn overview(session: &Session, deliberation: bool) -> Markup {
     }
 }
 
-fn diff_form(session: &Session, others: &[&SessionHead]) -> Markup {
+fn diff_form(session: &SessionHead, others: &[&SessionHead]) -> Markup {
     html! {
         form #diff-form method="get" action="/review/diff" {
             input type="hidden" name="a" value=(session.id);
@@ -130,7 +167,8 @@ fn diff_form(session: &Session, others: &[&SessionHead]) -> Markup {
             @if others.is_empty() {
                 input #diff-b name="b" placeholder="session id" required;
             } @else {
-                select #diff-b name="b" {
+                select #diff-b name="b" required {
+                    option value="" { "choose a session…" }
                     @for other in others.iter().rev().take(MOST_DIFF_CHOICES) {
                         option value=(other.id) { (other.id) " (" (other.principal) ", " (other.thought_count) " thoughts)" }
                     }
@@ -138,62 +176,6 @@ fn diff_form(session: &Session, others: &[&SessionHead]) -> Markup {
             }
             " "
             button type="submit" { "Diff" }
-        }
-    }
-}
-
-/// An erased text: says so, and why when the erasure recorded a reason.
-pub(super) fn erased_mark(erasure: Option<&Erasure>) -> Markup {
-    html! {
-        span.erased {
-            "[text erased"
-            @if let Some(e) = erasure {
-                " at seq " (e.seq)
-                @if let Some(reason) = &e.reason { ": " (reason) }
-            }
-            "]"
-        }
-    }
-}
-
-fn thoughts(session: &Session, erasures: &HashMap<String, Erasure>) -> Markup {
-    let kind = |t: &Thought| -> String {
-        let mut parts = Vec::new();
-        if t.is_revision || t.revises_thought.is_some() {
-            parts.push(match t.revises_thought {
-                Some(n) => format!("revises #{n}"),
-                None => "revision".to_owned(),
-            });
-        }
-        if let (Some(id), Some(from)) = (&t.branch_id, t.branch_from_thought) {
-            parts.push(format!("branch {id} from #{from}"));
-        } else if let Some(id) = &t.branch_id {
-            parts.push(format!("on branch {id}"));
-        }
-        if !t.next_thought_needed {
-            parts.push("concludes".to_owned());
-        }
-        parts.join("; ")
-    };
-    html! {
-        table #thoughts {
-            thead { tr { th { "Seq" } th { "#" } th { "Thought" } th { "Tags" } th { "Marks" } } }
-            tbody {
-                @for t in &session.thoughts {
-                    tr id={ "thought-" (t.seq) } {
-                        td { (t.seq) }
-                        td { (t.thought_number) "/" (t.total_thoughts) }
-                        td {
-                            @match &t.text {
-                                Some(text) => div.thought { (text) },
-                                None => (erased_mark(erasures.get(&t.text_ref.commitment))),
-                            }
-                        }
-                        td { @for tag in &t.tags { span.tag { (tag) } } }
-                        td { (kind(t)) }
-                    }
-                }
-            }
         }
     }
 }
@@ -231,30 +213,6 @@ fn deliberation_section(
                             }
                         }
                         td { @if let Some(score) = n.score { (format!("{score:.2}")) } }
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn timeline(rows: &[Row]) -> Markup {
-    html! {
-        table #timeline {
-            thead { tr { th { "Seq" } th { "Recorded" } th { "Tool" } th { "Outcome" } th { "Principal" } th { "What it did" } } }
-            tbody {
-                @for row in rows {
-                    @let e = &row.entry;
-                    tr {
-                        td { (e.seq) }
-                        td { (when(&e.recorded_at)) }
-                        td { code { (e.tool) } }
-                        td {
-                            (e.status)
-                            @if let Some(code) = &e.error_code { ": " code { (code) } }
-                        }
-                        td { (row.principal) }
-                        td { (e.summary) }
                     }
                 }
             }
