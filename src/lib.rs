@@ -5,6 +5,7 @@
 //! `events` ← `effects`, `ledger`, `projections` ← `audit`, `export` ← `app` ← `tools` ← `agent`,
 //! `server` ← `main`. `effects` is the one door to the clock, randomness and the environment.
 //! `agent` is the reasoning engine (an LLM ⇄ tools loop whose every step is a ledger event).
+//! `metrics` (Prometheus) names no other module: any layer records into it.
 //! See docs/ARCHITECTURE.md for the code map and the invariants each layer keeps.
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
@@ -24,6 +25,7 @@ pub mod events;
 pub mod export;
 pub mod index;
 pub mod ledger;
+pub mod metrics;
 pub mod model;
 pub mod projections;
 pub mod server;

@@ -271,6 +271,11 @@ struct ServeArgs {
     /// is not a loopback one.
     #[arg(long, requires = "http", conflicts_with = "principal_header")]
     auth: bool,
+    /// With --http --auth: serve /metrics without a bearer token (a Prometheus on a network
+    /// you trust). Otherwise, under --auth, /metrics wants a token made with `--role metrics`
+    /// (or an auditor's); without --auth it is open like the rest of the server.
+    #[arg(long, requires = "http")]
+    metrics_public: bool,
     /// With --http: the most calls one principal may make in any minute; more are refused
     /// (quota_exceeded, recorded). Unlimited by default.
     #[arg(long, requires = "http", value_name = "N")]
@@ -731,6 +736,7 @@ async fn serve_http(
         .with_context(|| format!("cannot listen on {addr}"))?;
     let mut config = HttpConfig {
         stateless: args.stateless,
+        metrics_public: args.metrics_public,
         quotas: QuotaLimits {
             calls_per_minute: args.quota_calls_per_minute,
             text_bytes_per_day: args.quota_text_bytes_per_day,

@@ -229,6 +229,15 @@ impl App {
         }
     }
 
+    /// The name a call to `tool` is counted under in the process's metrics: the tool's own
+    /// (one offered over MCP or an operator's command), else
+    /// [`crate::metrics::UNKNOWN_TOOL_LABEL`].
+    pub fn counted_tool(tool: &str) -> &'static str {
+        registry::spec(tool)
+            .or_else(|| registry::admin_spec(tool))
+            .map_or(crate::metrics::UNKNOWN_TOOL_LABEL, |spec| spec.name)
+    }
+
     /// The application with its memory index in `dir` (a cache of the memory projection,
     /// emptied and rebuilt from it on first use) instead of in memory.
     #[must_use]
@@ -416,6 +425,10 @@ impl Decider for App {
 
     fn close(&mut self) {
         self.memory.close_index();
+    }
+
+    fn counted_as(&self, command: &Command) -> &'static str {
+        Self::counted_tool(&command.tool)
     }
 
     fn attach_log(&mut self, log: std::sync::Arc<dyn crate::ledger::SessionLog>) {

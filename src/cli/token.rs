@@ -8,8 +8,7 @@ use thinkledger::server::LedgerPlace;
 use anyhow::Context;
 use clap::Subcommand;
 use thinkledger::effects::{Effects, SystemEffects};
-use thinkledger::server::auth::{NewToken, TokenRecord, TokenStore, parse_duration};
-use thinkledger::tools::Role;
+use thinkledger::server::auth::{NewToken, TokenRecord, TokenRole, TokenStore, parse_duration};
 
 #[derive(Subcommand)]
 pub enum TokenAction {
@@ -21,8 +20,9 @@ pub enum TokenAction {
         /// How long it lasts, e.g. 30d, 12h, 90m (default: until revoked).
         #[arg(long, value_name = "DURATION")]
         expires: Option<String>,
-        /// `member` (its own sessions and memories) or `auditor` (reads everything, writes
-        /// nothing).
+        /// `member` (its own sessions and memories), `auditor` (reads everything, writes
+        /// nothing) or `metrics` (a Prometheus scraper's: reads /metrics and nothing else; its
+        /// PRINCIPAL only names it in `token list`).
         #[arg(long, value_enum, default_value = "member")]
         role: RoleArg,
         /// A memory owner (`userId`) it may act for besides its own name (repeatable).
@@ -45,6 +45,7 @@ pub enum TokenAction {
 pub enum RoleArg {
     Member,
     Auditor,
+    Metrics,
 }
 
 pub fn run(place: &LedgerPlace, action: TokenAction) -> anyhow::Result<ExitCode> {
@@ -64,8 +65,9 @@ pub fn run(place: &LedgerPlace, action: TokenAction) -> anyhow::Result<ExitCode>
                 None => None,
             };
             let role = match role {
-                RoleArg::Member => Role::Member,
-                RoleArg::Auditor => Role::Auditor,
+                RoleArg::Member => TokenRole::Member,
+                RoleArg::Auditor => TokenRole::Auditor,
+                RoleArg::Metrics => TokenRole::Metrics,
             };
             let secret = SystemEffects.seed().map_err(anyhow::Error::msg)?;
             let new = NewToken {
@@ -81,13 +83,18 @@ pub fn run(place: &LedgerPlace, action: TokenAction) -> anyhow::Result<ExitCode>
                 writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
             } else {
                 writeln!(out, "{token}")?;
+                let to = match record.role {
+                    TokenRole::Metrics => "the /metrics of ",
+                    TokenRole::Member | TokenRole::Auditor => "",
+                };
                 let _ = writeln!(
                     std::io::stderr(),
                     "token {} for {} ({}) made; it is shown only now. Clients send it as \
-                     `Authorization: Bearer <token>` to `thinkledger serve --http ADDR --auth`.",
+                     `Authorization: Bearer <token>` to {to}`thinkledger serve --http ADDR \
+                     --auth`.",
                     record.id,
                     record.principal,
-                    role_name(record.role)
+                    record.role.name()
                 );
             }
         }
@@ -138,13 +145,6 @@ pub fn tokens_of(place: &LedgerPlace) -> anyhow::Result<TokenStore> {
     Ok(store)
 }
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Member => "member",
-        Role::Auditor => "auditor",
-    }
-}
-
 fn line(t: &TokenRecord, now: chrono::DateTime<chrono::Utc>) -> String {
     let state = match (t.revoked_at, t.expires_at) {
         (Some(at), _) => format!("revoked {}", at.to_rfc3339()),
@@ -161,7 +161,7 @@ fn line(t: &TokenRecord, now: chrono::DateTime<chrono::Utc>) -> String {
         "{}  {}  {}  created {}  {state}{grants}",
         t.id,
         t.principal,
-        role_name(t.role),
+        t.role.name(),
         t.created_at.to_rfc3339()
     )
 }

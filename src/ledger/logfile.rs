@@ -97,6 +97,11 @@ pub struct LogFile {
 }
 
 impl LogFile {
+    /// Where the next frame goes: the bytes of every frame so far, with the file's magic.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
     /// Opens (or creates) the file, without judging its frames (see [`LogFile::recover`]).
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
         let mut file = super::private::options()

@@ -10,6 +10,7 @@ mod canonical_scan;
 pub mod checkpoint;
 mod event_check;
 mod eventindex;
+mod gauges;
 pub mod hash;
 pub mod keyfile;
 mod logfile;
@@ -26,6 +27,7 @@ mod writer;
 
 use std::path::PathBuf;
 
+pub use gauges::LedgerGauges;
 pub use pg::{PgStore, is_postgres_url};
 pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
 pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints, verify_with_progress};

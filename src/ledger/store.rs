@@ -129,6 +129,11 @@ pub trait Store: Send + 'static {
     fn abandon_batch(&mut self) -> Result<(), LedgerError> {
         Ok(())
     }
+    /// How many bytes the log holds (events and texts as stored), when the store can tell
+    /// without reading anything (for metrics); `None` (the default): it cannot.
+    fn log_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A store chosen when the process starts (the embedded one or a database's).
@@ -186,6 +191,9 @@ impl Store for Box<dyn Store> {
     }
     fn abandon_batch(&mut self) -> Result<(), LedgerError> {
         (**self).abandon_batch()
+    }
+    fn log_bytes(&self) -> Option<u64> {
+        (**self).log_bytes()
     }
 }
 
@@ -928,6 +936,11 @@ impl Store for SledStore {
 
     fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
         Some(self.reads.clone())
+    }
+
+    /// The log file up to the end of its last frame (not the zeros written ahead of it).
+    fn log_bytes(&self) -> Option<u64> {
+        Some(self.log.end())
     }
 
     fn read_only(&self) -> Result<Option<Box<dyn Store>>, LedgerError> {

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::checkpoint::NoteSigner;
 use super::event_check;
+use super::gauges::{LedgerGauges, Levels};
 use super::hash::{
     GENESIS_PREV_HASH, event_value_hash, parse_hex32, response_digest, sealed_event,
 };
@@ -114,6 +115,13 @@ pub trait Decider: Send + 'static {
     fn failed(&self, command: &Self::Command, reason: &str) -> Draft;
     /// Folds one event into state. Cannot fail: a recorded event is a fact.
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>);
+    /// The tool `command`'s event is counted under in the process's metrics
+    /// (`thinkledger_calls_total`): its tool's name when the decider has that tool, else
+    /// [`crate::metrics::UNKNOWN_TOOL_LABEL`], so that callers naming tools that do not exist
+    /// cannot grow the metrics without bound.
+    fn counted_as(&self, _command: &Self::Command) -> &'static str {
+        crate::metrics::UNKNOWN_TOOL_LABEL
+    }
     /// Called once as the ledger shuts down, after its final sync and snapshot: lets go of
     /// what the state holds beside the log (a derived index's files), so the ledger can be
     /// opened again at once, in this process too. The default holds nothing.
@@ -201,6 +209,15 @@ impl Default for WriterConfig {
             check_at_open_max: 50_000,
             decide_time: DecideTime::Measured,
         }
+    }
+}
+
+/// The `outcome` label of an event's status in the process's metrics.
+fn outcome_label(status: OutcomeStatus) -> &'static str {
+    match status {
+        OutcomeStatus::Ok => "ok",
+        OutcomeStatus::Rejected => "rejected",
+        OutcomeStatus::Failed => "failed",
     }
 }
 
@@ -345,6 +362,8 @@ struct OpenGate {
     from_snapshot: AtomicU64,
     /// Whether the store is shared with other writers ([`Store::shared`]), once open.
     shared: AtomicBool,
+    /// The log's size and latest checkpoint, left by the writer for metrics scrapes.
+    levels: Levels,
     wait: Duration,
 }
 
@@ -357,6 +376,7 @@ impl OpenGate {
             abort: AtomicBool::new(false),
             from_snapshot: AtomicU64::new(0),
             shared: AtomicBool::new(false),
+            levels: Levels::default(),
             wait,
         }
     }
@@ -606,6 +626,20 @@ impl<D: Decider> LedgerHandle<D> {
             );
         }
         Ok(())
+    }
+
+    /// What a metrics scrape reports of the ledger, read at once from what the writer left
+    /// (nothing is asked of it): its queue, its events once open, its size, its latest
+    /// checkpoint.
+    pub fn gauges(&self) -> LedgerGauges {
+        let open = matches!(*self.gate.state.borrow(), OpenState::Open);
+        let levels = &self.gate.levels;
+        LedgerGauges {
+            queued: self.tx.max_capacity().saturating_sub(self.tx.capacity()),
+            events: open.then(|| self.published.borrow().head),
+            log_bytes: levels.log_bytes(),
+            checkpoint_signed_at: levels.checkpoint_signed_at(),
+        }
     }
 
     /// Whether a started ledger is still being opened (calls wait for it).
@@ -1397,6 +1431,9 @@ impl<S: Store, D: Decider> Writer<S, D> {
             .as_ref()
             .and_then(|n| n.latest().map(|c| c.checkpoint.size()))
             .unwrap_or(0);
+        gate.levels
+            .set_checkpoint(config.notary.as_ref().and_then(Notary::latest));
+        gate.levels.set_log_bytes(store.log_bytes());
         let writer = Writer {
             store,
             decider,
@@ -1727,9 +1764,17 @@ impl<S: Store, D: Decider> Writer<S, D> {
         }
         let mut batch = Batch::default();
         let mut answers: Vec<(Reply, Committed)> = Vec::with_capacity(commands.len());
+        // Each appended event's tool and outcome, counted once the batch is durable.
+        let mut counted: Vec<(&'static str, &'static str)> = Vec::with_capacity(commands.len());
         for (command, reply) in commands {
+            let tool = self.decider.counted_as(&command);
             match self.record(command, &mut batch) {
-                Ok(committed) => answers.push((reply, committed)),
+                Ok(committed) => {
+                    if !committed.replayed {
+                        counted.push((tool, outcome_label(committed.status)));
+                    }
+                    answers.push((reply, committed));
+                }
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }
@@ -1750,12 +1795,15 @@ impl<S: Store, D: Decider> Writer<S, D> {
             }
             return Ok(());
         }
-        match self
-            .store
-            .append_batch(&batch)
-            .and_then(|()| self.store.sync())
-        {
-            Ok(()) => {
+        let synced = self.store.append_batch(&batch).and_then(|()| {
+            let started = Instant::now();
+            self.store.sync().map(|()| started.elapsed())
+        });
+        match synced {
+            Ok(sync_took) => {
+                // Counted before anyone in the batch hears back, so that a scrape made after an
+                // answer counts its call.
+                crate::metrics::process().batch_durable(&counted, sync_took);
                 // Every leaf is durable now, so the tree may read any of them back.
                 self.tree.drop_lower_nodes(self.tree.len());
                 // Erasures are carried out once their events are durable and before anyone
@@ -1777,6 +1825,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     }
                     return Err(e);
                 }
+                self.gate.levels.set_log_bytes(self.store.log_bytes());
                 // Read-your-writes: the view is published before anyone in the batch is
                 // answered, so a query made after an answer sees its call.
                 self.publish();
@@ -1820,6 +1869,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         })?;
         let signed = notary.sign_head(&self.tree, format_timestamp(Utc::now()))?;
         self.checkpointed = signed.checkpoint.size();
+        self.gate.levels.set_checkpoint(Some(&signed));
         Ok(signed)
     }
 

@@ -72,6 +72,38 @@ pub struct EmbeddingsOutcome {
     pub vectors: Vec<Vec<f32>>,
 }
 
+/// Runs one model call to `endpoint`, timed into the process's metrics
+/// (`thinkledger_model_call_duration_seconds`, and `thinkledger_model_call_failures_total` by
+/// the failure's kind); a call dropped before it ends (its caller cancelled) counts as failed,
+/// [`crate::metrics::MODEL_CALL_DROPPED`].
+async fn measured<T>(
+    endpoint: Endpoint,
+    call: impl Future<Output = Result<T, ModelError>>,
+) -> Result<T, ModelError> {
+    struct Timed {
+        endpoint: &'static str,
+        started: Instant,
+        /// `None` until the call ends; then its failure's kind, if it failed.
+        ended: Option<Option<&'static str>>,
+    }
+    impl Drop for Timed {
+        fn drop(&mut self) {
+            let failure = self
+                .ended
+                .unwrap_or(Some(crate::metrics::MODEL_CALL_DROPPED));
+            crate::metrics::process().model_call(self.endpoint, self.started.elapsed(), failure);
+        }
+    }
+    let mut timed = Timed {
+        endpoint: endpoint.label(),
+        started: Instant::now(),
+        ended: None,
+    };
+    let result = call.await;
+    timed.ended = Some(result.as_ref().err().map(ModelError::kind));
+    result
+}
+
 /// An OpenAI-compatible client. Cheap to share (`reqwest::Client` pools connections).
 #[derive(Debug)]
 pub struct ModelClient {
@@ -159,6 +191,14 @@ impl ModelClient {
         request: &ChatRequest,
         on_retry: &(dyn Fn(&Retrying) + Sync),
     ) -> Result<ChatOutcome, ModelError> {
+        measured(Endpoint::ChatCompletions, self.chat_once(request, on_retry)).await
+    }
+
+    async fn chat_once(
+        &self,
+        request: &ChatRequest,
+        on_retry: &(dyn Fn(&Retrying) + Sync),
+    ) -> Result<ChatOutcome, ModelError> {
         let model = self.model_for(request.model.as_deref())?;
         let body = encode_chat(request, &model, self.config.max_tokens_cap(), false)?;
         let received = self
@@ -212,6 +252,15 @@ impl ModelClient {
         request: &ChatRequest,
         on_text: &(dyn Fn(&str) + Sync),
     ) -> Result<ChatOutcome, ModelError> {
+        let streamed = self.chat_streamed_once(request, on_text);
+        measured(Endpoint::ChatCompletionsStream, streamed).await
+    }
+
+    async fn chat_streamed_once(
+        &self,
+        request: &ChatRequest,
+        on_text: &(dyn Fn(&str) + Sync),
+    ) -> Result<ChatOutcome, ModelError> {
         let model = self.model_for(request.model.as_deref())?;
         let body = encode_chat(request, &model, self.config.max_tokens_cap(), true)?;
         let live = std::sync::Mutex::new(super::sse::LiveText::default());
@@ -259,6 +308,13 @@ impl ModelClient {
 
     /// Embeddings of the request's texts (`/v1/embeddings`), one vector per text, in order.
     pub async fn embeddings(
+        &self,
+        request: &EmbeddingsRequest,
+    ) -> Result<EmbeddingsOutcome, ModelError> {
+        measured(Endpoint::Embeddings, self.embeddings_once(request)).await
+    }
+
+    async fn embeddings_once(
         &self,
         request: &EmbeddingsRequest,
     ) -> Result<EmbeddingsOutcome, ModelError> {

@@ -35,6 +35,17 @@ pub enum Endpoint {
     Embeddings,
 }
 
+impl Endpoint {
+    /// Its name as recorded (and as the metrics label it).
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::ChatCompletions => "chat_completions",
+            Self::ChatCompletionsStream => "chat_completions_stream",
+            Self::Embeddings => "embeddings",
+        }
+    }
+}
+
 /// One model call as it happened (its last attempt, when it was retried).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exchange {

@@ -10,7 +10,8 @@
 //! Owns: the wire format of an OpenAI-compatible `/v1` server, SSE reassembly, the retry policy
 //! (exponential backoff with jitter drawn from an injected seed, `Retry-After` honoured),
 //! configuration from a lookup function ([`ProviderConfig::from_lookup`]: `effects` reads the
-//! environment, not this module). Must not know: the ledger, decisions, MCP, the environment,
+//! environment, not this module), and each call's time and failure in the process's metrics
+//! (`crate::metrics`). Must not know: the ledger, decisions, MCP, the environment,
 //! the clock's wall time (only durations are measured).
 //!
 //! **Architecture Invariant:** the API key never leaves [`ProviderConfig`]: it is not in an

@@ -1,7 +1,8 @@
 //! Bearer tokens: who may call a shared server, as whom, and in which role.
 //!
 //! `thinkledger token create` makes a token and prints it once; only its BLAKE3 hash is kept,
-//! with the principal it names, its role, the memory owners (`userId`s) it may act for besides
+//! with the principal it names, its role (`member`, `auditor`, or `metrics`: a scraper's token,
+//! good for `/metrics` and nothing else), the memory owners (`userId`s) it may act for besides
 //! its own name, and when it expires or was revoked: in the data dir's `tokens.json` (mode
 //! 0600), or, for a ledger in PostgreSQL (`--store`), in the database, where every node reads
 //! it. A serving process reads the file again whenever it changes on disk, and the database
@@ -54,6 +55,48 @@ pub enum AuthError {
     Database(String),
 }
 
+/// What a token is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenRole {
+    /// A principal that reads and writes its own sessions, deliberations and memories.
+    #[default]
+    Member,
+    /// A principal that reads everything and writes nothing; may also read `/metrics`.
+    Auditor,
+    /// A metrics scraper (Prometheus): reads `/metrics` only; no principal, refused by `/mcp`
+    /// and the reviewer's page. (A server older than this role refuses every token of a file
+    /// holding one, rather than taking it for a member's.)
+    Metrics,
+}
+
+impl TokenRole {
+    /// The role a principal of this token acts in, if it is one.
+    fn principal_role(self) -> Option<Role> {
+        match self {
+            Self::Member => Some(Role::Member),
+            Self::Auditor => Some(Role::Auditor),
+            Self::Metrics => None,
+        }
+    }
+
+    /// Whether the token may read `/metrics` on a server with `--auth`: a scraper's, or an
+    /// auditor's (who may read every principal's call counts already, in
+    /// `reasoning://telemetry/summary`). A member's may not.
+    pub fn may_read_metrics(self) -> bool {
+        matches!(self, Self::Metrics | Self::Auditor)
+    }
+
+    /// Its name, as `token create --role` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Member => "member",
+            Self::Auditor => "auditor",
+            Self::Metrics => "metrics",
+        }
+    }
+}
+
 /// One token as the data dir keeps it (never the token itself).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -61,7 +104,7 @@ pub struct TokenRecord {
     /// Short public id, for `token list` and `token revoke`.
     pub id: String,
     pub principal: String,
-    pub role: Role,
+    pub role: TokenRole,
     /// Memory owners this token may act for besides `principal`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub user_ids: Vec<String>,
@@ -80,12 +123,13 @@ impl TokenRecord {
         self.revoked_at.is_none() && self.expires_at.is_none_or(|at| now < at)
     }
 
-    fn principal(&self) -> Principal {
-        Principal {
+    /// The principal the token authenticates; `None` for a scraper's token, which has none.
+    fn principal(&self) -> Option<Principal> {
+        Some(Principal {
             name: self.principal.clone(),
-            role: self.role,
+            role: self.role.principal_role()?,
             user_ids: self.user_ids.clone(),
-        }
+        })
     }
 }
 
@@ -98,7 +142,7 @@ struct TokenFile {
 #[derive(Debug, Clone)]
 pub struct NewToken {
     pub principal: String,
-    pub role: Role,
+    pub role: TokenRole,
     pub user_ids: Vec<String>,
     pub expires_at: Option<DateTime<Utc>>,
 }
@@ -390,6 +434,10 @@ pub enum Refusal {
     Revoked,
     /// The token file could not be read: nobody gets in until it can.
     Unavailable,
+    /// A scraper's token (`--role metrics`) presented anywhere but `/metrics`.
+    MetricsOnly,
+    /// A member's token presented to `/metrics`.
+    NotForMetrics,
 }
 
 impl Refusal {
@@ -400,7 +448,18 @@ impl Refusal {
             Self::Expired => "the bearer token has expired",
             Self::Revoked => "the bearer token was revoked",
             Self::Unavailable => "the server cannot read its tokens",
+            Self::MetricsOnly => "the bearer token is a metrics scraper's: it reads /metrics only",
+            Self::NotForMetrics => {
+                "the bearer token may not read /metrics: use a token made with --role metrics \
+                 (or an auditor's)"
+            }
         }
+    }
+
+    /// Whether the token is good but not for this: 403 (RFC 6750 `insufficient_scope`) rather
+    /// than 401.
+    pub fn is_forbidden(self) -> bool {
+        matches!(self, Self::MetricsOnly | Self::NotForMetrics)
     }
 }
 
@@ -425,10 +484,27 @@ impl Authenticator {
         }
     }
 
-    /// The principal of `token` at `now`, or why it is refused. A database's tokens are read
-    /// afresh for every request (a revocation on any node counts at once); a token file again
-    /// whenever it changed on disk.
+    /// The principal of `token` at `now`, or why it is refused (a scraper's token has none).
     pub fn authenticate(&self, token: &str, now: DateTime<Utc>) -> Result<Principal, Refusal> {
+        self.live(token, now)?
+            .principal()
+            .ok_or(Refusal::MetricsOnly)
+    }
+
+    /// Whether `token` may read `/metrics` at `now` ([`TokenRole::may_read_metrics`]), or why
+    /// not.
+    pub fn may_read_metrics(&self, token: &str, now: DateTime<Utc>) -> Result<(), Refusal> {
+        if self.live(token, now)?.role.may_read_metrics() {
+            Ok(())
+        } else {
+            Err(Refusal::NotForMetrics)
+        }
+    }
+
+    /// The record of `token` if it is usable at `now`, or why it is refused. A database's
+    /// tokens are read afresh for every request (a revocation on any node counts at once); a
+    /// token file again whenever it changed on disk.
+    fn live(&self, token: &str, now: DateTime<Utc>) -> Result<TokenRecord, Refusal> {
         let hash = hex(&token_digest(token));
         let record = match &self.store.place {
             TokenPlace::Database(_) => match self.store.by_hash(&hash) {
@@ -446,7 +522,7 @@ impl Authenticator {
         if !record.live_at(now) {
             return Err(Refusal::Expired);
         }
-        Ok(record.principal())
+        Ok(record)
     }
 
     fn in_file(&self, path: &Path, hash: &str) -> Result<TokenRecord, Refusal> {
@@ -490,12 +566,7 @@ pub async fn require_bearer(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let presented = request
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer);
-    let outcome = match presented {
+    let outcome = match presented(&request) {
         None => Err(Refusal::Missing),
         Some(token) => auth.authenticate(
             token,
@@ -514,6 +585,38 @@ pub async fn require_bearer(
     }
 }
 
+/// Lets the request through to `/metrics` when its bearer token may read the metrics
+/// ([`Authenticator::may_read_metrics`]): 401 without a usable token, 403 with a member's.
+pub async fn require_metrics_reader(
+    auth: std::sync::Arc<Authenticator>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let outcome = match presented(&request) {
+        None => Err(Refusal::Missing),
+        Some(token) => auth.may_read_metrics(
+            token,
+            crate::effects::Effects::now(&crate::effects::SystemEffects),
+        ),
+    };
+    match outcome {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            tracing::info!(refusal = refusal.describe(), path = %request.uri().path(), "request refused: not authenticated");
+            unauthorized(&request, refusal)
+        }
+    }
+}
+
+/// The bearer token a request presents, if any.
+fn presented(request: &axum::extract::Request) -> Option<&str> {
+    request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer)
+}
+
 /// The token of an `Authorization` value `Bearer <token>` (scheme case-insensitive).
 pub fn bearer(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
@@ -526,6 +629,10 @@ fn unauthorized(request: &axum::extract::Request, refusal: Refusal) -> axum::res
     let metadata = format!("{}{METADATA_PATH}", origin(request));
     let challenge = match refusal {
         Refusal::Missing => format!("Bearer realm=\"{REALM}\", resource_metadata=\"{metadata}\""),
+        other if other.is_forbidden() => format!(
+            "Bearer realm=\"{REALM}\", error=\"insufficient_scope\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
+            other.describe()
+        ),
         other => format!(
             "Bearer realm=\"{REALM}\", error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
             other.describe()
@@ -536,12 +643,21 @@ fn unauthorized(request: &axum::extract::Request, refusal: Refusal) -> axum::res
         "id": null,
         "error": {
             "code": -32001,
-            "message": format!("unauthenticated: {}", refusal.describe()),
+            "message": format!(
+                "{}: {}",
+                if refusal.is_forbidden() { "forbidden" } else { "unauthenticated" },
+                refusal.describe()
+            ),
             "data": {"suggestion": "send Authorization: Bearer <token>; the server's operator makes tokens with `thinkledger token create --principal NAME`"},
         },
     });
+    let status = if refusal.is_forbidden() {
+        axum::http::StatusCode::FORBIDDEN
+    } else {
+        axum::http::StatusCode::UNAUTHORIZED
+    };
     (
-        axum::http::StatusCode::UNAUTHORIZED,
+        status,
         [
             (axum::http::header::WWW_AUTHENTICATE, challenge),
             (
@@ -610,7 +726,7 @@ mod tests {
     fn new(principal: &str) -> NewToken {
         NewToken {
             principal: principal.into(),
-            role: Role::Member,
+            role: TokenRole::Member,
             user_ids: vec![],
             expires_at: None,
         }
@@ -661,6 +777,44 @@ mod tests {
             store.revoke("nope", at(4)),
             Err(AuthError::UnknownId(_))
         ));
+    }
+
+    #[test]
+    fn a_scrapers_token_reads_metrics_only_and_a_members_may_not_read_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::in_dir(dir.path());
+        let role = |role, principal| NewToken {
+            role,
+            ..new(principal)
+        };
+        let (scraper, _) = store
+            .create(role(TokenRole::Metrics, "prometheus"), &[5; 32], at(0))
+            .unwrap();
+        let (auditor, _) = store
+            .create(role(TokenRole::Auditor, "carol"), &[6; 32], at(0))
+            .unwrap();
+        let (member, _) = store.create(new("alice"), &[7; 32], at(0)).unwrap();
+        assert!(
+            std::fs::read_to_string(store.file())
+                .unwrap()
+                .contains("\"role\": \"metrics\"")
+        );
+        let auth = Authenticator::new(store);
+        assert_eq!(
+            auth.authenticate(&scraper, at(1)),
+            Err(Refusal::MetricsOnly)
+        );
+        assert_eq!(auth.may_read_metrics(&scraper, at(1)), Ok(()));
+        assert_eq!(auth.may_read_metrics(&auditor, at(1)), Ok(()));
+        assert_eq!(
+            auth.may_read_metrics(&member, at(1)),
+            Err(Refusal::NotForMetrics)
+        );
+        assert_eq!(
+            auth.may_read_metrics("tlk_nope", at(1)),
+            Err(Refusal::Unknown)
+        );
+        assert!(Refusal::NotForMetrics.is_forbidden() && !Refusal::Unknown.is_forbidden());
     }
 
     #[test]

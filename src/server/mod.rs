@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod framing;
+pub mod metrics;
 #[cfg(unix)]
 pub mod owner;
 pub mod review;
@@ -257,6 +258,9 @@ pub struct HttpConfig {
     pub auth: Option<Arc<auth::Authenticator>>,
     /// Each principal's quotas (unlimited by default).
     pub quotas: QuotaLimits,
+    /// With `auth`: `/metrics` answers without a bearer token too (`--metrics-public`, for a
+    /// scraper on a network the operator trusts). Without `auth` it always does.
+    pub metrics_public: bool,
 }
 
 impl Default for HttpConfig {
@@ -267,6 +271,7 @@ impl Default for HttpConfig {
             principal_header: None,
             auth: None,
             quotas: QuotaLimits::default(),
+            metrics_public: false,
         }
     }
 }
@@ -290,6 +295,15 @@ pub fn router(
     );
     let (ledger_for_edge, catalog_for_edge) = (ledger.clone(), catalog.clone());
     let ledger_for_probes = ledger.clone();
+    // `/metrics` wants a token that may read it when the server takes tokens, unless the
+    // operator made it public; otherwise it is as open as the probes.
+    let metrics = metrics::router(ledger.clone());
+    let metrics = match (config.auth.clone(), config.metrics_public) {
+        (Some(tokens), false) => metrics.layer(axum::middleware::from_fn(move |request, next| {
+            auth::require_metrics_reader(tokens.clone(), request, next)
+        })),
+        _ => metrics,
+    };
     let service = StreamableHttpService::new(
         move || {
             Ok(ThinkServer::new(ledger.clone(), catalog.clone(), "http")
@@ -324,7 +338,9 @@ pub fn router(
     };
     // The reviewer's page identifies its viewers itself (a cookie, not a bearer header); the
     // probes answer anyone who can reach the port, and say nothing of what is recorded.
-    mcp.merge(review).merge(probes(ledger_for_probes))
+    mcp.merge(review)
+        .merge(probes(ledger_for_probes))
+        .merge(metrics)
 }
 
 /// `/healthz` (the process answers) and `/readyz` (the ledger takes calls: 200, else 503 with

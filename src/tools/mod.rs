@@ -381,6 +381,7 @@ impl ThinkServer {
         if let Some(since) = opening {
             reporter.waited_for_open(tool, since.elapsed());
         }
+        crate::metrics::process().call_answered(App::counted_tool(tool), started.elapsed());
         match submitted {
             Ok(committed) => {
                 // One line per call for the operator: what, who, how it ended, how long; never
@@ -657,8 +658,8 @@ impl ThinkServer {
     }
 }
 
-/// The answer to a call the ledger could not record, saying what to do about it.
-fn unrecorded(error: &LedgerError) -> Value {
+/// The code of a call the ledger could not record, and the answer saying what to do about it.
+fn unrecorded_answer(error: &LedgerError) -> (ErrorCode, Value) {
     let (code, suggestion) = match error {
         LedgerError::Opening { .. } => (
             ErrorCode::LedgerOpening,
@@ -677,12 +678,21 @@ fn unrecorded(error: &LedgerError) -> Value {
             "the call was not recorded and changed nothing; retry after the server is restarted",
         ),
     };
-    json!({
+    let answer = json!({
         "status": "failed",
         "code": code.as_str(),
         "error": error.to_string(),
         "suggestion": suggestion,
-    })
+    });
+    (code, answer)
+}
+
+/// The answer to a call the ledger could not record (nothing changed), counted in
+/// `thinkledger_calls_unrecorded_total` by its code.
+fn unrecorded(error: &LedgerError) -> Value {
+    let answer = unrecorded_answer(error);
+    crate::metrics::process().call_unrecorded(answer.0.as_str());
+    answer.1
 }
 
 /// JSON as the reference server prints it: two-space indentation.

@@ -13,6 +13,7 @@ mod erasure;
 mod framing;
 mod idempotency;
 mod lux;
+mod metrics;
 mod model;
 #[path = "../postgres/server.rs"]
 mod pg_server;

@@ -12,7 +12,7 @@ use thinkledger::app::{App, AppConfig, Command, ERASE_TOOL, SEQUENTIALTHINKING_T
 use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, SessionId};
 use thinkledger::ledger::LedgerHandle;
-use thinkledger::server::auth::{Authenticator, NewToken, TokenRecord, TokenStore};
+use thinkledger::server::auth::{Authenticator, NewToken, TokenRecord, TokenRole, TokenStore};
 use thinkledger::server::review::{COOKIE_NAME, Viewers};
 use thinkledger::server::{self, HttpConfig};
 use thinkledger::tools::quotas::{QuotaLimits, Quotas};
@@ -102,7 +102,12 @@ pub async fn think(
     body["sessionId"].as_str().expect("sessionId").to_owned()
 }
 
-fn token(store: &TokenStore, principal: &str, role: Role, secret: u8) -> (String, TokenRecord) {
+fn token(
+    store: &TokenStore,
+    principal: &str,
+    role: TokenRole,
+    secret: u8,
+) -> (String, TokenRecord) {
     let new = NewToken {
         principal: principal.into(),
         role,
@@ -223,9 +228,9 @@ impl Rig {
 
         let store = TokenStore::in_dir(dir.path());
         let mut tokens = HashMap::new();
-        tokens.insert("alice", token(&store, "alice", Role::Member, 1));
-        tokens.insert("bob", token(&store, "bob", Role::Member, 2));
-        tokens.insert("carol", token(&store, "carol", Role::Auditor, 3));
+        tokens.insert("alice", token(&store, "alice", TokenRole::Member, 1));
+        tokens.insert("bob", token(&store, "bob", TokenRole::Member, 2));
+        tokens.insert("carol", token(&store, "carol", TokenRole::Auditor, 3));
 
         let viewers = Viewers::Tokens(Arc::new(Authenticator::new(store.clone())));
         let quotas = Arc::new(Quotas::new(QuotaLimits::default()));

@@ -209,6 +209,26 @@ const LAYER_EDGES: &[(&str, &[&str], &str)] = &[
         &["server", "cli"],
         "the reasoning engine drives the ledger and its tools in process; the CLI wires it",
     ),
+    (
+        "metrics",
+        &[
+            "events",
+            "ledger",
+            "projections",
+            "index",
+            "embed",
+            "model",
+            "effects",
+            "audit",
+            "export",
+            "app",
+            "tools",
+            "agent",
+            "server",
+            "cli",
+        ],
+        "the process's metrics are a leaf every layer records into: they are told what to count",
+    ),
 ];
 
 /// Each crate path `file` names that its layer must not name (by [`LAYER_EDGES`]).

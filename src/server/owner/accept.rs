@@ -313,6 +313,8 @@ async fn peer(stream: UnixStream, peers: Peers) {
                 return;
             };
             relays.send_modify(|n| *n += 1);
+            // Counted in `thinkledger_relays_connected` until this task ends or is dropped.
+            let _counted = crate::metrics::process().relay_connected();
             let server = ThinkServer::new(ledger, Arc::new(Catalog::new(toolsets)), "stdio")
                 .with_connection_state(&state);
             // When the owner hands off, the connection's input ends at the next line boundary:
