@@ -1,11 +1,12 @@
 //! The metacognition tools: `assess_confidence`, `detect_bias`, `detect_emotion`,
 //! `analyze_reasoning`, each decided by its rule set ([`super::features`], [`super::bias`],
-//! [`super::emotion`]).
+//! [`super::emotion`], and for `analyze_reasoning` [`super::argument`]).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::argument;
 use super::bias::{self, Finding};
 use super::emotion::{self, Circumplex, Discrete};
 use super::features::{self, Dimensions, Quality};
@@ -347,13 +348,48 @@ pub struct AnalysisData {
 
 pub type AnalyzeReasoningOutput = Envelope<AnalysisData>;
 
+/// The argument rules' part of the recorded result: whether the text was assessed, its
+/// inferences, and each finding's type, byte span, confidence and the measure it lowers.
+fn recorded_argument(a: &argument::Assessment) -> serde_json::Value {
+    json!({
+        "assessed": a.assessed,
+        "inferences": a.inferences,
+        "findings": a.findings.iter().map(|f| json!({
+            "type": f.fallacy.label(),
+            "span": f.span,
+            "confidence": f.confidence,
+            "lowers": f.fallacy.lowered().field(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn argument_limits(a: &argument::Assessment) -> Vec<String> {
+    let mut out = vec![
+        "Fallacies are found by general shapes (a conclusion restating its premises, a general \
+         claim beside a few cases, a count of options, a person's standing without evidence, a \
+         crowd as the reason, a conclusion unrelated to everything before it; docs/cognition.md): \
+         a fallacy in another shape is missed, and a finding is a sign, not a proof"
+            .to_owned(),
+    ];
+    if !a.assessed {
+        out.insert(
+            0,
+            "Not assessed: the text states no argument (no inference and no claim with \
+             support), so its quality measures are the neutral 0.5"
+                .to_owned(),
+        );
+    }
+    out
+}
+
 pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     let args: AnalyzeReasoningArgs = parse(call.args, ANALYSIS_USAGE)?;
     non_empty("reasoning", &args.reasoning, ANALYSIS_USAGE)?;
     let x = features::count(&args.reasoning, &[], args.context.as_deref());
     let d = features::dimensions(&x);
-    let quality = features::quality(&args.reasoning, &x, &d);
-    let (strengths, weaknesses, recommendations) = features::judge(&x, &quality);
+    let assessment = argument::assess(&args.reasoning);
+    let quality = argument::quality(&args.reasoning, &x, &d, &assessment);
+    let (strengths, weaknesses, recommendations) = argument::judge(&x, &quality, &assessment);
     let mut components = vec!["reasoningAnalyzer"];
     let confidence = args.include_confidence.unwrap_or(true).then(|| {
         components.push("confidenceAssessor");
@@ -379,6 +415,7 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     };
     let result = json!({
         "quality": quality,
+        "argument": recorded_argument(&assessment),
         "overallConfidence": confidence.as_ref().map(|c| c.overall_confidence),
         "biases": bias_result,
         "emotion": emotion.as_ref().map(|e| json!({
@@ -386,7 +423,12 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
             "primary": e.discrete.as_ref().and_then(|d| d.primary.clone()),
         })),
     });
-    let rules = format!("{} + {}", features::RULES, bias::RULES);
+    let rules = format!(
+        "{} + {} + {}",
+        argument::RULES,
+        features::RULES,
+        bias::RULES
+    );
     let data = AnalysisData {
         quality,
         strengths,
@@ -398,7 +440,12 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
         provenance: Provenance {
             rules: rules.clone(),
             model: None,
-            limitations: [feature_limits(), bias_limits()].concat(),
+            limitations: [
+                argument_limits(&assessment),
+                feature_limits(),
+                bias_limits(),
+            ]
+            .concat(),
         },
     };
     answer(

@@ -13,10 +13,12 @@
 //! Owns: the eight tools' arguments, answers and rules. Must not know any other family.
 
 mod appraisal;
+pub mod argument;
 pub mod bias;
 pub mod decompose;
 pub mod emotion;
 pub mod examples;
+mod fallacies;
 pub mod features;
 pub mod frameworks;
 mod judgement;
@@ -24,6 +26,8 @@ mod metacognition;
 mod reasoning;
 mod think;
 
+#[cfg(test)]
+mod argument_evaluation;
 #[cfg(test)]
 mod evaluation;
 
