@@ -1,8 +1,15 @@
-//! The argument rules of `analyze_reasoning` (`thinkledger.cognition.argument/2`): where a
-//! passage infers something (its inference markers and the conclusion each introduces), whether
-//! it argues at all, and the fallacies [`super::fallacies`] finds in it; then the seed's four
-//! quality measures, lowered by the findings, and the strengths and weaknesses that follow from
-//! them (docs/cognition.md gives every rule and the figures that chose them).
+//! The argument rules `thinkledger.cognition.argument/2`: where a passage infers something (its
+//! inference markers and the conclusion each introduces), whether it argues at all, and the
+//! fallacies [`super::fallacies`] finds in it; then the seed's four quality measures, lowered
+//! by the findings, and the strengths and weaknesses that follow from them (docs/cognition.md
+//! gives every rule and its figures).
+//!
+//! **Measured, not adopted.** On the second held-out set (its first run) argument/2 as a whole
+//! ([`quality`], [`judge`]) ordered sound above fallacious passages no better than features/1,
+//! found fewer than half the fallacies and flagged three sound passages, so `analyze_reasoning`
+//! does not answer with it: it answers with features/2 ([`super::features2`]), which takes only
+//! [`assess`]'s circular and hasty-generalisation findings. The rest is kept, tested and
+//! measured by `argument_evaluation`, for the next attempt.
 //!
 //! The premises of a conclusion are the whole passage around it, not only the clause beside
 //! "because" or "so". Words are compared as concepts: lower-cased, lightly stemmed, and mapped
@@ -64,7 +71,7 @@ impl Fallacy {
     }
 
     /// The quality measure the fallacy lowers, and by how much at full confidence.
-    fn lowers(self) -> (Measure, f64) {
+    pub(super) fn lowers(self) -> (Measure, f64) {
         match self {
             Self::Circular | Self::NonSequitur => (Measure::LogicalValidity, 0.6),
             Self::FalseDilemma => (Measure::LogicalValidity, 0.5),
@@ -74,7 +81,7 @@ impl Fallacy {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Self::Circular => "Circular reasoning",
             Self::HastyGeneralisation => "Hasty generalisation",
@@ -85,7 +92,7 @@ impl Fallacy {
         }
     }
 
-    fn advice(self) -> &'static str {
+    pub(super) fn advice(self) -> &'static str {
         match self {
             Self::Circular => "Give a reason that does not already assume the conclusion",
             Self::HastyGeneralisation => {
@@ -1179,30 +1186,6 @@ pub fn quality(text: &str, x: &Features, d: &Dimensions, a: &Assessment) -> Qual
     }
 }
 
-/// The rule set of [`features2_quality`], measured beside argument/2 as the fallback that
-/// fixes only the two complaints.
-pub const FEATURES2_RULES: &str = "thinkledger.cognition.features/2";
-
-/// features/2: features/1's measures with two of argument/2's findings applied — a circular
-/// restatement lowers logical validity (0.6 × confidence), a hasty generalisation or
-/// unsupported absolute lowers evidence support (0.5 × confidence). Every text is assessed.
-pub fn features2_quality(text: &str, x: &Features, d: &Dimensions, a: &Assessment) -> Quality {
-    let mut q = features::quality(text, x, d);
-    for f in &a.findings {
-        let (measure, weight) = f.fallacy.lowers();
-        match (f.fallacy, measure) {
-            (Fallacy::Circular, Measure::LogicalValidity) => {
-                q.logical_validity = round2((q.logical_validity - weight * f.confidence).max(0.0));
-            }
-            (Fallacy::HastyGeneralisation, Measure::EvidenceSupport) => {
-                q.evidence_support = round2((q.evidence_support - weight * f.confidence).max(0.0));
-            }
-            _ => {}
-        }
-    }
-    q
-}
-
 /// The mean of the four measures: what the evaluation orders passages by.
 pub fn overall(q: &Quality) -> f64 {
     (q.coherence + q.completeness + q.logical_validity + q.evidence_support) / 4.0
@@ -1281,7 +1264,7 @@ fn count(n: usize) -> f64 {
     n as f64
 }
 
-fn round2(x: f64) -> f64 {
+pub(super) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use super::argument::{self, Assessment};
 use super::features::{self, Quality};
+use super::features2;
 
 const LABELS: [&str; 6] = [
     "circular",
@@ -50,11 +51,11 @@ fn features1(text: &str) -> Option<f64> {
     )))
 }
 
-fn features2(text: &str) -> Option<f64> {
+fn features2_score(text: &str) -> Option<f64> {
     let x = features::count(text, &[], None);
     let d = features::dimensions(&x);
     let a = argument::assess(text);
-    Some(mean(&argument::features2_quality(text, &x, &d, &a)))
+    Some(mean(&features2::quality(text, &x, &d, &a)))
 }
 
 fn argument2(text: &str) -> Option<f64> {
@@ -148,7 +149,7 @@ fn figures(name: &str, tsv: &str) -> Figures {
         }
     }
     f.order_argument2 = ordering(&data, argument2);
-    f.order_features2 = ordering(&data, features2);
+    f.order_features2 = ordering(&data, features2_score);
     f.order_features1 = ordering(&data, features1);
     for (label, (r, n)) in &f.recall {
         println!("{name}\t{label}\t{r}/{n}");

@@ -1,6 +1,6 @@
 //! The metacognition tools: `assess_confidence`, `detect_bias`, `detect_emotion`,
 //! `analyze_reasoning`, each decided by its rule set ([`super::features`], [`super::bias`],
-//! [`super::emotion`], and for `analyze_reasoning` [`super::argument`]).
+//! [`super::emotion`], and for `analyze_reasoning` [`super::features2`]).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,6 +10,7 @@ use super::argument;
 use super::bias::{self, Finding};
 use super::emotion::{self, Circumplex, Discrete};
 use super::features::{self, Dimensions, Quality};
+use super::features2;
 use super::judgement::{self, ModelJudgement};
 use super::{Envelope, Provenance, answer, non_empty, parse};
 use crate::app::Outcome;
@@ -348,13 +349,11 @@ pub struct AnalysisData {
 
 pub type AnalyzeReasoningOutput = Envelope<AnalysisData>;
 
-/// The argument rules' part of the recorded result: whether the text was assessed, its
-/// inferences, and each finding's type, byte span, confidence and the measure it lowers.
-fn recorded_argument(a: &argument::Assessment) -> serde_json::Value {
+/// The findings features/2 takes from argument/2, for the recorded result: each one's type,
+/// byte span, confidence and the measure it lowers.
+fn recorded_findings(a: &argument::Assessment) -> serde_json::Value {
     json!({
-        "assessed": a.assessed,
-        "inferences": a.inferences,
-        "findings": a.findings.iter().map(|f| json!({
+        "findings": features2::taken(a).iter().map(|f| json!({
             "type": f.fallacy.label(),
             "span": f.span,
             "confidence": f.confidence,
@@ -363,23 +362,15 @@ fn recorded_argument(a: &argument::Assessment) -> serde_json::Value {
     })
 }
 
-fn argument_limits(a: &argument::Assessment) -> Vec<String> {
-    let mut out = vec![
-        "Fallacies are found by general shapes (a conclusion restating its premises, a general \
-         claim beside a few cases, a count of options, a person's standing without evidence, a \
-         crowd as the reason, a conclusion unrelated to everything before it; docs/cognition.md): \
-         a fallacy in another shape is missed, and a finding is a sign, not a proof"
+fn argument_limits() -> Vec<String> {
+    vec![
+        "Two fallacies are named, by general shapes (docs/cognition.md): a conclusion that \
+         restates its premises, and a general or absolute claim beside a few cases or none; a \
+         finding is a sign, not a proof. False dilemmas, appeals to authority, non sequiturs \
+         and bandwagons are not assessed: the rules for them (argument/2) were measured on \
+         held-out passages and not adopted"
             .to_owned(),
-    ];
-    if !a.assessed {
-        out.insert(
-            0,
-            "Not assessed: the text states no argument (no inference and no claim with \
-             support), so its quality measures are the neutral 0.5"
-                .to_owned(),
-        );
-    }
-    out
+    ]
 }
 
 pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
@@ -388,8 +379,8 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     let x = features::count(&args.reasoning, &[], args.context.as_deref());
     let d = features::dimensions(&x);
     let assessment = argument::assess(&args.reasoning);
-    let quality = argument::quality(&args.reasoning, &x, &d, &assessment);
-    let (strengths, weaknesses, recommendations) = argument::judge(&x, &quality, &assessment);
+    let quality = features2::quality(&args.reasoning, &x, &d, &assessment);
+    let (strengths, weaknesses, recommendations) = features2::judge(&x, &quality, &assessment);
     let mut components = vec!["reasoningAnalyzer"];
     let confidence = args.include_confidence.unwrap_or(true).then(|| {
         components.push("confidenceAssessor");
@@ -415,7 +406,7 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     };
     let result = json!({
         "quality": quality,
-        "argument": recorded_argument(&assessment),
+        "argument": recorded_findings(&assessment),
         "overallConfidence": confidence.as_ref().map(|c| c.overall_confidence),
         "biases": bias_result,
         "emotion": emotion.as_ref().map(|e| json!({
@@ -440,12 +431,7 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
         provenance: Provenance {
             rules: rules.clone(),
             model: None,
-            limitations: [
-                argument_limits(&assessment),
-                feature_limits(),
-                bias_limits(),
-            ]
-            .concat(),
+            limitations: [feature_limits(), argument_limits(), bias_limits()].concat(),
         },
     };
     answer(

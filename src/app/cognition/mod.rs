@@ -20,6 +20,7 @@ pub mod emotion;
 pub mod examples;
 mod fallacies;
 pub mod features;
+pub mod features2;
 pub mod frameworks;
 mod judgement;
 mod metacognition;
