@@ -712,6 +712,11 @@ const NOT_A_TOOL: &[(&str, &str, &str)] = &[
         "\"think\",",
         "the hedge word \"think\" (as in \"I think\") of the confidence features",
     ),
+    (
+        "app/cognition/argument.rs",
+        "\"think\",",
+        "the word \"think\" of the argument rules (\"think so\" is no inference; a stop word)",
+    ),
     ("main.rs", "=> \"export\"", "the CLI's `export` subcommand"),
     (
         "app/thinking.rs",

@@ -85,6 +85,12 @@ fn vector(text: &str) -> Option<Vec<f32>> {
         .map(|e| e.into_vector())
 }
 
+/// The cosine of two texts' potion-base-2M vectors; `None` when the model did not load.
+pub(super) fn similarity(a: &str, b: &str) -> Option<f64> {
+    let (x, y) = (vector(a)?, vector(b)?);
+    Some(f64::from(cosine(&x, &y)))
+}
+
 /// Labelled sentences and their vectors.
 pub struct Examples {
     labels: Vec<&'static str>,

@@ -1,14 +1,16 @@
 //! The metacognition tools: `assess_confidence`, `detect_bias`, `detect_emotion`,
 //! `analyze_reasoning`, each decided by its rule set ([`super::features`], [`super::bias`],
-//! [`super::emotion`]).
+//! [`super::emotion`], and for `analyze_reasoning` [`super::features2`]).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::argument;
 use super::bias::{self, Finding};
 use super::emotion::{self, Circumplex, Discrete};
 use super::features::{self, Dimensions, Quality};
+use super::features2;
 use super::judgement::{self, ModelJudgement};
 use super::{Envelope, Provenance, answer, non_empty, parse};
 use crate::app::Outcome;
@@ -347,13 +349,38 @@ pub struct AnalysisData {
 
 pub type AnalyzeReasoningOutput = Envelope<AnalysisData>;
 
+/// The findings features/2 takes from argument/2, for the recorded result: each one's type,
+/// byte span, confidence and the measure it lowers.
+fn recorded_findings(a: &argument::Assessment) -> serde_json::Value {
+    json!({
+        "findings": features2::taken(a).iter().map(|f| json!({
+            "type": f.fallacy.label(),
+            "span": f.span,
+            "confidence": f.confidence,
+            "lowers": f.fallacy.lowered().field(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn argument_limits() -> Vec<String> {
+    vec![
+        "Two fallacies are named, by general shapes (docs/cognition.md): a conclusion that \
+         restates its premises, and a general or absolute claim beside a few cases or none; a \
+         finding is a sign, not a proof. False dilemmas, appeals to authority, non sequiturs \
+         and bandwagons are not assessed: the rules for them (argument/2) were measured on \
+         held-out passages and not adopted"
+            .to_owned(),
+    ]
+}
+
 pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     let args: AnalyzeReasoningArgs = parse(call.args, ANALYSIS_USAGE)?;
     non_empty("reasoning", &args.reasoning, ANALYSIS_USAGE)?;
     let x = features::count(&args.reasoning, &[], args.context.as_deref());
     let d = features::dimensions(&x);
-    let quality = features::quality(&args.reasoning, &x, &d);
-    let (strengths, weaknesses, recommendations) = features::judge(&x, &quality);
+    let assessment = argument::assess(&args.reasoning);
+    let quality = features2::quality(&args.reasoning, &x, &d, &assessment);
+    let (strengths, weaknesses, recommendations) = features2::judge(&x, &quality, &assessment);
     let mut components = vec!["reasoningAnalyzer"];
     let confidence = args.include_confidence.unwrap_or(true).then(|| {
         components.push("confidenceAssessor");
@@ -379,6 +406,7 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     };
     let result = json!({
         "quality": quality,
+        "argument": recorded_findings(&assessment),
         "overallConfidence": confidence.as_ref().map(|c| c.overall_confidence),
         "biases": bias_result,
         "emotion": emotion.as_ref().map(|e| json!({
@@ -386,7 +414,12 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
             "primary": e.discrete.as_ref().and_then(|d| d.primary.clone()),
         })),
     });
-    let rules = format!("{} + {}", features::RULES, bias::RULES);
+    let rules = format!(
+        "{} + {} + {}",
+        argument::RULES,
+        features::RULES,
+        bias::RULES
+    );
     let data = AnalysisData {
         quality,
         strengths,
@@ -398,7 +431,7 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
         provenance: Provenance {
             rules: rules.clone(),
             model: None,
-            limitations: [feature_limits(), bias_limits()].concat(),
+            limitations: [feature_limits(), argument_limits(), bias_limits()].concat(),
         },
     };
     answer(

@@ -13,17 +13,22 @@
 //! Owns: the eight tools' arguments, answers and rules. Must not know any other family.
 
 mod appraisal;
+pub mod argument;
 pub mod bias;
 pub mod decompose;
 pub mod emotion;
 pub mod examples;
+mod fallacies;
 pub mod features;
+pub mod features2;
 pub mod frameworks;
 mod judgement;
 mod metacognition;
 mod reasoning;
 mod think;
 
+#[cfg(test)]
+mod argument_evaluation;
 #[cfg(test)]
 mod evaluation;
 
