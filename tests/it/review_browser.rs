@@ -42,6 +42,10 @@ struct Targets {
     base: String,
     /// alice's token.
     token: String,
+    /// carol's (an auditor).
+    auditor: String,
+    /// The seq of bob's refused probe of alice's session.
+    probe: u64,
     alice: String,
     alice_again: String,
     alice_deliberation: String,
@@ -93,6 +97,39 @@ async fn script(browser: &fantoccini::Client, js: &str) -> Value {
     browser.execute(js, vec![]).await.expect("execute")
 }
 
+/// The element `css` once the page has settled: a navigation that aborts a wait (Chromium
+/// answers "aborted by navigation" when a click's page replaces the one being waited on) is
+/// waited out, up to 10 s.
+async fn settled(
+    browser: &fantoccini::Client,
+    css: &str,
+) -> Result<fantoccini::elements::Element, fantoccini::error::CmdError> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match browser.wait().for_element(Locator::Css(css)).await {
+            Ok(found) => return Ok(found),
+            Err(e) if Instant::now() < deadline && e.to_string().contains("navigation") => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The page loaded no script, style, font or image from anywhere (its style is inline).
+async fn nothing_from_elsewhere(browser: &fantoccini::Client) {
+    let loaded = script(
+        browser,
+        "return performance.getEntriesByType('resource').map(r => r.name)",
+    )
+    .await;
+    assert_eq!(loaded, json!([]), "resources loaded");
+    assert_eq!(
+        script(browser, "return document.scripts.length").await,
+        json!(0)
+    );
+}
+
 #[tokio::test]
 async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
     let (Some(chromium), Some(chromedriver)) =
@@ -111,6 +148,19 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
     };
     let started = Instant::now();
     let rig = Rig::start().await;
+    // Bob probes alice's session: refused, recorded in bob's session.
+    let server = crate::review_content::server(&rig);
+    let bobs = thinkledger::tools::SessionSlot::fresh();
+    crate::review::think(&server, "bob", &bobs, (1, 1), "Bob looks around", json!({})).await;
+    let probe = crate::review_content::attempt(
+        &server,
+        "bob",
+        &bobs,
+        "export",
+        json!({ "sessionId": rig.alice }),
+    )
+    .await;
+    let probe = probe["seq"].as_u64().expect("the probe is recorded");
     let mut driver = Driver::start(&chromedriver).await;
     let mut capabilities = serde_json::Map::new();
     capabilities.insert(
@@ -132,6 +182,8 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
     let rig_at = Targets {
         base: rig.base.clone(),
         token: rig.token("alice").to_owned(),
+        auditor: rig.token("carol").to_owned(),
+        probe,
         alice: rig.alice.clone(),
         alice_again: rig.alice_again.clone(),
         alice_deliberation: rig.alice_deliberation.clone(),
@@ -159,20 +211,14 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .await?
             .click()
             .await?;
-        browser
-            .wait()
-            .for_element(Locator::Css("table#sessions"))
-            .await?;
+        settled(&browser, "table#sessions").await?;
         assert_eq!(browser.current_url().await?.path(), "/review");
         shoot(&browser, "02-sessions.png").await;
 
         // Open the session from the list.
         let link = format!("a.session[href='/review/session/{}']", rig.alice);
         browser.find(Locator::Css(&link)).await?.click().await?;
-        browser
-            .wait()
-            .for_element(Locator::Css("svg#thought-tree"))
-            .await?;
+        settled(&browser, "svg#thought-tree").await?;
         let title = browser.title().await?;
         assert!(title.starts_with("Session "), "{title}");
         let boxes = browser
@@ -228,10 +274,7 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .await?
             .click()
             .await?;
-        let summary = browser
-            .wait()
-            .for_element(Locator::Css("#diff-summary"))
-            .await?;
+        let summary = settled(&browser, "#diff-summary").await?;
         assert!(summary.text().await?.contains("added"));
         let added = browser
             .find(Locator::Css("tr.op-added"))
@@ -305,17 +348,94 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .await?
             .click()
             .await?;
-        browser
-            .wait()
-            .for_element(Locator::Css("table#checkpoint"))
-            .await?;
+        settled(&browser, "table#checkpoint").await?;
         shoot(&browser, "06-chain-status.png").await;
+
+        // A call's recorded arguments and facts open under its row.
+        browser
+            .goto(&format!("{}/review/session/{}", rig.base, rig.alice))
+            .await?;
+        browser
+            .find(Locator::Css("tr#call-1 details summary"))
+            .await?
+            .click()
+            .await?;
+        let details = browser
+            .find(Locator::Css("tr#call-1 details"))
+            .await?
+            .text()
+            .await?;
+        assert!(details.contains("ThoughtRecorded"), "{details}");
+        assert!(details.contains(HOSTILE), "{details}");
+        nothing_from_elsewhere(&browser).await;
+        shoot(&browser, "07-call-details.png").await;
+
+        // Search across her sessions.
+        browser.find(Locator::LinkText("Search")).await?.click().await?;
+        browser
+            .find(Locator::Css("#q"))
+            .await?
+            .send_keys("backups")
+            .await?;
+        browser
+            .find(Locator::Css("form#search button"))
+            .await?
+            .click()
+            .await?;
+        let hits = settled(&browser, "table#hits").await?
+            .find_all(Locator::Css("tbody tr"))
+            .await?;
+        assert!(hits.len() >= 2, "{} hits", hits.len());
+        nothing_from_elsewhere(&browser).await;
+        shoot(&browser, "08-search.png").await;
+
+        // Memories, and no refusals page for a member.
+        browser
+            .find(Locator::LinkText("Memories"))
+            .await?
+            .click()
+            .await?;
+        settled(&browser, "table#owners").await?;
+        shoot(&browser, "09-memories.png").await;
+        assert!(browser.find(Locator::LinkText("Refused calls")).await.is_err());
+
         browser
             .find(Locator::Css("header form button"))
             .await?
             .click()
             .await?;
-        browser.wait().for_element(Locator::Css("#token")).await?;
+        settled(&browser, "#token").await?;
+
+        // The auditor sees bob's probe of alice's session.
+        browser
+            .find(Locator::Css("#token"))
+            .await?
+            .send_keys(&rig.auditor)
+            .await?;
+        browser
+            .find(Locator::Css("button[type=submit]"))
+            .await?
+            .click()
+            .await?;
+        settled(&browser, "table#sessions").await?;
+        browser
+            .find(Locator::LinkText("Refused calls"))
+            .await?
+            .click()
+            .await?;
+        let listed = settled(&browser, "table#refusals").await?
+            .text()
+            .await?;
+        assert!(listed.contains("unknown_session"), "{listed}");
+        assert!(listed.contains(&rig.probe.to_string()), "{listed}");
+        nothing_from_elsewhere(&browser).await;
+        shoot(&browser, "10-refusals.png").await;
+        browser
+            .find(Locator::Css("header form button"))
+            .await?
+            .click()
+            .await?;
+        settled(&browser, "#token").await?;
         browser
             .goto(&format!("{}/review/session/{}", rig.base, rig.alice))
             .await?;

@@ -14,7 +14,7 @@ use thinkledger::tools::{
 use crate::common::cli;
 use crate::review::{Rig, actor, call, client, get, think};
 
-fn server(rig: &Rig) -> ThinkServer {
+pub fn server(rig: &Rig) -> ThinkServer {
     ThinkServer::new(
         rig.ledger.clone(),
         Arc::new(Catalog::new(Toolsets::all())),
@@ -23,7 +23,7 @@ fn server(rig: &Rig) -> ThinkServer {
 }
 
 /// A call that may be refused: its body as the client saw it.
-async fn attempt(
+pub async fn attempt(
     server: &ThinkServer,
     principal: &str,
     slot: &SessionSlot,
@@ -365,5 +365,64 @@ async fn an_export_since_the_checkpoint_a_reviewer_kept_passes_verify_export_wit
     )
     .await;
     assert_eq!(run.status.code(), Some(0), "{run:?}");
+    rig.stop().await;
+}
+
+#[tokio::test]
+async fn an_owners_memories_show_every_version_and_deletion_to_whoever_may_read_them() {
+    let rig = Rig::start().await;
+    let server = server(&rig);
+    let slot = SessionSlot::fresh();
+    let stored = call(
+        &server,
+        "alice",
+        &slot,
+        "store_memory",
+        json!({"content": "Prefers the okapi theme", "userId": "alice", "sessionId": "c1",
+               "primarySector": "semantic"}),
+    )
+    .await;
+    let id = stored["data"]["memoryId"].as_str().expect("id").to_owned();
+    call(
+        &server,
+        "alice",
+        &slot,
+        "update_memory",
+        json!({"memoryId": id, "userId": "alice", "content": "Prefers the quokka theme now"}),
+    )
+    .await;
+    let other = call(
+        &server,
+        "alice",
+        &slot,
+        "store_memory",
+        json!({"content": "Lives near the marrowfen", "userId": "alice", "sessionId": "c1",
+               "primarySector": "episodic"}),
+    )
+    .await;
+    let other = other["data"]["memoryId"].as_str().expect("id").to_owned();
+    call(
+        &server,
+        "alice",
+        &slot,
+        "delete_memory",
+        json!({"memoryId": other, "userId": "alice", "soft": false}),
+    )
+    .await;
+
+    let (status, _, page) = get(&rig, Some(rig.token("alice")), "/review/memories?user=alice").await;
+    assert_eq!(status, 200);
+    let shown = text_of(&page);
+    assert!(shown.contains("Prefers the okapi theme"), "the first version stays");
+    assert!(shown.contains("Prefers the quokka theme now"), "the second version");
+    assert!(shown.contains("new version"));
+    assert!(shown.contains("erased (hard delete)"));
+    assert!(shown.contains("delete_memory: hard delete of"), "the erasure's reason");
+    assert!(!shown.contains("marrowfen"), "erased text is gone");
+
+    let (_, _, page) = get(&rig, Some(rig.token("bob")), "/review/memories?user=alice").await;
+    assert!(!text_of(&page).contains("okapi"), "bob may not read alice's memories");
+    let (_, _, page) = get(&rig, Some(rig.token("carol")), "/review/memories?user=alice").await;
+    assert!(text_of(&page).contains("okapi"), "an auditor reads everyone's");
     rig.stop().await;
 }

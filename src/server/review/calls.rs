@@ -8,7 +8,8 @@
 //!
 //! Must not know: how the window was read (`read::call_window`), any family's rules.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 
 use maud::{Markup, html};
 use serde_json::Value;
@@ -65,6 +66,20 @@ pub(super) fn text_of(texts: &HashMap<String, Shown>, commitment: &str) -> Marku
         Some(Shown::Missing) | None => {
             html! { span.erased { "[text missing: run thinkledger verify]" } }
         }
+    }
+}
+
+/// Characters of a thought in the thoughts table (the whole text is under its call).
+const MOST_TABLE_CHARS: usize = 400;
+
+/// A thought in the table: its start, with a link to the whole text under its call.
+fn short_text(texts: &HashMap<String, Shown>, commitment: &str, seq: u64) -> Markup {
+    match texts.get(commitment) {
+        Some(Shown::Text(text)) if text.chars().count() > MOST_TABLE_CHARS => {
+            let cut: String = text.chars().take(MOST_TABLE_CHARS).collect();
+            html! { div.thought { (cut) "… " a href={ "#call-" (seq) } { "(whole text)" } } }
+        }
+        _ => text_of(texts, commitment),
     }
 }
 
@@ -137,7 +152,7 @@ pub(super) fn thoughts(window: &CallWindow, body: Option<&Session>) -> Markup {
                         tr id={ "thought-" (seq) } {
                             td { (seq) }
                             td { (t.thought_number) "/" (t.total_thoughts) }
-                            td { (text_of(&window.texts, &t.text.commitment)) }
+                            td { (short_text(&window.texts, &t.text.commitment, *seq)) }
                             td { @for tag in now.get(seq).copied().unwrap_or(&t.tags) { span.tag { (tag) } } }
                             td { (marks(t)) }
                         }
@@ -164,6 +179,13 @@ pub(super) fn calls(window: &CallWindow) -> Markup {
 
 fn call_rows(call: &RecordedCall, texts: &HashMap<String, Shown>) -> Markup {
     let e = &call.row.entry;
+    // A text the call references twice (an argument and the fact that records it) is shown
+    // once.
+    let shown = Shown1 {
+        texts,
+        seen: RefCell::new(HashSet::new()),
+    };
+    let shown = &shown;
     let error = call.event.outcome.error.as_ref();
     html! {
         tr id={ "call-" (e.seq) } class=[(e.status != "ok").then_some("refused")] {
@@ -181,10 +203,10 @@ fn call_rows(call: &RecordedCall, texts: &HashMap<String, Shown>) -> Markup {
                 details {
                     summary { "Recorded arguments and facts" }
                     h4 { "Arguments" }
-                    (value_view(call.stored.pointer("/call/arguments").unwrap_or(&Value::Null), texts, None))
+                    (value_view(call.stored.pointer("/call/arguments").unwrap_or(&Value::Null), shown, None))
                     @if let Some(facts) = call.stored.get("facts").and_then(Value::as_array) {
                         @for fact in facts {
-                            (fact_view(fact, texts))
+                            (fact_view(fact, shown))
                         }
                     }
                     p.note { "Provenance: " (call.event.provenance.kind) " " code { (call.event.provenance.name) } " " (call.event.provenance.version) }
@@ -194,7 +216,13 @@ fn call_rows(call: &RecordedCall, texts: &HashMap<String, Shown>) -> Markup {
     }
 }
 
-fn fact_view(fact: &Value, texts: &HashMap<String, Shown>) -> Markup {
+/// The texts of one call as the page shows them, each once.
+struct Shown1<'a> {
+    texts: &'a HashMap<String, Shown>,
+    seen: RefCell<HashSet<String>>,
+}
+
+fn fact_view(fact: &Value, texts: &Shown1<'_>) -> Markup {
     let kind = fact.get("type").and_then(Value::as_str).unwrap_or("fact");
     let model = fact.get("model").and_then(Value::as_str);
     let members: Vec<(&String, &Value)> = fact
@@ -222,14 +250,17 @@ fn fact_view(fact: &Value, texts: &HashMap<String, Shown>) -> Markup {
 }
 
 /// A recorded value: a text reference as its text, an object as a table, an array as a list.
-fn value_view(value: &Value, texts: &HashMap<String, Shown>, key: Option<&str>) -> Markup {
+fn value_view(value: &Value, texts: &Shown1<'_>, key: Option<&str>) -> Markup {
     match value {
         Value::Object(map) if map.len() == 1 && map.contains_key("textCommitment") => {
             let commitment = map["textCommitment"].as_str().unwrap_or_default();
             if key == Some("vector") {
                 return html! { span.note { "[a stored embedding vector]" } };
             }
-            text_of(texts, commitment)
+            if !texts.seen.borrow_mut().insert(commitment.to_owned()) {
+                return html! { span.note { "[the same text as above]" } };
+            }
+            text_of(texts.texts, commitment)
         }
         Value::Object(map) if map.is_empty() => html! { span.note { "{}" } },
         Value::Object(map) => html! {

@@ -20,6 +20,7 @@
 
 mod calls;
 mod login;
+mod memories;
 mod pages;
 mod read;
 mod search;
@@ -113,6 +114,7 @@ pub fn router(
         )
         .route("/review/search", get(search::search))
         .route("/review/refusals", get(search::refusals))
+        .route("/review/memories", get(memories::page))
         .route("/review/diff", get(pages::diff))
         .route("/review/verify", get(pages::verify))
         .fallback(pages::not_found)

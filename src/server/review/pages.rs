@@ -63,6 +63,7 @@ pub(super) fn layout(title: &str, viewer: Option<&SignedIn>, body: Markup) -> Ht
                     @if let Some(viewer) = viewer {
                         a href="/review" { "Sessions" }
                         a href="/review/search" { "Search" }
+                        a href="/review/memories" { "Memories" }
                         @if viewer.role == Role::Auditor { a href="/review/refusals" { "Refused calls" } }
                         a href="/review/verify" { "Chain status" }
                         span {
