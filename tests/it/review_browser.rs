@@ -371,7 +371,11 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
         shoot(&browser, "07-call-details.png").await;
 
         // Search across her sessions.
-        browser.find(Locator::LinkText("Search")).await?.click().await?;
+        browser
+            .find(Locator::LinkText("Search"))
+            .await?
+            .click()
+            .await?;
         browser
             .find(Locator::Css("#q"))
             .await?
@@ -382,7 +386,8 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .await?
             .click()
             .await?;
-        let hits = settled(&browser, "table#hits").await?
+        let hits = settled(&browser, "table#hits")
+            .await?
             .find_all(Locator::Css("tbody tr"))
             .await?;
         assert!(hits.len() >= 2, "{} hits", hits.len());
@@ -397,7 +402,12 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .await?;
         settled(&browser, "table#owners").await?;
         shoot(&browser, "09-memories.png").await;
-        assert!(browser.find(Locator::LinkText("Refused calls")).await.is_err());
+        assert!(
+            browser
+                .find(Locator::LinkText("Refused calls"))
+                .await
+                .is_err()
+        );
 
         browser
             .find(Locator::Css("header form button"))
@@ -423,9 +433,7 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .await?
             .click()
             .await?;
-        let listed = settled(&browser, "table#refusals").await?
-            .text()
-            .await?;
+        let listed = settled(&browser, "table#refusals").await?.text().await?;
         assert!(listed.contains("unknown_session"), "{listed}");
         assert!(listed.contains(&rig.probe.to_string()), "{listed}");
         nothing_from_elsewhere(&browser).await;

@@ -410,19 +410,163 @@ async fn an_owners_memories_show_every_version_and_deletion_to_whoever_may_read_
     )
     .await;
 
-    let (status, _, page) = get(&rig, Some(rig.token("alice")), "/review/memories?user=alice").await;
+    let (status, _, page) = get(
+        &rig,
+        Some(rig.token("alice")),
+        "/review/memories?user=alice",
+    )
+    .await;
     assert_eq!(status, 200);
     let shown = text_of(&page);
-    assert!(shown.contains("Prefers the okapi theme"), "the first version stays");
-    assert!(shown.contains("Prefers the quokka theme now"), "the second version");
+    assert!(
+        shown.contains("Prefers the okapi theme"),
+        "the first version stays"
+    );
+    assert!(
+        shown.contains("Prefers the quokka theme now"),
+        "the second version"
+    );
     assert!(shown.contains("new version"));
     assert!(shown.contains("erased (hard delete)"));
-    assert!(shown.contains("delete_memory: hard delete of"), "the erasure's reason");
+    assert!(
+        shown.contains("delete_memory: hard delete of"),
+        "the erasure's reason"
+    );
     assert!(!shown.contains("marrowfen"), "erased text is gone");
 
     let (_, _, page) = get(&rig, Some(rig.token("bob")), "/review/memories?user=alice").await;
-    assert!(!text_of(&page).contains("okapi"), "bob may not read alice's memories");
-    let (_, _, page) = get(&rig, Some(rig.token("carol")), "/review/memories?user=alice").await;
-    assert!(text_of(&page).contains("okapi"), "an auditor reads everyone's");
+    assert!(
+        !text_of(&page).contains("okapi"),
+        "bob may not read alice's memories"
+    );
+    let (_, _, page) = get(
+        &rig,
+        Some(rig.token("carol")),
+        "/review/memories?user=alice",
+    )
+    .await;
+    assert!(
+        text_of(&page).contains("okapi"),
+        "an auditor reads everyone's"
+    );
     rig.stop().await;
+}
+
+#[tokio::test]
+async fn a_deliberation_of_500_nodes_is_drawn_whole_within_the_pages_width() {
+    let rig = Rig::start().await;
+    let server = server(&rig);
+    let slot = SessionSlot::fresh();
+    let started = call(
+        &server,
+        "alice",
+        &slot,
+        "start_deliberation",
+        json!({ "goal": "Pick a rollout plan", "mode": "Test", "profile": "deep" }),
+    )
+    .await;
+    let id = started["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_owned();
+    for n in 0..499 {
+        let args = json!({ "session_id": id, "content": format!("Option {n}: stage the rollout by region") });
+        call(&server, "alice", &slot, "add_thought_node", args).await;
+    }
+    let (_, _, page) = get(
+        &rig,
+        Some(rig.token("alice")),
+        &format!("/review/session/{id}"),
+    )
+    .await;
+    let svg = crate::review::svg_of(&page, "deliberation-graph");
+    let doc = roxmltree::Document::parse(svg).expect("well-formed");
+    let nodes = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("node"))
+        .count();
+    assert_eq!(nodes, 500, "every node drawn");
+    let root = doc.root_element();
+    assert_eq!(root.attribute("width"), Some("100%"));
+    let style = root.attribute("style").expect("a max width");
+    let px: u32 = style
+        .trim_start_matches("max-width:")
+        .trim_end_matches("px")
+        .parse()
+        .expect("pixels");
+    assert!(px <= 1400, "the drawing fits the page: {style}");
+    rig.stop().await;
+}
+
+/// Model-backed sessions against the real local model (llama.cpp serving SmolLM2): the page
+/// shows the prompt, the model's answer marked as model output with the model's name, and the
+/// plan's steps.
+#[tokio::test]
+async fn model_backed_sessions_show_the_exchange_with_model_output_marked() {
+    let Some(base) = crate::model::llm_or_skip("model_backed_sessions_show_the_exchange…") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = [
+        ("THINKLEDGER_MODEL_PROVIDER_URL", base.as_str()),
+        ("THINKLEDGER_MODEL", "smollm2-test"),
+        ("THINKLEDGER_MODEL_MAX_TOKENS", "48"),
+    ];
+    let server = crate::common::HttpServer::start_with_env(
+        dir.path(),
+        &crate::common::with_every_family(&[]),
+        &env,
+    )
+    .await;
+    let client = server.connect().await;
+    let patience = std::time::Duration::from_secs(900);
+    let conferred = tokio::time::timeout(
+        patience,
+        crate::common::call(
+            &client,
+            "confer",
+            json!({"message": "Name one colour of the sky.", "temperature": 0, "max_tokens": 24}),
+        ),
+    )
+    .await
+    .expect("confer in time");
+    let conferred = crate::common::ok(&conferred);
+    let session = conferred["session_id"]
+        .as_str()
+        .expect("session")
+        .to_owned();
+    let answer = conferred["content"]
+        .as_str()
+        .expect("content")
+        .trim()
+        .to_owned();
+    let model = conferred["model"].as_str().expect("model").to_owned();
+
+    let page = reqwest::get(format!(
+        "http://{}/review/session/{session}",
+        server.authority()
+    ))
+    .await
+    .expect("GET the session")
+    .text()
+    .await
+    .expect("body");
+    let shown = text_of(&page);
+    assert!(shown.contains("ModelConferred"), "the fact is shown");
+    assert!(shown.contains("Name one colour of the sky."), "the prompt");
+    assert!(
+        shown.contains(&format!("model output ({model})")),
+        "the answer is marked as the model's: {shown}"
+    );
+    let first_words: String = answer
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        shown.contains(&first_words),
+        "the answer {answer:?} is on the page"
+    );
+    let _ = client.cancel().await;
+    server.kill().await;
 }

@@ -402,7 +402,8 @@ pub(super) async fn memory_history(
             return Ok(true);
         };
         let reason = facts.iter().find_map(|f| {
-            (f["type"] == "TextsErased").then(|| f["reason"].as_str().unwrap_or_default().to_owned())
+            (f["type"] == "TextsErased")
+                .then(|| f["reason"].as_str().unwrap_or_default().to_owned())
         });
         for fact in facts {
             let kind = fact["type"].as_str().unwrap_or_default();
@@ -420,15 +421,28 @@ pub(super) async fn memory_history(
             if owner.as_deref() != Some(user) {
                 continue;
             }
-            let content = match fact.pointer("/content/textCommitment").and_then(Value::as_str) {
+            let content = match fact
+                .pointer("/content/textCommitment")
+                .and_then(Value::as_str)
+            {
                 None => None,
                 Some(c) => Some(hex32(c).map(|k| log.text(&k)).transpose()?.flatten()),
             };
-            let detail = ["strength", "salience", "primarySector", "sectors", "versions"]
-                .iter()
-                .filter_map(|k| fact.get(*k).filter(|v| !v.is_null()).map(|v| format!("{k} {v}")))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let detail = [
+                "strength",
+                "salience",
+                "primarySector",
+                "sectors",
+                "versions",
+            ]
+            .iter()
+            .filter_map(|k| {
+                fact.get(*k)
+                    .filter(|v| !v.is_null())
+                    .map(|v| format!("{k} {v}"))
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
             h.changes.push(MemoryChange {
                 seq,
                 recorded_at: value["recordedAt"].as_str().unwrap_or_default().to_owned(),

@@ -19,6 +19,9 @@ use crate::projections::{Deliberation, DeliberationState, Session, Thought};
 /// Most thoughts or nodes drawn; past this the drawing says how many were left out.
 const MOST_DRAWN: usize = 400;
 
+/// Most deliberation nodes drawn (every one is in the table).
+const MOST_DRAWN_NODES: usize = 500;
+
 /// Characters of text shown in a box.
 const LABEL_CHARS: usize = 26;
 
@@ -159,22 +162,40 @@ pub(super) fn deliberation_graph(d: &Deliberation, texts: &DeliberationState) ->
     const GAP_Y: u32 = 90;
     /// How far below its ends a typed edge bows.
     const BOW: u32 = 34;
-    let nodes: Vec<_> = d.nodes.iter().take(MOST_DRAWN).collect();
+    /// Boxes side by side at most: a wider layer wraps onto further rows, so the drawing
+    /// keeps the page's width at any number of nodes (the table below lists every node).
+    const PER_ROW: u32 = 6;
+    let nodes: Vec<_> = d.nodes.iter().take(MOST_DRAWN_NODES).collect();
     // Layer = depth; order within a layer = order added.
-    let mut per_layer: HashMap<u32, u32> = HashMap::new();
-    let mut place: HashMap<&str, (u32, u32)> = HashMap::new();
+    let mut per_layer: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+    let mut slots: HashMap<&str, (u32, u32)> = HashMap::new();
     for node in &nodes {
         let slot = per_layer.entry(node.depth).or_insert(0);
-        place.insert(node.node_id.as_str(), (*slot, node.depth));
+        slots.insert(node.node_id.as_str(), (*slot, node.depth));
         *slot += 1;
     }
-    let at = |(slot, depth): (u32, u32)| (LEFT + slot * GAP_X, TOP + depth.saturating_mul(GAP_Y));
-    let widest = per_layer.values().copied().max().unwrap_or(1).max(1);
-    let deepest = per_layer.keys().copied().max().unwrap_or(0);
+    // Each layer starts on the row after the previous layer's last.
+    let mut first_row: HashMap<u32, u32> = HashMap::new();
+    let mut rows = 0u32;
+    for (depth, count) in &per_layer {
+        first_row.insert(*depth, rows);
+        rows += count.div_ceil(PER_ROW);
+    }
+    let place: HashMap<&str, (u32, u32)> = slots
+        .into_iter()
+        .map(|(id, (slot, depth))| (id, (slot % PER_ROW, first_row[&depth] + slot / PER_ROW)))
+        .collect();
+    let at = |(column, row): (u32, u32)| (LEFT + column * GAP_X, TOP + row.saturating_mul(GAP_Y));
+    let widest = per_layer
+        .values()
+        .copied()
+        .max()
+        .unwrap_or(1)
+        .clamp(1, PER_ROW);
     let width = LEFT * 2 + widest * GAP_X;
-    let height = TOP + deepest.saturating_add(1).saturating_mul(GAP_Y) + BOW;
+    let height = TOP + rows.max(1).saturating_mul(GAP_Y) + BOW;
     html! {
-        svg #deliberation-graph xmlns="http://www.w3.org/2000/svg" role="img" width=(width) height=(height)
+        svg #deliberation-graph xmlns="http://www.w3.org/2000/svg" role="img" width="100%" style={ "max-width:" (width) "px" }
             viewBox={ "0 0 " (width) " " (height) } font-family="sans-serif" font-size="12" {
             title { "Deliberation graph " (d.deliberation_id) }
             (markers())
@@ -214,7 +235,7 @@ pub(super) fn deliberation_graph(d: &Deliberation, texts: &DeliberationState) ->
                             stroke="#6f9a78" stroke-dasharray=(if node.pruned.is_some() { "4 3" } else { "none" }) {}
                         text x=(x + 6) y=(y + 17) {
                             (label(&node.node_id, 10)) " "
-                            @match content { Some(text) => (label(text, 16)), None => "[erased]" }
+                            @match content { Some(text) => (label(text, 22)), None => "[erased]" }
                         }
                     }
                 }
