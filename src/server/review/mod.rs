@@ -10,7 +10,7 @@
 //! here writes markup from a string by hand.
 //!
 //! Pages read the published state and, for the timeline, the erasure reasons and the checkpoint
-//! status, the log through the app's own functions (`replay::timeline` over `session_events`,
+//! status, the log through the app's own functions (`replay::timeline` over a page of events,
 //! `export::diff`): what `replay_reasoning_session` and `diff_sessions` compute, without
 //! recording each look. The export download is an `export_reasoning_audit` call as the viewer
 //! (transport `review`), decided by the tools' isolation and recorded. Who may see a session is
