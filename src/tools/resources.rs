@@ -18,6 +18,7 @@ use crate::projections::{Session, SessionHead, SessionStatus, ThinkingState};
 
 const SESSIONS_URI: &str = "ledger://sessions";
 const SESSION_PREFIX: &str = "ledger://session/";
+const MEMORIES_PREFIX: &str = "ledger://memories/";
 
 pub(super) fn list() -> Vec<Resource> {
     vec![
@@ -35,6 +36,13 @@ pub(super) fn templates() -> Vec<ResourceTemplate> {
         ResourceTemplate::new("ledger://session/{id}", "session")
             .with_title("One thinking session")
             .with_description("A session's status and its whole thought chain, branches included.")
+            .with_mime_type("application/json"),
+        ResourceTemplate::new("ledger://memories/{userId}", "memory history")
+            .with_title("A memory owner's history")
+            .with_description(
+                "Every version of each memory of userId, superseded ones included, with soft \
+                 deletes and erasures.",
+            )
             .with_mime_type("application/json"),
     ]
 }
@@ -172,10 +180,69 @@ pub(super) async fn read(
             ));
         }
         found
+    } else if let Some(user) = uri.strip_prefix(MEMORIES_PREFIX) {
+        if user.is_empty() || !access::may_read_memories_of(&reader, user) {
+            return Err(not_found(
+                uri,
+                format!(
+                    "no memories of userId \"{user}\" that you may read; name a userId you \
+                     act for"
+                ),
+            ));
+        }
+        memory_history(ledger, user.to_owned())
+            .await
+            .map_err(|e| ErrorData::internal_error(e, None))?
     } else {
         return Err(unknown(uri));
     };
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(super::pretty(&document), uri).with_mime_type("application/json"),
     ]))
+}
+
+/// `user`'s memory history read from the whole log: beside the writer when the store allows (a
+/// sled ledger), else between its batches.
+async fn memory_history(ledger: &LedgerHandle<App>, user: String) -> Result<Value, String> {
+    use crate::app::memory::history::MemoryHistory;
+    use crate::ledger::hash::parse_hex32;
+    let everyone = |_: &str| true;
+    if let Some(store) = ledger.read_only().await.map_err(|e| e.to_string())? {
+        return tokio::task::spawn_blocking(move || {
+            let mut history = MemoryHistory::of(Some(user));
+            let last = store.last_seq().map_err(|e| e.to_string())?.unwrap_or(0);
+            for seq in 1..=last {
+                let Some(bytes) = store.event_bytes(seq).map_err(|e| e.to_string())? else {
+                    continue;
+                };
+                let event: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+                history.visit(seq, &event, &everyone, &mut |c| {
+                    Ok(match parse_hex32(c) {
+                        Some(key) => store.text(&key).map_err(|e| e.to_string())?.map(|r| r.text),
+                        None => None,
+                    })
+                })?;
+            }
+            Ok(history.document())
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    }
+    ledger
+        .inspect(move |log| {
+            let mut history = MemoryHistory::of(Some(user));
+            for seq in 1..=log.len() {
+                let bytes = log.event_bytes(seq).map_err(|e| e.to_string())?;
+                let event: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+                history.visit(seq, &event, &everyone, &mut |c| {
+                    Ok(match parse_hex32(c).map(|k| log.text(&k)) {
+                        Some(Ok(crate::ledger::TextState::Present(r))) => Some(r.text),
+                        _ => None,
+                    })
+                })?;
+            }
+            Ok(history.document())
+        })
+        .await
+        .map_err(|e| e.to_string())?
 }

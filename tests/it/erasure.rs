@@ -254,6 +254,15 @@ async fn erasing_a_user_id_removes_every_version_of_their_memories_and_nothing_e
         store("ben", "ben likes okapiberries too, says ben"),
     )
     .await);
+    // Every version stays readable until it is erased.
+    let history = read_json(&server, "ledger://memories/ana").await;
+    let first = &history["memories"][0];
+    assert_eq!(first["memoryId"], id.as_str(), "{history}");
+    assert_eq!(first["changes"][0]["change"], "stored");
+    assert_eq!(first["changes"][0]["content"], "ana likes okapiberries");
+    assert_eq!(first["changes"][1]["change"], "superseded");
+    assert_eq!(first["changes"][1]["version"], 2);
+    assert_eq!(first["changes"][1]["content"], "ana likes quinceplums now");
     server.stop().await;
 
     let listed = cli(dir.path(), &["sessions"]).await;
@@ -296,6 +305,14 @@ async fn erasing_a_user_id_removes_every_version_of_their_memories_and_nothing_e
     assert_eq!(ana["data"]["totalCount"], 0, "{ana}");
     let ben = ok(&call(&server, "retrieve_memories", json!({"userId": "ben"})).await);
     assert_eq!(ben["data"]["totalCount"], 1, "{ben}");
+    let history = read_json(&server, "ledger://memories/ana").await;
+    let changes = history["memories"][0]["changes"]
+        .as_array()
+        .expect("changes");
+    assert_eq!(changes[0]["contentErased"], true, "{history}");
+    let erased = changes.last().expect("the erasure");
+    assert_eq!(erased["change"], "erased");
+    assert_eq!(erased["reason"], "GDPR request 7");
     server.stop().await;
 
     let again = cli(

@@ -12,6 +12,7 @@
 //! family.
 
 mod change;
+pub mod history;
 #[cfg(test)]
 mod query_tests;
 mod retrieve;

@@ -15,8 +15,9 @@ use maud::html;
 
 use super::Review;
 use super::pages::{Viewer, layout, signed_in_view, unavailable, when};
-use super::read::{self, MemoryChange, actor_of};
+use super::read::{self, actor_of};
 use crate::app::call::access;
+use crate::app::memory::history::MemoryChange;
 
 pub(super) async fn page(
     State(review): State<Arc<Review>>,
@@ -34,10 +35,11 @@ pub(super) async fn page(
         .map(|u| u.trim().to_owned())
         .filter(|u| !u.is_empty());
     let may_read = move |user: &str| access::may_read_memories_of(&actor, user);
-    let history = match read::memory_history(&review.ledger, may_read, owner.clone()).await {
-        Ok(history) => history,
-        Err(e) => return unavailable(&viewer, &e),
-    };
+    let (history, events_read) =
+        match read::memory_history(&review.ledger, may_read, owner.clone()).await {
+            Ok(found) => found,
+            Err(e) => return unavailable(&viewer, &e),
+        };
     let mut by_memory: BTreeMap<&str, Vec<&MemoryChange>> = BTreeMap::new();
     for change in &history.changes {
         by_memory.entry(&change.memory_id).or_default().push(change);
@@ -47,7 +49,7 @@ pub(super) async fn page(
         p.note {
             "Memories whose owner (" code { "userId" } ") you may read: those you act for"
             " (an auditor: everyone's). Every version stays in the ledger until it is erased; "
-            (history.events_read) " event(s) read."
+            (events_read) " event(s) read."
         }
         table #owners {
             thead { tr { th { "Owner" } th { "Changes recorded" } } }

@@ -7,7 +7,7 @@
 //! one session's events (or the candidate sessions' when filtering by tool). The export is a
 //! call of `export_reasoning_audit` as the viewer, recorded in the ledger. Must not know: HTML.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::Review;
 use crate::app::App;
 use crate::app::call::access;
+use crate::app::memory::history::MemoryHistory;
 use crate::app::replay::timeline::{TimelineEntry, timeline};
 use crate::app::{EXPORT_REASONING_AUDIT_TOOL, ErrorCode};
 use crate::events::{Actor, Event, Fact, SessionId};
@@ -358,123 +359,30 @@ pub(super) async fn refusals(ledger: &LedgerHandle<App>) -> Result<(Vec<Refused>
     Ok((out, read))
 }
 
-/// One change to a memory, as the log recorded it.
-pub(super) struct MemoryChange {
-    pub seq: u64,
-    pub recorded_at: String,
-    pub principal: String,
-    pub session: Option<SessionId>,
-    pub memory_id: String,
-    /// `MemoryStored`, `MemorySuperseded`, `MemorySoftDeleted` or `MemoryErased`.
-    pub kind: String,
-    /// The version this change made (stored: 1), or how many it had (erased).
-    pub version: Option<u64>,
-    /// The content this change recorded, if any: its text, or `None` when it is gone (erased).
-    pub content: Option<Option<String>>,
-    /// What else it changed (strength, salience, sectors), in a line.
-    pub detail: String,
-    /// The erasure's reason (a hard delete or `erase --user-id`).
-    pub reason: Option<String>,
-}
-
 /// What the memories page reads: the owners the viewer may read (with their changes counted),
-/// and, for one owner, every change to their memories, oldest first.
-pub(super) struct MemoryHistory {
-    pub owners: BTreeMap<String, usize>,
-    pub changes: Vec<MemoryChange>,
-    pub events_read: u64,
-}
-
-/// Every change to the memories of the owners `may_read` admits; the changes themselves only
-/// for `owner`. Reads the whole log (newest first) beside the writer.
+/// and, for one owner, every change to their memories, oldest first; and how many events were
+/// read. Reads the whole log (newest first) beside the writer.
 pub(super) async fn memory_history(
     ledger: &LedgerHandle<App>,
     may_read: impl Fn(&str) -> bool + Send + 'static,
     owner: Option<String>,
-) -> Result<MemoryHistory, String> {
-    let start = MemoryHistory {
-        owners: BTreeMap::new(),
-        changes: Vec::new(),
-        events_read: 0,
-    };
-    let (events_read, mut history) = scan_newest(ledger, start, move |h, seq, value, log| {
-        let Some(facts) = value.get("facts").and_then(Value::as_array) else {
-            return Ok(true);
-        };
-        let reason = facts.iter().find_map(|f| {
-            (f["type"] == "TextsErased")
-                .then(|| f["reason"].as_str().unwrap_or_default().to_owned())
-        });
-        for fact in facts {
-            let kind = fact["type"].as_str().unwrap_or_default();
-            if !matches!(
-                kind,
-                "MemoryStored" | "MemorySuperseded" | "MemorySoftDeleted" | "MemoryErased"
-            ) {
-                continue;
-            }
-            let user = fact["userId"].as_str().unwrap_or_default();
-            if !may_read(user) {
-                continue;
-            }
-            *h.owners.entry(user.to_owned()).or_default() += 1;
-            if owner.as_deref() != Some(user) {
-                continue;
-            }
-            let content = match fact
-                .pointer("/content/textCommitment")
-                .and_then(Value::as_str)
-            {
-                None => None,
-                Some(c) => Some(hex32(c).map(|k| log.text(&k)).transpose()?.flatten()),
-            };
-            let detail = [
-                "strength",
-                "salience",
-                "primarySector",
-                "sectors",
-                "versions",
-            ]
-            .iter()
-            .filter_map(|k| {
-                fact.get(*k)
-                    .filter(|v| !v.is_null())
-                    .map(|v| format!("{k} {v}"))
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-            h.changes.push(MemoryChange {
-                seq,
-                recorded_at: value["recordedAt"].as_str().unwrap_or_default().to_owned(),
-                principal: value
-                    .pointer("/actor/principal")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                session: value
-                    .get("sessionId")
-                    .and_then(Value::as_str)
-                    .and_then(SessionId::parse),
-                memory_id: fact["memoryId"].as_str().unwrap_or_default().to_owned(),
-                kind: kind.to_owned(),
-                version: match kind {
-                    "MemoryStored" => Some(1),
-                    _ => fact
-                        .get("version")
-                        .or_else(|| fact.get("versions"))
-                        .and_then(Value::as_u64),
-                },
-                content,
-                detail,
-                reason: (kind == "MemoryErased").then(|| reason.clone()).flatten(),
-            });
-        }
-        Ok(true)
-    })
+) -> Result<(MemoryHistory, u64), String> {
+    let (events_read, mut history) = scan_newest(
+        ledger,
+        MemoryHistory::of(owner),
+        move |h, seq, value, log| {
+            h.visit(seq, value, &may_read, &mut |c| {
+                hex32(c)
+                    .map(|k| log.text(&k))
+                    .transpose()
+                    .map(Option::flatten)
+            })?;
+            Ok(true)
+        },
+    )
     .await?;
-    history.events_read = events_read;
     history.changes.reverse();
-    Ok(history)
+    Ok((history, events_read))
 }
 
 /// Reads the log's events newest first, handing each (seq, stored JSON, the log) to `visit`
