@@ -717,6 +717,11 @@ const NOT_A_TOOL: &[(&str, &str, &str)] = &[
         "\"think\",",
         "the word \"think\" of the argument rules (\"think so\" is no inference; a stop word)",
     ),
+    (
+        "app/cognition/argument_words.rs",
+        "\"think\",",
+        "the word \"think\" in the argument rules' word lists (a verb of saying, not a claim)",
+    ),
     ("main.rs", "=> \"export\"", "the CLI's `export` subcommand"),
     (
         "app/thinking.rs",

@@ -31,6 +31,11 @@ use super::bias::Span;
 use super::fallacies;
 use super::features::{self, Dimensions, Features, Quality};
 
+use super::argument_words::{
+    ABBREVIATIONS, CERTAINTY, EVALUATIVE, EVIDENCE_NOUNS, FORWARD, GROUPS, NEGATIVE, NUMBER_WORDS,
+    OPPOSITES, POSITIVE, SO_NOT_AFTER, SO_NOT_BEFORE, TIME_AFTER,
+};
+
 /// The rule set and version every answer made by these rules names.
 pub const RULES: &str = "thinkledger.cognition.argument/2";
 
@@ -227,10 +232,6 @@ pub(super) fn tokens(text: &str) -> Vec<Token> {
         .collect()
 }
 
-const ABBREVIATIONS: &[&str] = &[
-    "dr", "mr", "mrs", "ms", "prof", "st", "vs", "eg", "ie", "etc", "no",
-];
-
 /// Sentence spans: split at `!`, `?`, `;`, a line break, and a full stop followed by a space
 /// or the end (not after an abbreviation such as "Dr.").
 pub(super) fn sentences(text: &str) -> Vec<(usize, usize)> {
@@ -292,44 +293,6 @@ pub(super) fn clauses(text: &str) -> Vec<(usize, usize)> {
     }
     out
 }
-
-const FORWARD: &[&str] = &[
-    "so",
-    "therefore",
-    "thus",
-    "hence",
-    "consequently",
-    "accordingly",
-];
-/// "so" after these words is not an inference ("told me so", "or so", "do so").
-const SO_NOT_AFTER: &[&str] = &[
-    "or", "told", "said", "do", "did", "think", "thought", "hope", "not", "me", "it",
-];
-/// … nor before these ("so that", "so far", "so many").
-const SO_NOT_BEFORE: &[&str] = &[
-    "that", "far", "much", "many", "called", "long", "few", "little",
-];
-/// "since" before these is about time ("since last spring", "since moving").
-const TIME_AFTER: &[&str] = &[
-    "then",
-    "last",
-    "early",
-    "earlier",
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-    "childhood",
-    "birth",
-];
 
 static PHRASE_MARKERS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
@@ -522,100 +485,6 @@ pub(super) fn judges(ts: &[Token]) -> bool {
 
 // ---------------------------------------------------------------------------------------------
 // Concepts: stemmed content words and synonym groups.
-
-/// Synonym groups: a word of a group stands for the group's name.
-const GROUPS: &[(&str, &str)] = &[
-    (
-        "RELIABLE",
-        "reliable reliably reliability dependable dependability depend depends rely relies trust trusted trusts trustworthy trustworthiness credible consistent consistently",
-    ),
-    (
-        "UNRELIABLE",
-        "unreliable untrustworthy inconsistent fail fails failed failing failure failures break breaks broke broken crash crashes crashed",
-    ),
-    (
-        "FAIR",
-        "fair fairly fairness just justly justice equitable impartial unbiased",
-    ),
-    (
-        "UNFAIR",
-        "unfair unfairly unjust unjustly injustice inequitable biased",
-    ),
-    (
-        "HARM",
-        "harmful harm harms damage damages damaging hurt hurts dangerous danger unsafe hazardous unhealthy",
-    ),
-    ("SAFE", "safe safety harmless healthy"),
-    (
-        "LESS",
-        "lower lowers lowered less fewer reduce reduces reduced reduction decrease decreases decreased decline declines drop drops dropped fall falls fell shrink shrinks",
-    ),
-    (
-        "MORE",
-        "raise raises raised rise rises rose increase increases increased grow grows grew growth higher boost boosts",
-    ),
-    (
-        "PRODUCTIVE",
-        "productivity productive output efficiency efficient",
-    ),
-    (
-        "GOOD",
-        "good great excellent superior right correct ideal optimal perfect beneficial valuable worthwhile better best finest prudent wise sensible advisable reasonable justified warranted appropriate",
-    ),
-    (
-        "EASY",
-        "easy easier simple simpler intuitive straightforward effortless user-friendly",
-    ),
-    (
-        "BAD",
-        "bad poor terrible awful inferior wrong worse worst useless",
-    ),
-    ("TRUE", "true truth truthful accurate valid honest honesty"),
-    (
-        "IMPORTANT",
-        "important essential crucial vital necessary key",
-    ),
-    ("LIKE", "like likes love loves enjoy enjoys prefer prefers"),
-    ("DISLIKE", "hate hates dislike dislikes"),
-];
-
-/// A group and its opposite (a negated word of one is the other).
-const OPPOSITES: &[(&str, &str)] = &[
-    ("RELIABLE", "UNRELIABLE"),
-    ("FAIR", "UNFAIR"),
-    ("HARM", "SAFE"),
-    ("GOOD", "BAD"),
-    ("LESS", "MORE"),
-    ("LIKE", "DISLIKE"),
-];
-
-/// Groups that judge (an evaluative claim).
-const EVALUATIVE: &[&str] = &[
-    "EASY",
-    "GOOD",
-    "BAD",
-    "RELIABLE",
-    "UNRELIABLE",
-    "FAIR",
-    "UNFAIR",
-    "HARM",
-    "SAFE",
-    "TRUE",
-    "IMPORTANT",
-];
-/// Groups of either polarity: a positive judgement restated by another positive one is still
-/// a restatement.
-const POSITIVE: &[&str] = &[
-    "EASY",
-    "GOOD",
-    "RELIABLE",
-    "FAIR",
-    "SAFE",
-    "TRUE",
-    "IMPORTANT",
-    "PRODUCTIVE",
-];
-const NEGATIVE: &[&str] = &["BAD", "UNRELIABLE", "UNFAIR", "HARM"];
 
 pub(super) const NEGATIONS: &[&str] = &[
     "not", "no", "never", "without", "cannot", "cant", "dont", "doesnt", "isnt", "arent", "wasnt",
@@ -1007,78 +876,10 @@ pub(super) fn concept_set(ts: &[Token]) -> BTreeSet<String> {
 // ---------------------------------------------------------------------------------------------
 // Evidence.
 
-const NUMBER_WORDS: &[&str] = &[
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "fifteen",
-    "twenty",
-    "thirty",
-    "forty",
-    "fifty",
-    "hundred",
-    "hundreds",
-    "thousand",
-    "thousands",
-    "million",
-    "millions",
-    "billion",
-    "dozen",
-    "dozens",
-    "percent",
-    "half",
-    "third",
-    "quarter",
-];
 /// Counts that are exact (a crowd of "twelve labs" is counted, "millions" is not).
 pub(super) const EXACT_NUMBERS: &[&str] = &[
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     "twelve", "fifteen", "twenty", "thirty", "forty", "fifty",
-];
-const EVIDENCE_NOUNS: &[&str] = &[
-    "study",
-    "studies",
-    "data",
-    "dataset",
-    "survey",
-    "surveys",
-    "trial",
-    "trials",
-    "experiment",
-    "experiments",
-    "benchmark",
-    "benchmarks",
-    "test",
-    "tests",
-    "logs",
-    "log",
-    "report",
-    "reports",
-    "metrics",
-    "measurement",
-    "measurements",
-    "analysis",
-    "meta-analysis",
-    "sample",
-    "samples",
-    "inspection",
-    "audit",
-    "audits",
-    "results",
-    "evidence",
-    "statistics",
-    "records",
-    "interviews",
-    "replication",
-    "replications",
 ];
 /// Verbs that report an observation.
 pub(super) const OBSERVED: &[&str] = &[
@@ -1120,21 +921,6 @@ pub(super) fn evidence(ts: &[Token]) -> bool {
 
 // ---------------------------------------------------------------------------------------------
 // Scores.
-
-/// Words of certainty that a careful argument rarely needs.
-const CERTAINTY: &[&str] = &[
-    "clearly",
-    "obviously",
-    "certainly",
-    "definitely",
-    "undoubtedly",
-    "guaranteed",
-    "proves",
-    "proven",
-    "impossible",
-    "optimal",
-    "perfect",
-];
 
 /// The neutral value of every measure of a text that is not assessed.
 pub const NEUTRAL: f64 = 0.5;

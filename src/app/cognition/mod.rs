@@ -14,6 +14,7 @@
 
 mod appraisal;
 pub mod argument;
+mod argument_words;
 pub mod bias;
 pub mod decompose;
 pub mod emotion;
