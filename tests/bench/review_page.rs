@@ -116,6 +116,19 @@ fn main() {
         .build()
         .expect("runtime");
     let client = reqwest::Client::new();
+    // The server logs its address before its ledger is open: wait for it to be ready, so the
+    // first request measures the page, not the opening.
+    let ready = Instant::now();
+    runtime.block_on(async {
+        loop {
+            let answer = client.get(format!("{base}/readyz")).send().await;
+            if answer.is_ok_and(|r| r.status().is_success()) || ready.elapsed().as_secs() > 120 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    println!("ready after {:.2} s", ready.elapsed().as_secs_f64());
     let last_page = thoughts.div_ceil(100);
     let pages = [
         ("first page", format!("{base}/review/session/{session}")),
@@ -128,9 +141,11 @@ fn main() {
             format!("{base}/review/session/{session}?seq={}", thoughts / 2),
         ),
     ];
+    let baseline = std::env::var_os("THINKLEDGER_BENCH_SERVER").is_some();
     for (name, url) in &pages {
         let mut samples = Vec::new();
         let mut bytes = 0;
+        let mut cold = None;
         for _ in 0..repeats {
             let at = Instant::now();
             let body = runtime.block_on(async {
@@ -138,19 +153,29 @@ fn main() {
                 assert_eq!(response.status().as_u16(), 200, "{url}");
                 response.bytes().await.expect("body")
             });
-            samples.push(at.elapsed());
+            let took = at.elapsed();
+            // The first request of a page reads from a cold cache: reported apart.
+            if cold.is_none() {
+                cold = Some(took);
+            } else {
+                samples.push(took);
+            }
             bytes = body.len();
+        }
+        if samples.is_empty() {
+            samples.extend(cold);
         }
         let l = Latency::of(&samples);
         println!(
-            "{name:<22} {:>9} bytes  p50 {:>7.1} ms  p90 {:>7.1} ms  max {:>7.1} ms  (n={})",
+            "{name:<22} {:>9} bytes  first {:>7.1} ms, then p50 {:>7.1} ms  p90 {:>7.1} ms  max {:>7.1} ms  (n={})",
             bytes,
+            cold.unwrap_or_default().as_secs_f64() * 1e3,
             l.p50 / 1e3,
             l.p90 / 1e3,
             l.max / 1e3,
             l.n
         );
-        if full {
+        if full && !baseline {
             assert!(bytes < 1_000_000, "{name}: {bytes} bytes");
         }
     }
