@@ -46,6 +46,8 @@ struct Targets {
     auditor: String,
     /// The seq of bob's refused probe of alice's session.
     probe: u64,
+    /// alice's session with a stored memory and a `detect_bias` result.
+    mixed: String,
     alice: String,
     alice_again: String,
     alice_deliberation: String,
@@ -161,6 +163,29 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
     )
     .await;
     let probe = probe["seq"].as_u64().expect("the probe is recorded");
+    // A session of alice's with a memory and a cognition result.
+    let mixed = thinkledger::tools::SessionSlot::fresh();
+    let stored = crate::review::call(
+        &server,
+        "alice",
+        &mixed,
+        "store_memory",
+        json!({"content": "Acme wants SOC2 evidence monthly", "userId": "alice",
+               "sessionId": "chat-1", "primarySector": "semantic"}),
+    )
+    .await;
+    let mixed_session = stored["metadata"]["sessionId"].as_str().map(str::to_owned);
+    let judged = crate::review::call(
+        &server,
+        "alice",
+        &mixed,
+        "detect_bias",
+        json!({"reasoning": "All the data I've seen supports my hypothesis that users prefer feature A"}),
+    )
+    .await;
+    let mixed_session = mixed_session
+        .or_else(|| judged["metadata"]["sessionId"].as_str().map(str::to_owned))
+        .expect("the cognition call names its session");
     let mut driver = Driver::start(&chromedriver).await;
     let mut capabilities = serde_json::Map::new();
     capabilities.insert(
@@ -184,6 +209,7 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
         token: rig.token("alice").to_owned(),
         auditor: rig.token("carol").to_owned(),
         probe,
+        mixed: mixed_session,
         alice: rig.alice.clone(),
         alice_again: rig.alice_again.clone(),
         alice_deliberation: rig.alice_deliberation.clone(),
@@ -370,6 +396,32 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
         nothing_from_elsewhere(&browser).await;
         shoot(&browser, "07-call-details.png").await;
 
+        // A memory's and a cognition tool's recorded content.
+        browser
+            .goto(&format!("{}/review/session/{}", rig.base, rig.mixed))
+            .await?;
+        for summary in browser
+            .find_all(Locator::Css("table#timeline details summary"))
+            .await?
+        {
+            summary.click().await?;
+        }
+        let calls = browser
+            .find(Locator::Css("table#timeline"))
+            .await?
+            .text()
+            .await?;
+        for shown in [
+            "MemoryStored",
+            "Acme wants SOC2 evidence monthly",
+            "CognitionRecorded",
+            "All the data I've seen supports my hypothesis",
+        ] {
+            assert!(calls.contains(shown), "{shown} missing: {calls}");
+        }
+        nothing_from_elsewhere(&browser).await;
+        shoot(&browser, "08-memory-and-cognition.png").await;
+
         // Search across her sessions.
         browser
             .find(Locator::LinkText("Search"))
@@ -392,7 +444,7 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .await?;
         assert!(hits.len() >= 2, "{} hits", hits.len());
         nothing_from_elsewhere(&browser).await;
-        shoot(&browser, "08-search.png").await;
+        shoot(&browser, "09-search.png").await;
 
         // Memories, and no refusals page for a member.
         browser
@@ -401,7 +453,7 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
             .click()
             .await?;
         settled(&browser, "table#owners").await?;
-        shoot(&browser, "09-memories.png").await;
+        shoot(&browser, "10-memories.png").await;
         assert!(
             browser
                 .find(Locator::LinkText("Refused calls"))
@@ -437,7 +489,7 @@ async fn a_reviewer_logs_in_and_reads_a_session_in_headless_chromium() {
         assert!(listed.contains("unknown_session"), "{listed}");
         assert!(listed.contains(&rig.probe.to_string()), "{listed}");
         nothing_from_elsewhere(&browser).await;
-        shoot(&browser, "10-refusals.png").await;
+        shoot(&browser, "11-refusals.png").await;
         browser
             .find(Locator::Css("header form button"))
             .await?
