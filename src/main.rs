@@ -98,6 +98,14 @@ enum Command {
     },
     /// Print the ledger's public key (a C2SP verifier key) for checking its signed checkpoints.
     Key,
+    /// Copy the ledger into DEST, a new data directory, while servers run (through the one that
+    /// serves the directory) or not: the log as of its latest durable batch, its texts, signed
+    /// checkpoints, signing key and tokens; the copy is verified before it is put in place.
+    /// `thinkledger --data-dir DEST serve` continues it (docs/operations.md).
+    Backup {
+        /// The new data directory: must not exist, or be empty.
+        dest: PathBuf,
+    },
     /// Run the reasoning engine on TASK: the configured model (THINKLEDGER_MODEL_PROVIDER_URL)
     /// calls thinkledger's tools (and external MCP servers) in a loop; every step is recorded in
     /// the run's session. Exit 0 when the run completed, 3 otherwise (the status says how).
@@ -234,6 +242,7 @@ impl Command {
             Command::Checkpoint => "checkpoint",
             Command::Erase { .. } => "erase",
             Command::Key => "key",
+            Command::Backup { .. } => "backup",
             Command::Agent { .. } => "agent",
             Command::Sessions { .. } => "sessions",
             Command::Export { .. } => "export",
@@ -315,6 +324,17 @@ struct ServeArgs {
     /// potion-base-2M model. Memories embedded with one model are not compared with another's.
     #[arg(long, value_name = "DIR", env = "THINKLEDGER_EMBEDDING_MODEL")]
     embedding_model: Option<PathBuf>,
+    /// Stream every committed event as an audit record to a SIEM: syslog+tcp://HOST:PORT
+    /// (RFC 5424 messages, RFC 6587 octet counting) or file:PATH (JSON lines). In seq order, at
+    /// least once, resumed from the last record the target acknowledged (docs/audit.md). Only
+    /// the process that owns the data directory streams.
+    #[arg(long, value_name = "TARGET", env = "THINKLEDGER_AUDIT_STREAM")]
+    audit_stream: Option<String>,
+    /// With --audit-stream: also send each call's recorded arguments with their texts (what
+    /// callers wrote: thoughts, queries, memories). Off by default: records name the call, not
+    /// its content, and an erasure cannot reach a copy in the SIEM.
+    #[arg(long, requires = "audit_stream")]
+    audit_stream_arguments: bool,
 }
 
 fn main() -> ExitCode {
@@ -491,6 +511,7 @@ fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
             principal: principal(),
         },
         Command::Key => LedgerCommand::Key,
+        Command::Backup { dest } => LedgerCommand::Backup { dest },
         Command::Sessions { json } => LedgerCommand::Sessions { json },
         Command::Export { session, format } => LedgerCommand::Export {
             session,
@@ -614,9 +635,11 @@ fn command_runner(dir: &LedgerPlace) -> thinkledger::server::owner::accept::Comm
     })
 }
 
-/// What an owner's ledger told its watchers: a shared store's write failed.
+/// What an owner's ledger told its watchers (a shared store's write failed), and the audit
+/// stream that follows it, to be finished before the ledger closes.
 struct Watch {
     write_failed: Arc<std::sync::atomic::AtomicBool>,
+    stream: Option<server::audit_stream::AuditStream>,
 }
 
 /// Opens the ledger this process now owns (replayed behind, so `initialize` and the lists are
@@ -676,7 +699,30 @@ fn start_ledger(
             }
         }
     });
-    Ok((ledger, Watch { write_failed }))
+    let stream = audit_stream(args)?.map(|config| {
+        server::audit_stream::AuditStream::start(ledger.clone(), dir.data_dir.clone(), config)
+    });
+    Ok((
+        ledger,
+        Watch {
+            write_failed,
+            stream,
+        },
+    ))
+}
+
+/// What `--audit-stream` asks for, its file made absolute against the working directory.
+fn audit_stream(args: &ServeArgs) -> anyhow::Result<Option<server::audit_stream::StreamConfig>> {
+    let Some(raw) = &args.audit_stream else {
+        return Ok(None);
+    };
+    let target = server::audit_stream::Target::parse(raw)
+        .map_err(|e| anyhow::anyhow!(e))?
+        .absolute(&std::env::current_dir()?);
+    Ok(Some(server::audit_stream::StreamConfig {
+        target,
+        arguments: args.audit_stream_arguments,
+    }))
 }
 
 /// How a server that owned its ledger ends: with the reason its calls were refused, if any.
@@ -701,6 +747,13 @@ fn ending(
 
 fn serve(dir: &LedgerPlace, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let toolsets = Toolsets::parse(&args.toolsets)?;
+    if audit_stream(&args)?.is_some() && dir.store.is_some() {
+        bail!(
+            "--audit-stream follows a ledger kept in the data directory; a ledger in PostgreSQL \
+             (--store) is several nodes' log, which no one node streams: stream from the \
+             database instead (logical replication or a trigger on thinkledger_events)"
+        );
+    }
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
@@ -758,7 +811,7 @@ async fn serve_http(
                 .with_context(|| format!("--principal-header {name:?} is not a header name"))?,
         );
     }
-    let (ledger, watch) = start_ledger(dir, args, &shutdown)?;
+    let (ledger, mut watch) = start_ledger(dir, args, &shutdown)?;
     // A node of a shared database is supervised: one whose ledger cannot open (no key of the
     // ledger, the database unreachable) stops, saying why, so that its supervisor sees it. A
     // server of its own ledger stays up and refuses every call with the reason.
@@ -780,14 +833,20 @@ async fn serve_http(
         lock,
         ledger.clone(),
         Some(command_runner(dir)),
-    );
+    )
+    .with_stream(watch.stream.take());
     let served =
         server::serve_http_only(listener, ledger.clone(), catalog, config, shutdown.clone()).await;
     shutdown.cancel();
     #[cfg(unix)]
     owned.close().await;
     #[cfg(not(unix))]
-    ledger.shutdown().await;
+    {
+        if let Some(stream) = watch.stream.take() {
+            stream.finish().await;
+        }
+        ledger.shutdown().await;
+    }
     served?;
     ending(&ledger, &watch)
 }
@@ -829,13 +888,14 @@ async fn serve_stdio(
         }
         Err(e) => Err(e.into()),
         Ok(Door::Owner(lock)) => {
-            let (ledger, watch) = start_ledger(dir, args, &shutdown)?;
+            let (ledger, mut watch) = start_ledger(dir, args, &shutdown)?;
             let owned = Owned::listen(
                 &dir.data_dir,
                 lock,
                 ledger.clone(),
                 Some(command_runner(dir)),
-            );
+            )
+            .with_stream(watch.stream.take());
             tracing::info!("serving MCP over stdio");
             let server = ThinkServer::new(ledger.clone(), catalog, "stdio");
             let served =
@@ -851,10 +911,11 @@ async fn serve_stdio(
                 let args = args.clone();
                 move |lock| {
                     tracing::info!("no process owns the ledger any more: this one does now");
-                    let (ledger, _watch) =
+                    let (ledger, watch) =
                         start_ledger(&dir, &args, &shutdown).map_err(|e| format!("{e:#}"))?;
                     let owned =
-                        Owned::listen(&dir.data_dir, lock, ledger, Some(command_runner(&dir)));
+                        Owned::listen(&dir.data_dir, lock, ledger, Some(command_runner(&dir)))
+                            .with_stream(watch.stream);
                     *promoted
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(owned);

@@ -1,5 +1,5 @@
 //! The commands that read or write a ledger (`verify`, `sessions`, `export`, `replay`, `diff`,
-//! `audit`, `key`, `checkpoint`, `erase`), written once for both ways they run: on a ledger
+//! `audit`, `key`, `checkpoint`, `erase`, `backup`), written once for both ways they run: on a ledger
 //! this process opens (nothing serves the directory), or on the ledger of the process that
 //! serves it, sent there through its socket (`server::owner`) and run in that process, which
 //! hands back what the command printed. Either way the output is the same.
@@ -40,6 +40,10 @@ pub enum LedgerCommand {
         principal: String,
     },
     Key,
+    /// `backup DEST`: a verified copy in a new data directory.
+    Backup {
+        dest: PathBuf,
+    },
     Sessions {
         json: bool,
     },
@@ -78,6 +82,7 @@ impl LedgerCommand {
         };
         match &mut self {
             Self::Verify { checkpoints, .. } => checkpoints.iter_mut().for_each(fix),
+            Self::Backup { dest } => fix(dest),
             Self::Audit {
                 since_checkpoint,
                 output,
@@ -188,6 +193,10 @@ pub async fn run(
     {
         return verify(served, place, *json, checkpoints, pubkey.as_deref(), io).await;
     }
+    // A backup reads the store itself, as verify does: no replay of the log.
+    if let LedgerCommand::Backup { dest } = &command {
+        return super::backup::backup(served, place, dest, io).await;
+    }
     let opened = match served {
         Some(_) => None,
         None => Some(server::open(place, config.clone())?),
@@ -212,7 +221,9 @@ async fn on_ledger(
 ) -> anyhow::Result<u8> {
     let mut out = io.out.writer();
     match command {
-        LedgerCommand::Verify { .. } => unreachable!("verify reads the store itself"),
+        LedgerCommand::Verify { .. } | LedgerCommand::Backup { .. } => {
+            unreachable!("verify and backup read the store themselves")
+        }
         LedgerCommand::Checkpoint => {
             let signed = ledger.checkpoint().await?;
             write!(out, "{}", signed.note)?;

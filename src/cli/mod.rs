@@ -4,5 +4,6 @@
 
 pub mod agent;
 pub mod audit;
+pub mod backup;
 pub mod ledger;
 pub mod token;

@@ -955,6 +955,7 @@ impl Store for SledStore {
         Ok(Some(Box::new(SledReadOnly {
             meta: self.meta()?,
             last: self.last_seq()?,
+            end: self.log.end(),
             parts,
         })))
     }
@@ -962,11 +963,13 @@ impl Store for SledStore {
 
 /// The embedded log as it stood when [`Store::read_only`] was called, read beside its writer
 /// through handles of its own (the index file's reader, sled's trees, the log file read by
-/// `pread`): events up to that seq; texts as indexed when read (a text the writer adds later
-/// is hashed too, and an erased one reads as erased). Holding it keeps sled's trees open.
+/// `pread`): events up to that seq, and the texts of the frames up to there (a text erased
+/// since reads as erased). Holding it keeps sled's trees open.
 struct SledReadOnly {
     meta: Option<LedgerMeta>,
     last: Option<u64>,
+    /// Where the log's last frame ended then: a text past it came with a later event.
+    end: u64,
     parts: ReadParts,
 }
 
@@ -1018,12 +1021,13 @@ impl Store for SledReadOnly {
     }
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
         match slot_in(&self.parts.texts, commitment)? {
-            None => Ok(None),
-            Some(slot) => self.parts.log.text(slot, commitment),
+            Some(slot) if slot.offset < self.end => self.parts.log.text(slot, commitment),
+            _ => Ok(None),
         }
     }
     fn texts_in_file_order(&self) -> Result<TextIter<'_>, LedgerError> {
-        let slots = slots_in_file_order(&self.parts.texts)?;
+        let mut slots = slots_in_file_order(&self.parts.texts)?;
+        slots.retain(|(_, slot)| slot.offset < self.end);
         Ok(Box::new(self.parts.log.texts_in_order(slots)))
     }
     fn erase_texts(&mut self, _: &[[u8; 32]]) -> Result<(), LedgerError> {
@@ -1187,6 +1191,33 @@ mod tests {
         );
         let all: Vec<u64> = store.events_from(1).map(|r| r.unwrap().0).collect();
         assert_eq!(all, vec![1, 2]);
+    }
+
+    /// A read-only view holds the log as it stood: later events are not in it, nor the
+    /// texts that came with them (a backup taken from it holds no text without its event).
+    #[test]
+    fn a_read_only_view_holds_neither_the_events_nor_the_texts_written_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = SessionId::random();
+        let mut store = SledStore::reopen(dir.path());
+        store.append_batch(&batch(1, &session)).unwrap();
+        store.sync().unwrap();
+        let view = store.read_only().unwrap().unwrap();
+        store.append_batch(&batch(2, &session)).unwrap();
+        store.sync().unwrap();
+        assert_eq!(view.last_seq().unwrap(), Some(1));
+        let all: Vec<u64> = view.events_from(1).map(|r| r.unwrap().0).collect();
+        assert_eq!(all, vec![1]);
+        assert_eq!(view.session_seqs(&session).unwrap(), vec![1]);
+        assert_eq!(view.text(&[1; 32]).unwrap().unwrap().text, "text 1");
+        assert_eq!(view.text(&[2; 32]).unwrap(), None);
+        let texts: Vec<[u8; 32]> = view
+            .texts_in_file_order()
+            .unwrap()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(texts, vec![[1; 32]]);
+        assert_eq!(store.texts_in_file_order().unwrap().count(), 2);
     }
 
     /// A server's store lets go of its reads by opening its database again: what was staged

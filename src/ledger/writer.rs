@@ -364,6 +364,9 @@ struct OpenGate {
     shared: AtomicBool,
     /// The log's size and latest checkpoint, left by the writer for metrics scrapes.
     levels: Levels,
+    /// The log as any thread may read it beside the writer ([`Store::session_log`]), once the
+    /// store is open and when it can be read so.
+    log: std::sync::OnceLock<Arc<dyn SessionLog>>,
     wait: Duration,
 }
 
@@ -377,6 +380,7 @@ impl OpenGate {
             from_snapshot: AtomicU64::new(0),
             shared: AtomicBool::new(false),
             levels: Levels::default(),
+            log: std::sync::OnceLock::new(),
             wait,
         }
     }
@@ -594,6 +598,37 @@ impl<D: Decider> LedgerHandle<D> {
         if self.tx.send(Message::Shutdown(tx)).await.is_ok() {
             let _ = rx.await;
         }
+    }
+
+    /// The seq of the last event in the latest published view: every event up to it is
+    /// durable and answered (0 before the ledger is open, or while it is empty).
+    pub fn head(&self) -> u64 {
+        self.published.borrow().head
+    }
+
+    /// Returns the published head once it is past `seq` (at once when it already is), or
+    /// [`LedgerError::WriterStopped`] once the writer stopped: what a follower of the log (the
+    /// audit stream) waits on, without a message to the writer.
+    pub async fn head_past(&self, seq: u64) -> Result<u64, LedgerError> {
+        let past = |p: &Published<D::View>| p.stopped || p.head > seq;
+        let mut rx = self.published.subscribe();
+        let latest = rx
+            .wait_for(past)
+            .await
+            .map_err(|_| LedgerError::WriterStopped)?;
+        if latest.head > seq {
+            Ok(latest.head)
+        } else {
+            Err(LedgerError::WriterStopped)
+        }
+    }
+
+    /// The log as any thread may read it beside the writer, by seq ([`SessionLog`]): every
+    /// event up to [`LedgerHandle::head`] can be read from it. `None` while the ledger is
+    /// opening, and for a store that cannot be read so (a shared database). Reads fail once
+    /// the ledger is shut down.
+    pub fn log_reader(&self) -> Option<Arc<dyn SessionLog>> {
+        self.gate.log.get().cloned()
     }
 
     /// Whether the ledger's store is shared with other writers ([`Store::shared`]); known once
@@ -1351,6 +1386,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         check_behind: bool,
     ) -> Result<Self, LedgerError> {
         if let Some(log) = store.session_log() {
+            let _ = gate.log.set(log.clone());
             decider.attach_log(log);
         }
         let snapshots = (config.snapshot_every > 0 && decider.state_version().is_some())

@@ -7,6 +7,7 @@
 //! Both transports go through the edge in `framing`, which answers every message rmcp would
 //! drop and orders each connection's requests by their admission into the ledger's queue.
 
+pub mod audit_stream;
 pub mod auth;
 pub mod framing;
 pub mod metrics;

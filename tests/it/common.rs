@@ -325,6 +325,27 @@ impl HttpServer {
         snapshot(&self.stderr)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the server is running")
+    }
+
+    /// Stops the server as a service manager does (SIGTERM) and waits for a clean exit: it
+    /// finishes what it holds and closes its ledger.
+    pub async fn terminate(mut self) {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success(), "kill -TERM failed");
+        let status = self.exited().await;
+        assert!(
+            status.success(),
+            "the server exited with {status} after SIGTERM; stderr:\n{}",
+            self.stderr()
+        );
+    }
+
     /// SIGKILLs the server and reaps it, so its ledger lock is released.
     pub async fn kill(mut self) {
         within("SIGKILL the HTTP server", self.child.kill())

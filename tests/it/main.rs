@@ -5,6 +5,8 @@
 
 mod agent;
 mod audit;
+mod audit_stream;
+mod backup;
 mod cognition;
 mod common;
 mod deliberation;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::{HANDSHAKE_TIMEOUT, Hello, OwnerLock, Welcome, build, read_line, socket_path};
 use crate::app::App;
 use crate::ledger::LedgerHandle;
+use crate::server::audit_stream::AuditStream;
 use crate::server::framing;
 use crate::tools::{Catalog, ThinkServer, Toolsets};
 
@@ -100,6 +101,8 @@ pub struct Owned {
     connections: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
     /// The socket file, when one could be made.
     socket: Option<PathBuf>,
+    /// The audit stream that follows the ledger, finished before the ledger closes.
+    stream: Option<AuditStream>,
     _lock: OwnerLock,
 }
 
@@ -153,8 +156,16 @@ impl Owned {
             stop,
             connections,
             socket,
+            stream: None,
             _lock: lock,
         }
+    }
+
+    /// The same owner, with the audit stream that follows its ledger: [`Owned::close`] lets
+    /// it send what is left before the ledger closes.
+    pub fn with_stream(mut self, stream: Option<AuditStream>) -> Self {
+        self.stream = stream;
+        self
     }
 
     /// Hands the ledger on and closes it: no new peer (the socket goes), each relay's calls in
@@ -186,6 +197,9 @@ impl Owned {
             }
         }
         self.stop.cancel();
+        if let Some(stream) = self.stream {
+            stream.finish().await;
+        }
         self.ledger.shutdown().await;
     }
 }
