@@ -450,6 +450,7 @@ async fn resources_list_sessions_and_return_one_session_with_its_chain() {
             .collect::<Vec<_>>(),
         [
             "ledger://session/{id}",
+            "ledger://memories/{userId}",
             "reasoning://session/{id}/deliberation",
             "reasoning://session/{id}/assumptions",
             "reasoning://session/{id}/checkpoints",
