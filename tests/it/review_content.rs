@@ -40,6 +40,7 @@ pub async fn attempt(
                 toolsets: EnabledToolsets::new(Toolsets::all()),
                 idempotency_key: None,
                 reporter: Reporter::silent(),
+                origin: Default::default(),
             },
             None,
         )
@@ -315,6 +316,7 @@ async fn an_export_since_the_checkpoint_a_reviewer_kept_passes_verify_export_wit
                     toolsets: EnabledToolsets::new(Toolsets::all()),
                     idempotency_key: None,
                     reporter: Reporter::silent(),
+                    origin: Default::default(),
                 },
                 None,
             )
