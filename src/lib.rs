@@ -5,7 +5,8 @@
 //! `events` ← `effects`, `ledger`, `projections` ← `audit`, `export` ← `app` ← `tools` ← `agent`,
 //! `server` ← `main`. `effects` is the one door to the clock, randomness and the environment.
 //! `agent` is the reasoning engine (an LLM ⇄ tools loop whose every step is a ledger event).
-//! `metrics` (Prometheus) names no other module: any layer records into it.
+//! `metrics` (Prometheus) names no other module: any layer records into it. `otel` (the
+//! OpenTelemetry spans of the calls) names only `events`; `tools` makes a span of each call.
 //! See docs/ARCHITECTURE.md for the code map and the invariants each layer keeps.
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
@@ -27,6 +28,7 @@ pub mod index;
 pub mod ledger;
 pub mod metrics;
 pub mod model;
+pub mod otel;
 pub mod projections;
 pub mod server;
 pub mod tools;

@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use cli::ledger::LedgerCommand;
 use thinkledger::app::AppConfig;
 use thinkledger::ledger::{LedgerError, keyfile};
+use thinkledger::otel::{self, OtelConfig};
 use thinkledger::server::auth::Authenticator;
 use thinkledger::server::{self, HttpConfig, LedgerPlace};
 use thinkledger::tools::quotas::QuotaLimits;
@@ -754,17 +755,34 @@ fn serve(dir: &LedgerPlace, args: ServeArgs) -> anyhow::Result<ExitCode> {
              database instead (logical replication or a trigger on thinkledger_events)"
         );
     }
+    // OpenTelemetry's standard variables: an OTLP endpoint turns span exporting on (the SDK
+    // reads the rest of its configuration itself).
+    let otel = OtelConfig::from_lookup(|name| std::env::var(name).ok());
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));
+        // A collector that cannot be reached never stops the server: the spans are lost, the
+        // calls are not.
+        let exporting = otel.and_then(|config| {
+            otel::start(&config)
+                .inspect_err(|e| tracing::error!(error = %e, "spans will not be exported"))
+                .ok()
+        });
         let catalog = Arc::new(Catalog::new(toolsets));
-        match args.http {
+        let served = match args.http {
             Some(addr) => serve_http(dir, &args, addr, catalog, shutdown).await,
             None => serve_stdio(dir, &args, catalog, shutdown).await,
+        };
+        if let Some(exporting) = exporting {
+            exporting.shutdown(OTEL_PATIENCE).await;
         }
+        served
     })
 }
+
+/// How long a server that exports spans waits at exit for the last ones to be sent.
+const OTEL_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
 
 async fn serve_http(
     dir: &LedgerPlace,

@@ -131,6 +131,7 @@ impl ToolExecutor for LedgerTools {
                 toolsets: self.toolsets.clone(),
                 idempotency_key: None,
                 reporter: Reporter::silent(),
+                origin: Default::default(),
             };
             let result = self.server.call(call, None).await;
             Ok(outcome_of(&result))

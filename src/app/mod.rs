@@ -45,7 +45,7 @@ use serde_json::{Map, Value, json};
 use crate::effects::Prepared;
 use crate::events::{
     Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, RecordedEffects,
-    RecordedEmbedding, RecordedModelCall, SessionId, TextLookup,
+    RecordedEmbedding, RecordedModelCall, SessionId, TextLookup, TraceContext,
 };
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
@@ -155,6 +155,10 @@ pub struct Command {
     /// A client-chosen key (MCP `_meta.idempotencyKey`): a call whose key this principal
     /// already used is answered with the recorded outcome and appends nothing.
     pub idempotency_key: Option<String>,
+    /// The W3C trace context the caller sent (MCP `_meta.traceparent`, or the HTTP header),
+    /// already found well formed: an input recorded as received (the event's `trace`), never
+    /// read by a decision. Re-execution gives back the recorded one.
+    pub trace: Option<TraceContext>,
     /// The effects the call took before it was sent: its time and its seed (*prepare*).
     pub prepared: Prepared,
     /// The caller's view of the call while it is decided (progress, cancellation); never
@@ -184,6 +188,7 @@ impl Command {
             toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
+            trace: None,
             prepared,
             watch: call::Watch::default(),
             precomputed: call::Precomputed::default(),
@@ -420,6 +425,7 @@ impl Decider for App {
             texts,
             response_ref: None,
             replay_of: None,
+            trace: command.trace.clone(),
         }
     }
 
@@ -646,6 +652,7 @@ impl App {
             texts,
             response_ref,
             replay_of: None,
+            trace: command.trace.clone(),
         }
     }
 
@@ -685,6 +692,7 @@ impl App {
             texts: Vec::new(),
             response_ref: None,
             replay_of: None,
+            trace: command.trace.clone(),
         }
     }
 

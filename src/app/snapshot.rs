@@ -88,7 +88,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/11",
-        "f3ecb2ae6004fe970c97682e6977382c47cf73c2e3cc09cfa7851c9bcb9a35ef",
+        "23b329504a80228bd866b7b5f010ac33217934142c8a7937787c9e03921d4112",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts

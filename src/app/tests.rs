@@ -50,6 +50,7 @@ impl Given {
             toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
+            trace: None,
             prepared: SystemEffects.prepare(),
             watch: Default::default(),
             precomputed: Default::default(),

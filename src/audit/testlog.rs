@@ -236,6 +236,7 @@ impl TestLog {
                 decide_micros: None,
             },
             provenance: Provenance::rules("thinkledger.test"),
+            trace: None,
             prev_hash: self
                 .hashes
                 .last()

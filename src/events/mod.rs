@@ -15,6 +15,7 @@ pub mod deliberation;
 pub mod lux;
 pub mod memory;
 pub mod thinking;
+pub mod trace;
 
 use std::fmt;
 
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use thinking::ThoughtRecorded;
+pub use trace::{InvalidTraceContext, TraceContext};
 
 /// The envelope version written by this build. Readers accept every version up to this one.
 pub const ENVELOPE_VERSION: u32 = 1;
@@ -105,6 +107,12 @@ pub struct Event {
     pub outcome: Outcome,
     /// Where derived output came from (rule set and version, or model and provider).
     pub provenance: Provenance,
+    /// The W3C trace context the caller sent with the call (MCP `_meta.traceparent`, or the
+    /// HTTP `traceparent` header), recorded as received so that an auditor can join the event
+    /// with the caller's trace. Absent from the canonical form when the call carried none (or
+    /// an ill-formed one), so every event without it hashes as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceContext>,
     /// `hash` of event `seq - 1`; 64 zeros for the first event.
     pub prev_hash: String,
     /// This event's hash over its canonical form without this field.
@@ -395,6 +403,27 @@ mod tests {
         assert_eq!(SessionId::parse(id.as_str()), Some(id.clone()));
         assert_eq!(SessionId::parse(&id.as_str().to_uppercase()), None);
         assert_eq!(SessionId::parse("not-a-uuid"), None);
+    }
+
+    /// `trace` is left out when absent, so events written before it existed keep their bytes;
+    /// present, it holds the two W3C strings under their W3C names.
+    #[test]
+    fn the_trace_member_is_omitted_when_absent() {
+        let example = r#"{"actor":{"clientName":null,"clientVersion":null,"principal":"local","transport":"stdio"},"call":{"arguments":{},"tool":"t"},"facts":[],"hash":"","kind":"ToolCallRecorded","ledgerId":"l","outcome":{"error":null,"responseDigest":"d","status":"ok"},"prevHash":"p","provenance":{"kind":"rules","name":"n","version":"1"},"recordedAt":"r","seq":1,"sessionId":null,"v":1}"#;
+        let mut event: Event = serde_json::from_str(example).unwrap();
+        assert_eq!(event.trace, None);
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json, serde_json::from_str::<Value>(example).unwrap());
+        event.trace = Some(TraceContext {
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+            tracestate: None,
+        });
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            json["trace"],
+            serde_json::json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+        );
+        assert_eq!(serde_json::from_value::<Event>(json).unwrap(), event);
     }
 
     #[test]

@@ -37,7 +37,7 @@ use super::view::{LogView, SessionLog, SignedCheckpoint, TextState};
 use super::{FORMAT, LedgerError, format_timestamp};
 use crate::events::{
     Actor, Call, ENVELOPE_VERSION, ErrorRecord, Event, Fact, KIND_TOOL_CALL_RECORDED, Outcome,
-    OutcomeStatus, Provenance, SessionId, TextLookup, TextRef,
+    OutcomeStatus, Provenance, SessionId, TextLookup, TextRef, TraceContext,
 };
 
 /// New erasable text produced by a decision, to be stored beside its event.
@@ -65,6 +65,8 @@ pub struct Draft {
     /// Set when the call repeats one already recorded (same idempotency key): the writer answers
     /// with this outcome and appends nothing.
     pub replay_of: Option<Committed>,
+    /// The caller's trace context, recorded as the event's `trace` member.
+    pub trace: Option<TraceContext>,
 }
 
 /// A durable call, as answered to its caller.
@@ -1995,6 +1997,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 decide_micros: Some(decide_micros),
             },
             provenance: draft.provenance,
+            trace: draft.trace,
             prev_hash: self.head.hash.clone(),
             hash: String::new(),
         };
@@ -2285,6 +2288,7 @@ mod tests {
                 texts: Vec::new(),
                 response_ref: None,
                 replay_of: None,
+                trace: None,
             }
         }
 
@@ -2877,6 +2881,7 @@ mod tests {
                     decide_micros: None,
                 },
                 provenance: Provenance::rules("test"),
+                trace: None,
                 prev_hash: prev.clone(),
                 hash: String::new(),
             };

@@ -816,6 +816,7 @@ mod tests {
                 decide_micros: None,
             },
             provenance: crate::events::Provenance::rules("test"),
+            trace: None,
             prev_hash: String::new(),
             hash: String::new(),
         }

@@ -16,6 +16,7 @@ mod deliberation;
 mod lux;
 mod maxential;
 mod memory;
+mod origin;
 mod prompts;
 pub mod quotas;
 mod reasoning;
@@ -45,6 +46,7 @@ pub use catalog::{
     CallerEffect, Catalog, DEFAULT_FAMILIES, FAMILIES, ToolEntry, Toolsets, UnknownToolset,
 };
 pub use current::{CurrentSessions, LOCAL_PRINCIPAL, Principal, Role, SessionSlot};
+pub use origin::{CallOrigin, TRACEPARENT, TRACESTATE};
 pub use resources::{session_document, sessions_document, summary};
 pub use toolsets::{EnabledToolsets, ToolsetsByPrincipal};
 pub use utilities::{ConnectionLevel, Reporter};
@@ -52,7 +54,7 @@ pub use utilities::{ConnectionLevel, Reporter};
 use crate::app::call::model::{ModelStep, Plan as ModelPlan};
 use crate::app::{App, Command, ErrorCode};
 use crate::effects::{Effects, ModelFailure, Prepared, SystemEffects};
-use crate::events::{Actor, OutcomeStatus, SessionId};
+use crate::events::{Actor, OutcomeStatus, SessionId, TraceContext};
 use crate::ledger::{Admitted, Committed, LedgerError, LedgerHandle};
 use quotas::Quotas;
 
@@ -295,6 +297,7 @@ impl ThinkServer {
             toolsets,
             idempotency_key,
             reporter,
+            origin,
         } = call;
         let started = Instant::now();
         let tool = tool.as_str();
@@ -319,6 +322,7 @@ impl ThinkServer {
             over_quota: self.quotas.admit(&actor.principal, prepared.at, &arguments),
             ..prepared
         };
+        let prepared_at = prepared.at;
         let session = slot.current_for(self.catalog.entry(tool).map_or("", |entry| entry.family));
         let mut command = Command {
             tool: tool.to_owned(),
@@ -340,6 +344,7 @@ impl ThinkServer {
             },
             admin: false,
             idempotency_key,
+            trace: origin.trace.clone(),
             prepared,
             watch: reporter.watch(),
             precomputed: Default::default(),
@@ -381,11 +386,39 @@ impl ThinkServer {
         if let Some(since) = opening {
             reporter.waited_for_open(tool, since.elapsed());
         }
-        crate::metrics::process().call_answered(App::counted_tool(tool), started.elapsed());
+        let took = started.elapsed();
+        crate::metrics::process().call_answered(App::counted_tool(tool), took);
+        if crate::otel::exporting() {
+            let error_type = match &submitted {
+                Ok(committed) if committed.status != OutcomeStatus::Ok => Some(
+                    committed
+                        .body
+                        .get("code")
+                        .and_then(Value::as_str)
+                        .unwrap_or("failed"),
+                ),
+                Ok(_) => None,
+                Err(e) => Some(unrecorded_answer(e).0.as_str()),
+            };
+            let committed = submitted.as_ref().ok();
+            crate::otel::export_call(&crate::otel::CallSpan {
+                tool: App::counted_tool(tool),
+                request_id: origin.request_id.as_deref(),
+                mcp_session_id: origin.mcp_session_id.as_deref(),
+                transport: self.transport,
+                trace: origin.trace.as_ref(),
+                started_at: prepared_at,
+                took,
+                seq: committed.map(|c| c.seq),
+                event_hash: committed.map(|c| c.hash.as_str()),
+                error_type,
+            });
+        }
+        let trace_id = origin.trace.as_ref().map(TraceContext::trace_id);
         match submitted {
             Ok(committed) => {
-                // One line per call for the operator: what, who, how it ended, how long; never
-                // the caller's or a model's text.
+                // One line per call for the operator: what, who, how it ended, how long, the
+                // caller's trace; never the caller's or a model's text.
                 tracing::info!(
                     target: "thinkledger::call",
                     seq = committed.seq,
@@ -396,7 +429,8 @@ impl ThinkServer {
                         OutcomeStatus::Failed => "failed",
                     },
                     principal = %principal_name,
-                    latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+                    latency_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+                    trace_id,
                     "call"
                 );
                 if committed.status != OutcomeStatus::Ok {
@@ -450,7 +484,7 @@ impl ThinkServer {
                 self.result(tool, committed, started)
             }
             Err(e) => {
-                tracing::error!(error = %e, tool, "call could not be recorded");
+                tracing::error!(error = %e, tool, trace_id, "call could not be recorded");
                 CallToolResult::error(vec![ContentBlock::text(pretty(&unrecorded(&e)))])
             }
         }
@@ -712,6 +746,9 @@ pub struct Call {
     pub idempotency_key: Option<String>,
     /// The request's logs, progress and cancellation ([`Reporter::silent`] for none).
     pub reporter: Reporter,
+    /// Where the request came from: its ids and the caller's trace context (the default for
+    /// a call no MCP request made).
+    pub origin: CallOrigin,
 }
 
 /// The principal a transport set on the request, `local` when none did.
@@ -761,12 +798,16 @@ impl ServerHandler for ThinkServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let key = request
-            .meta
-            .as_ref()
-            .and_then(|m| m.0.0.get(IDEMPOTENCY_META_KEY).cloned())
-            .or_else(|| context.meta.0.0.get(IDEMPOTENCY_META_KEY).cloned())
-            .and_then(|v| v.as_str().map(str::to_owned));
+        // A `_meta` member of the params, else of the request (rmcp keeps it in either).
+        let meta = |key: &str| {
+            request
+                .meta
+                .as_ref()
+                .and_then(|m| m.0.0.get(key))
+                .or_else(|| context.meta.0.0.get(key))
+        };
+        let key = meta(IDEMPOTENCY_META_KEY).and_then(|v| v.as_str().map(str::to_owned));
+        let origin = CallOrigin::of(meta, &context);
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let actor = actor(&context, self.transport);
         let slot = self.slot(&context, &actor.principal);
@@ -796,6 +837,7 @@ impl ServerHandler for ThinkServer {
             toolsets: self.toolsets(&context),
             idempotency_key: key,
             reporter: reporter.clone(),
+            origin,
         };
         let peer = (!stateless_revision).then_some(&context.peer);
         let call = self.call(call, peer);

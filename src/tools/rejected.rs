@@ -40,6 +40,7 @@ impl ThinkServer {
             toolsets: Vec::new(),
             admin: false,
             idempotency_key: None,
+            trace: None,
             prepared: self.effects.prepare(),
             watch: Default::default(),
             precomputed: Default::default(),

@@ -284,6 +284,7 @@ async fn inproc_once(concurrency: usize, duration: Duration) -> Measured {
                     toolsets: Vec::new(),
                     admin: false,
                     idempotency_key: None,
+                    trace: None,
                     prepared: SystemEffects.prepare(),
                     watch: Default::default(),
                     precomputed: Default::default(),

@@ -248,7 +248,9 @@ impl HttpServer {
         let (tx, rx) = oneshot::channel();
         let stderr = collect_stderr(
             child.stderr.take().expect("child stderr"),
-            Some(("http://127.0.0.1:", tx)),
+            // The line that names the MCP endpoint (other lines may name other URLs: an
+            // OTLP collector's).
+            Some(("serving MCP over Streamable HTTP at http://127.0.0.1:", tx)),
         );
         let line = match within("the HTTP server to log its address", rx).await {
             Ok(line) => line,

@@ -17,6 +17,7 @@ mod idempotency;
 mod lux;
 mod metrics;
 mod model;
+mod otel;
 #[path = "../postgres/server.rs"]
 mod pg_server;
 mod postgres;

@@ -77,6 +77,7 @@ pub async fn call(
         toolsets: EnabledToolsets::new(Toolsets::all()),
         idempotency_key: None,
         reporter: Reporter::silent(),
+        origin: Default::default(),
     };
     let result = server.call(call, None).await;
     assert_ne!(result.is_error, Some(true), "{tool} refused: {result:?}");

@@ -40,6 +40,7 @@ pub async fn attempt(
                 toolsets: EnabledToolsets::new(Toolsets::all()),
                 idempotency_key: None,
                 reporter: Reporter::silent(),
+                origin: Default::default(),
             },
             None,
         )
@@ -84,6 +85,56 @@ fn text_of(page: &str) -> String {
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
+}
+
+/// A call recorded with its caller's trace context shows the trace id and the caller's span,
+/// which join it with the agent's trace; a call without one shows none.
+#[tokio::test]
+async fn a_call_shows_the_trace_it_was_recorded_with() {
+    let rig = Rig::start().await;
+    let server = server(&rig);
+    let slot = SessionSlot::fresh();
+    let (trace, _) = thinkledger::events::TraceContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        None,
+    )
+    .expect("a well-formed traceparent");
+    let body = server
+        .call(
+            Call {
+                tool: "sequentialthinking".into(),
+                arguments: json!({"thought": "Traced", "thoughtNumber": 1, "totalThoughts": 2,
+                    "nextThoughtNeeded": true}),
+                actor: actor("bob"),
+                slot: slot.clone(),
+                toolsets: EnabledToolsets::new(Toolsets::all()),
+                idempotency_key: None,
+                reporter: Reporter::silent(),
+                origin: thinkledger::tools::CallOrigin {
+                    trace: Some(trace),
+                    ..Default::default()
+                },
+            },
+            None,
+        )
+        .await
+        .structured_content
+        .expect("a result");
+    let session = body["sessionId"].as_str().expect("sessionId").to_owned();
+    think(&server, "bob", &slot, (2, 2), "Untraced", json!({})).await;
+    let (status, _, page) = get(
+        &rig,
+        Some(rig.token("bob")),
+        &format!("/review/session/{session}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    let seen = text_of(&page);
+    assert!(
+        seen.contains("Trace  4bf92f3577b34da6a3ce929d0e0e4736 , caller's span  00f067aa0ba902b7"),
+        "{seen}"
+    );
+    assert_eq!(page.matches("class=\"note trace\"").count(), 1, "{page}");
 }
 
 #[tokio::test]
@@ -315,6 +366,7 @@ async fn an_export_since_the_checkpoint_a_reviewer_kept_passes_verify_export_wit
                     toolsets: EnabledToolsets::new(Toolsets::all()),
                     idempotency_key: None,
                     reporter: Reporter::silent(),
+                    origin: Default::default(),
                 },
                 None,
             )

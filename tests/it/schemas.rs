@@ -219,6 +219,29 @@ pub(crate) fn event_schema() -> Value {
                     "version": { "type": "string" }
                 }
             },
+            "trace": {
+                "description": "The W3C trace context the caller sent with the call (MCP _meta.traceparent and tracestate, or the HTTP traceparent and tracestate headers), as received; omitted when the call carried no well-formed traceparent (docs/ledger-format.md §3.7).",
+                "type": "object",
+                "required": ["traceparent"],
+                "properties": {
+                    "traceparent": {
+                        "description": "00-<trace-id: 32 hex>-<parent-id: 16 hex>-<trace-flags: 2 hex>, lowercase; neither id all zeros.",
+                        "type": "string",
+                        "allOf": [
+                            { "pattern": "^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$" },
+                            { "pattern": "^00-0{0,31}[1-9a-f]" },
+                            { "pattern": "^00-[0-9a-f]{32}-0{0,15}[1-9a-f]" }
+                        ]
+                    },
+                    "tracestate": {
+                        "description": "The W3C tracestate list that came with the traceparent; omitted when none came, or an ill-formed one.",
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 512,
+                        "pattern": "^[ -~]+$"
+                    }
+                }
+            },
             "prevHash": { "description": "`hash` of event seq − 1; 64 zeros for seq 1.", "$ref": "#/$defs/hex64" },
             "hash": { "$ref": "#/$defs/hex64" }
         },
@@ -1872,19 +1895,27 @@ fn event_schema_names_exactly_the_members_docs_ledger_format_specifies() {
     .expect("read docs/ledger-format.md");
     let schema = event_schema();
 
-    let envelope: BTreeSet<String> = table_after(&doc, "## 3. The event envelope")
-        .into_iter()
-        .map(|(m, _)| m)
-        .collect();
+    let rows = table_after(&doc, "## 3. The event envelope");
+    let envelope: BTreeSet<String> = rows.iter().map(|(m, _)| m.clone()).collect();
     assert_eq!(keys(&schema["properties"]), envelope, "envelope members");
+    // A member whose type cell says "omitted when absent" may be left out; every other is
+    // required.
+    let optional: BTreeSet<String> = rows
+        .iter()
+        .filter(|(_, row)| {
+            row.split('|')
+                .nth(2)
+                .is_some_and(|cell| cell.contains("omitted when absent"))
+        })
+        .map(|(m, _)| m.clone())
+        .collect();
     assert_eq!(
         strings(&schema["required"]),
-        envelope,
-        "every envelope member is required"
+        envelope.difference(&optional).cloned().collect(),
+        "every envelope member is required but those omitted when absent"
     );
 
-    let rows = table_after(&doc, "## 3. The event envelope");
-    for object in ["actor", "call", "outcome", "provenance"] {
+    for object in ["actor", "call", "outcome", "provenance", "trace"] {
         let (_, row) = rows.iter().find(|(m, _)| m == object).expect("row");
         let documented = backticked(row.split('|').nth(3).unwrap_or_default());
         assert_eq!(
@@ -2255,7 +2286,17 @@ fn the_event_schema_checks_known_members_and_tolerates_unknown_ones() {
     .expect("JSON");
     subset::validate(&schema, &event).expect("the worked example conforms");
 
-    let refused: [(&str, &str, Value); 9] = [
+    let refused: [(&str, &str, Value); 11] = [
+        (
+            "/trace",
+            "$.trace.traceparent",
+            json!({"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01"}),
+        ),
+        (
+            "/trace",
+            "$.trace.tracestate",
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "congo=\u{7}"}),
+        ),
         ("/kind", "$.kind", json!("Other")),
         ("/recordedAt", "$.recordedAt", json!("yesterday")),
         (
@@ -2286,7 +2327,11 @@ fn the_event_schema_checks_known_members_and_tolerates_unknown_ones() {
         assert_eq!(err.lines().count(), 1, "{pointer}: {err}");
     }
 
-    let tolerated: [(&str, Value); 6] = [
+    let tolerated: [(&str, Value); 7] = [
+        (
+            "/trace",
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "congo=t61rcWkgMzE", "addedLater": 1}),
+        ),
         ("/addedLater", json!({"any": 1})),
         ("/actor/addedLater", json!([])),
         ("/actor/transport", json!("cli")),

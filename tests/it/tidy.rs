@@ -1,6 +1,7 @@
 //! House rules checked over the source tree: every module opens with a `//!` header saying what
 //! it owns, the layer boundaries of docs/ARCHITECTURE.md hold (sled only in `ledger/`, blake3
-//! only in `ledger/` and `model/`, rmcp only in `tools/`, `server/` and `agent/`, axum only in `server/`),
+//! only in `ledger/` and `model/`, rmcp only in `tools/`, `server/` and `agent/`, axum only in `server/`,
+//! OpenTelemetry only in `otel.rs`),
 //! and each tool family
 //! keeps to its own rooms (no family imports another; the shared call machinery imports none).
 
@@ -62,7 +63,10 @@ fn each_dependency_stays_in_its_layer() {
         ("candle_transformers::", &["embed"]),
         ("tokenizers::", &["embed"]),
         ("model2vec_rs::", &["embed"]),
-        ("reqwest::", &["model"]),
+        ("reqwest::", &["model", "otel"]),
+        ("opentelemetry::", &["otel"]),
+        ("opentelemetry_sdk::", &["otel"]),
+        ("opentelemetry_otlp::", &["otel"]),
         ("tokio_postgres::", &["ledger"]),
         ("deadpool_postgres::", &["ledger"]),
         ("rustls::", &["ledger"]),
@@ -228,6 +232,25 @@ const LAYER_EDGES: &[(&str, &[&str], &str)] = &[
             "cli",
         ],
         "the process's metrics are a leaf every layer records into: they are told what to count",
+    ),
+    (
+        "otel",
+        &[
+            "ledger",
+            "projections",
+            "index",
+            "embed",
+            "model",
+            "effects",
+            "audit",
+            "export",
+            "app",
+            "tools",
+            "agent",
+            "server",
+            "cli",
+        ],
+        "the spans are told what a call was; they know only the events' trace context",
     ),
 ];
 

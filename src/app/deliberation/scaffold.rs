@@ -138,6 +138,7 @@ pub(super) fn preview(started: &Started, at: &str) -> DeliberationState {
             decide_micros: None,
         },
         provenance: crate::events::Provenance::rules("preview"),
+        trace: None,
         prev_hash: String::new(),
         hash: String::new(),
     };

@@ -92,6 +92,8 @@ pub(super) fn compare(
             serde_json::to_value(&event.facts).unwrap_or(Value::Null),
             facts,
         ),
+        // An input recorded as received: the rebuilt command must carry it.
+        ("trace", json!(event.trace), json!(draft.trace)),
     ];
     for (path, recorded, rederived) in members {
         field_differences(path.to_owned(), &recorded, &rederived, &mut differences);

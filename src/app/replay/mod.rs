@@ -730,6 +730,8 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         // before this point; kept right for completeness).
         admin: event.actor.transport == "cli",
         idempotency_key: event.call.idempotency_key.clone(),
+        // The trace context is an input recorded as received: given back as recorded.
+        trace: event.trace.clone(),
         prepared: Prepared {
             at: chrono::DateTime::parse_from_rfc3339(&event.recorded_at)
                 .map(|at| at.with_timezone(&chrono::Utc))

@@ -554,6 +554,84 @@ async fn a_kept_response_body_shows_what_changed_in_it() {
     assert_eq!(paths, ["facts[0].totalThoughts", "body.totalThoughts"]);
 }
 
+/// The caller's trace context is recorded as received and given back to the re-decided call:
+/// re-execution matches, and a decider that lost it would diverge at `trace`.
+#[tokio::test]
+async fn a_recorded_trace_context_is_given_back_on_reexecution() {
+    /// The application, but dropping the call's trace context from what it records.
+    struct ForgetsTrace(App);
+    impl Decider for ForgetsTrace {
+        type Command = Command;
+        type Query = Query;
+        type Answer = Value;
+        type View = App;
+        fn prepared_at(&self, command: &Command) -> chrono::DateTime<chrono::Utc> {
+            self.0.prepared_at(command)
+        }
+        fn decide(&self, command: &Command, log: &dyn LogView) -> Draft {
+            Draft {
+                trace: None,
+                ..self.0.decide(command, log)
+            }
+        }
+        fn failed(&self, command: &Command, reason: &str) -> Draft {
+            self.0.failed(command, reason)
+        }
+        fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
+            self.0.apply(event, texts);
+        }
+        fn view(&self) -> App {
+            self.0.view()
+        }
+        fn answer(view: &App, query: Query) -> Value {
+            App::answer(view, query)
+        }
+    }
+
+    let r = Recorder::new();
+    r.think(1, "one", json!({})).await;
+    let (trace, _) = crate::events::TraceContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("congo=t61rcWkgMzE"),
+    )
+    .unwrap();
+    let actor = Actor {
+        principal: "local".into(),
+        transport: "test".into(),
+        client_name: None,
+        client_version: None,
+        role: Default::default(),
+        user_ids: Vec::new(),
+    };
+    let mut command = Command::tool_call(
+        "sequentialthinking",
+        json!({"thought": "two", "thoughtNumber": 2, "totalThoughts": 2,
+            "nextThoughtNeeded": false}),
+        actor,
+        r.connection.clone(),
+        crate::effects::SystemEffects.prepare(),
+    );
+    command.trace = Some(trace.clone());
+    let second = r.ledger.submit(command).await.unwrap();
+    let id = r.connection.clone();
+    let (_dir, view) = r.view().await;
+    let stored: Event = serde_json::from_slice(&view.event_bytes(second.seq).unwrap()).unwrap();
+    assert_eq!(stored.trace, Some(trace));
+    let first: Event = serde_json::from_slice(&view.event_bytes(1).unwrap()).unwrap();
+    assert_eq!(first.trace, None);
+    let checks = reexecute(&view, &id, App::new(AppConfig::default())).unwrap();
+    assert!(checks.iter().all(|c| c.verdict == Verdict::Matched));
+    let checks = reexecute(&view, &id, ForgetsTrace(App::new(AppConfig::default()))).unwrap();
+    let report = ReexecutionReport::new(&id, &checks);
+    assert_eq!(report.divergences.len(), 1, "{}", render_text(&report));
+    assert_eq!(report.divergences[0].seq, second.seq);
+    let Verdict::Diverged(d) = &report.divergences[0].verdict else {
+        panic!("not a divergence")
+    };
+    let paths: Vec<&str> = d.differences.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["trace"]);
+}
+
 /// Re-execution feeds the recorded effects back: a deliberation started in a session whose id
 /// was drawn from the call's seed, texts committed with drawn salts, analysis stamped with the
 /// decision time, and an audit export (stamped with it too, and skipped as a read of the log)

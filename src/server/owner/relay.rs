@@ -474,4 +474,43 @@ mod tests {
             r#"{"id":3,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"t"}}"#;
         assert_eq!(splice_meta(with_meta.as_bytes(), key), None);
     }
+
+    /// The owner decides a relayed call from the client's own `_meta`: the relay adds its key
+    /// beside the trace context (MCP SEP-414) and the rest, and changes none of them.
+    #[test]
+    fn a_relayed_call_keeps_its_meta_whole() {
+        let memory = Memory {
+            data_dir: PathBuf::new(),
+            toolsets: String::new(),
+            state: ConnectionState::default(),
+            relay_id: "x".into(),
+            initialize: None,
+            initialized: None,
+            in_flight: BTreeMap::new(),
+            by_id: HashMap::new(),
+            next: 1,
+            reinit: None,
+            owner: 0,
+        };
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let meta = serde_json::json!({
+            "traceparent": traceparent,
+            "tracestate": "congo=t61rcWkgMzE",
+            "progressToken": 3,
+        });
+        let line = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"_meta": meta, "name": "t", "arguments": {"a": 1}},
+        });
+        let sent = memory.with_key(serde_json::to_vec(&line).expect("JSON"), 4);
+        let sent: Value = serde_json::from_slice(&sent).expect("still JSON");
+        let mut expected = line.clone();
+        expected["params"]["_meta"]["idempotencyKey"] = "relay-x-4".into();
+        assert_eq!(sent, expected);
+        // A key the client chose is kept too.
+        let mut keyed = line;
+        keyed["params"]["_meta"]["idempotencyKey"] = "mine".into();
+        let sent = memory.with_key(serde_json::to_vec(&keyed).expect("JSON"), 5);
+        assert_eq!(serde_json::from_slice::<Value>(&sent).expect("JSON"), keyed);
+    }
 }

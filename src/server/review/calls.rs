@@ -210,6 +210,11 @@ fn call_rows(call: &RecordedCall, texts: &HashMap<String, Shown>) -> Markup {
                         }
                     }
                     p.note { "Provenance: " (call.event.provenance.kind) " " code { (call.event.provenance.name) } " " (call.event.provenance.version) }
+                    @if let Some(trace) = &call.event.trace {
+                        // The caller's trace (docs/ledger-format.md §3.7): what joins this call
+                        // with the agent's trace and the server's span.
+                        p.note.trace { "Trace " code { (trace.trace_id()) } ", caller's span " code { (trace.parent_id()) } }
+                    }
                 }
             }
         }

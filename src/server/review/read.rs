@@ -571,6 +571,7 @@ pub(super) async fn audit_export(
         toolsets: EnabledToolsets::new(Toolsets::all()),
         idempotency_key: None,
         reporter: Reporter::silent(),
+        origin: Default::default(),
     };
     let result = server.call(call, None).await;
     let text: String = result
