@@ -381,6 +381,13 @@ fn check_rule_answer(tool: &str, body: &Value) {
         }
         "analyze_reasoning" => {
             let data = envelope(body, &["confidenceAssessor", "biasDetector"]);
+            // The rule set that made the measures is named first (features/2, not features/1).
+            assert!(
+                data["provenance"]["rules"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("thinkledger.cognition.features/2 + ")),
+                "{data}"
+            );
             has(
                 &data,
                 &[

@@ -3,8 +3,7 @@
 //! type; false alarms on sound passages and on passages without an argument; how many of the
 //! latter are left unassessed; and the ordering — of the (sound, fallacious) pairs, the share
 //! where the sound passage scores higher (the mean of the four quality measures; a pair with an
-//! unassessed passage counts 0.5, a tie 0) — for argument/3's own measures, features/3 (what
-//! `analyze_reasoning` answers with) and features/1. The
+//! unassessed passage counts 0.5, a tie 0) — for argument/2, features/2 and features/1. The
 //! figures are printed (`--nocapture`) and reported in docs/cognition.md; floors are asserted
 //! on the development sets only.
 
@@ -15,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::argument::{self, Assessment};
 use super::features::{self, Quality};
-use super::features3;
+use super::features2;
 
 const LABELS: [&str; 6] = [
     "circular",
@@ -52,11 +51,11 @@ fn features1(text: &str) -> Option<f64> {
     )))
 }
 
-fn features3_score(text: &str) -> Option<f64> {
+fn features2_score(text: &str) -> Option<f64> {
     let x = features::count(text, &[], None);
     let d = features::dimensions(&x);
     let a = argument::assess(text);
-    Some(mean(&features3::quality(text, &x, &d, &a)))
+    Some(mean(&features2::quality(text, &x, &d, &a)))
 }
 
 fn argument2(text: &str) -> Option<f64> {
@@ -98,14 +97,11 @@ struct Figures {
     /// Per fallacy type: (found, passages).
     recall: BTreeMap<String, (usize, usize)>,
     false_alarms_sound: (usize, usize),
-    /// Sound passages flagged by a finding features/3 applies (all but the non sequitur).
-    false_alarms_sound_applied: usize,
-    unassessed_sound: usize,
     false_alarms_none: (usize, usize),
     unassessed_none: usize,
     unassessed_other: usize,
     order_argument2: (f64, usize),
-    order_features3: (f64, usize),
+    order_features2: (f64, usize),
     order_features1: (f64, usize),
 }
 
@@ -127,9 +123,6 @@ fn figures(name: &str, tsv: &str) -> Figures {
             "sound" => {
                 f.false_alarms_sound.1 += 1;
                 f.false_alarms_sound.0 += usize::from(!kinds.is_empty());
-                f.false_alarms_sound_applied +=
-                    usize::from(kinds.iter().any(|k| *k != "non_sequitur"));
-                f.unassessed_sound += usize::from(!a.assessed);
                 f.unassessed_other += usize::from(!a.assessed);
                 if !kinds.is_empty() || !a.assessed {
                     println!("{name}\tsound\t{kinds:?}\tassessed {}\t{text}", a.assessed);
@@ -156,7 +149,7 @@ fn figures(name: &str, tsv: &str) -> Figures {
         }
     }
     f.order_argument2 = ordering(&data, argument2);
-    f.order_features3 = ordering(&data, features3_score);
+    f.order_features2 = ordering(&data, features2_score);
     f.order_features1 = ordering(&data, features1);
     for (label, (r, n)) in &f.recall {
         println!("{name}\t{label}\t{r}/{n}");
@@ -171,16 +164,12 @@ fn figures(name: &str, tsv: &str) -> Figures {
         f.false_alarms_none.1
     );
     println!(
-        "{name}\tsound passages flagged by a finding features/3 applies\t{}/{}",
-        f.false_alarms_sound_applied, f.false_alarms_sound.1
-    );
-    println!(
-        "{name}\tno-argument passages unassessed\t{}/{}\t(argued passages unassessed: {}, sound {})",
-        f.unassessed_none, f.false_alarms_none.1, f.unassessed_other, f.unassessed_sound
+        "{name}\tno-argument passages unassessed\t{}/{}\t(argued passages unassessed: {})",
+        f.unassessed_none, f.false_alarms_none.1, f.unassessed_other
     );
     for (rules, (won, pairs)) in [
-        ("argument/3", f.order_argument2),
-        ("features/3", f.order_features3),
+        ("argument/2", f.order_argument2),
+        ("features/2", f.order_features2),
         ("features/1", f.order_features1),
     ] {
         #[allow(clippy::cast_precision_loss)] // pair counts
@@ -223,22 +212,27 @@ fn argument_rules_on_the_development_sets() {
     assert_floors(&third, 28, 0.85);
 }
 
-/// The second held-out set: development data since its first run (argument/2), asserted like
-/// the others since argument/3.
+/// The second held-out set, written for argument/2 by someone who had not read the rules and
+/// committed after them. Its figures are printed, never asserted: its first run is the
+/// measurement docs/cognition.md reports.
 #[test]
-fn argument_rules_on_the_second_held_out_set() {
-    let f = figures(
-        "reasoning_heldout2.tsv",
-        include_str!("../../../tests/cognition/reasoning_heldout2.tsv"),
+fn argument_rules_on_the_second_held_out_set_reported() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/cognition/reasoning_heldout2.tsv"
     );
-    let (r, _) = f.found();
-    assert!(r >= 25, "fallacies found {r}");
-    assert!(f.order_features3.0 >= f.order_features1.0);
+    match std::fs::read_to_string(path) {
+        Ok(tsv) => {
+            figures("reasoning_heldout2.tsv", &tsv);
+        }
+        Err(_) => println!("reasoning_heldout2.tsv is not there yet"),
+    }
 }
 
-/// The third held-out set, written for argument/3 by someone who had not read the rules and
-/// committed before them. Its figures are printed, never asserted: its first run is the
-/// measurement docs/cognition.md reports.
+/// The third held-out set, written by someone who had read neither the rules nor any earlier
+/// set and committed before argument/3 was written. argument/3 (branch history: 0242073) was
+/// measured on it once and not adopted; these are the shipped rules' figures, printed, never
+/// asserted.
 #[test]
 fn argument_rules_on_the_third_held_out_set_reported() {
     figures(

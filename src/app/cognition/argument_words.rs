@@ -26,31 +26,6 @@ pub(super) const SO_NOT_BEFORE: &[&str] = &[
 ];
 
 /// "since" before these is about time ("since last spring", "since moving").
-/// After "since the": a period, not a reason.
-pub(super) const PERIODS: &[&str] = &[
-    "war",
-    "start",
-    "beginning",
-    "launch",
-    "day",
-    "morning",
-    "summer",
-    "winter",
-    "spring",
-    "autumn",
-    "fall",
-    "outbreak",
-    "pandemic",
-    "election",
-    "merger",
-    "move",
-    "accident",
-];
-/// Past tenses that tell what someone did next (a narrative "so").
-pub(super) const NARRATED: &[&str] = &[
-    "sat", "went", "took", "got", "left", "made", "ran", "came", "stood", "drove", "wrote", "ate",
-    "slept", "walked", "caught", "spent", "gave", "met", "kept", "watched", "waited",
-];
 pub(super) const TIME_AFTER: &[&str] = &[
     "then",
     "last",

@@ -1,4 +1,4 @@
-//! The fallacy tests of `thinkledger.cognition.argument/3`, one function per fallacy over a
+//! The fallacy tests of `thinkledger.cognition.argument/2`, one function per fallacy over a
 //! [`Passage`]. Each is a general mechanism, not a list of sentences: a conclusion whose
 //! concepts the rest of the passage already holds (circular); a general or absolute claim
 //! beside a few cases or none (hasty generalisation); a count of options (false dilemma); a
@@ -45,7 +45,7 @@ fn finding(
 /// Universal scope.
 pub(super) static UNIVERSAL: LazyLock<Regex> = LazyLock::new(|| {
     compile(
-        r"\b(all|every|everyone|everybody|always|never|none|nobody|no one|any|the whole|the entire|nothing|everything|nowhere|everywhere)\b",
+        r"\b(all|every|everyone|everybody|always|never|none|nobody|no one|any|the whole|the entire)\b",
     )
 });
 /// "on every commit", "each month": distributive, not a claim about all of a kind.
@@ -70,8 +70,7 @@ static FEW: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"\b(?:my|our) (?:two|three|first) \w+".to_owned(),
         format!(r"\b(?:two|three|a couple of|a few|one|1|2|3) (?:\w+ )?(?:{PERSONS})\b"),
         r"\b(?:two|three|a couple|a few) of (?:the|our|my) \w+".to_owned(),
-        r"\b(?:the first|the last|the latest|the only|the one|one) (?:\w+ ){1,2}(?:we|i|who|that|from)\b".to_owned(),
-        r"\b(?:both|the two|the three) times\b".to_owned(),
+        r"\b(?:the first|the last|the latest|the only|the one|one) \w+ (?:we|i|who|that)".to_owned(),
         r"\b(?:one|a single) (?:\w+ )?(?:review|story|case|example|time|incident|experience|test|trial|anecdote|article|video|post)".to_owned(),
     ]
     .iter()
@@ -237,12 +236,12 @@ pub(super) fn hasty(p: &Passage<'_>) -> Option<Finding> {
 
 static CROWD: LazyLock<Regex> = LazyLock::new(|| {
     compile(
-        r"\b(everyone|everybody|nobody|no one|all (?:the |my |our |their )?(?:other )?(?:\w+ )?\w+s|(?:so|that) many (?:\w+ )?\w+s|(?:\w+ )?percent of (?:the |our )?(?:\w+ )?\w+s|\d+ ?% of (?:the |our )?(?:\w+ )?\w+s|most (?:of )?(?:the |our )?(?:\w+ )?\w+s|many \w+s|millions|thousands|half (?:of )?the (?:\w+ )?\w+s|the whole \w+|the entire \w+|every (?:\w+ )?(?:\w+ )?(?:company|team|lab|firm|school|country|city|business|startup|developer|engineer|expert|user|customer)|the majority of|other (?:teams|companies|labs|firms|schools|countries|cities|businesses|startups|developers|engineers|users|customers|people))\b",
+        r"\b(everyone|everybody|nobody|no one|all (?:the |my |our |their )?(?:other )?\w+s|most (?:of )?(?:the |our )?(?:\w+ )?\w+s|many \w+s|millions|thousands|half (?:of )?the (?:\w+ )?\w+s|the whole \w+|the entire \w+|every (?:\w+ )?(?:\w+ )?(?:company|team|lab|firm|school|country|city|business|startup|developer|engineer|expert|user|customer)|the majority of|other (?:teams|companies|labs|firms|schools|countries|cities|businesses|startups|developers|engineers|users|customers|people))\b",
     )
 });
 static ADOPT: LazyLock<Regex> = LazyLock::new(|| {
     compile(
-        r"\b(switch\w*|adopt\w*|using|use|uses|used|moved|moving|move|believe\w*|take|takes|taking|piling|pile|flock\w*|sign\w* up|rushing|say|says|think|thinks|invest\w*|getting into|buying into|buy\w*|bought|cho(?:se|ose|osing)|join\w*|passed|follow\w*|writes|write|implement\w*|rolled out|going|gone|doing|have|has|own|owns|wear|wears|drive|drives|eat|eats|watch|watches|vote|voted|agree|agrees|support|supports|trust|trusts|love|loves|swear|swears|can['’]t (?:all )?be wrong|cannot (?:all )?be wrong|bestsell\w*|best-selling|popular|trending|viral)\b",
+        r"\b(switch\w*|adopt\w*|using|use|uses|used|moved|moving|move|believe\w*|buy\w*|bought|cho(?:se|ose|osing)|join\w*|passed|follow\w*|writes|write|implement\w*|rolled out|going|gone|doing|have|has|own|owns|wear|wears|drive|drives|eat|eats|watch|watches|vote|voted|agree|agrees|support|supports|trust|trusts|love|loves|swear|swears|can['’]t be wrong|cannot be wrong|bestsell\w*|best-selling|popular|trending|viral)\b",
     )
 });
 static POPULAR: LazyLock<Regex> = LazyLock::new(|| {
@@ -253,22 +252,7 @@ static POPULAR: LazyLock<Regex> = LazyLock::new(|| {
 /// A conclusion of merit or imitation.
 static MERIT: LazyLock<Regex> = LazyLock::new(|| {
     compile(
-        r"\b(should|must|ought|need to|needs to|have to|has to|must be|has to be|can['’]t (?:all )?be wrong|cannot (?:all )?be wrong|wrong|out of touch|must be true|is true|are right|is right|something to it|too|as well|follow|join|same|out of step|left behind|behind the times|catch up)\b",
-    )
-});
-
-/// A conclusion that only affirms what the crowd holds ("…, so it is").
-static AFFIRMS: LazyLock<Regex> = LazyLock::new(|| {
-    compile(r"^\W*(?:it|that|this|they) (?:is|are|must be|has to be|really is)\W*$")
-});
-/// Holding a belief (not doing something): a counted crowd that believes is still no reason.
-static BELIEVES: LazyLock<Regex> = LazyLock::new(|| {
-    compile(r"\b(believe\w*|think|thinks|say|says|agree\w*|feel|feels|are convinced)\b")
-});
-/// A conclusion that dismisses whoever disagrees, or calls the belief true.
-static DISMISSES: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
-        r"\b(wrong|out of touch|must be true|is true|are right|is right|must be right|so it is|can['’]t (?:all )?be wrong)\b",
+        r"\b(should|must|ought|need to|needs to|have to|has to|must be|has to be|can['’]t be wrong|cannot be wrong|something to it|too|as well|follow|join|same|out of step|left behind|behind the times|catch up)\b",
     )
 });
 
@@ -289,11 +273,7 @@ pub(super) fn bandwagon(p: &Passage<'_>) -> Option<Finding> {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let merit = MERIT.is_match(&conclusion)
-        || judges(&tokens(&conclusion))
-        || p.links
-            .iter()
-            .any(|l| AFFIRMS.is_match(&p.lower[l.conclusion.0..l.conclusion.1]));
+    let merit = MERIT.is_match(&conclusion) || judges(&tokens(&conclusion));
     if !merit {
         return None;
     }
@@ -306,11 +286,7 @@ pub(super) fn bandwagon(p: &Passage<'_>) -> Option<Finding> {
                 || tokens(clause)
                     .iter()
                     .any(|t| EXACT_NUMBERS.contains(&t.word.as_str()));
-            // A counted crowd is a figure about popularity, which may be the point; not when
-            // its belief is offered as the proof ("Seventy percent believe …, so the
-            // economists are out of touch").
-            let proof = BELIEVES.is_match(clause) && DISMISSES.is_match(&p.lower);
-            (!counted || proof) && (crowd(clause) || POPULAR.is_match(clause))
+            !counted && (crowd(clause) || POPULAR.is_match(clause))
         })
         .map(|s| {
             finding(
@@ -371,10 +347,6 @@ const ROLES: &[&str] = &[
     "authority",
     "veteran",
     "legendary",
-    "senior",
-    "leadership",
-    "management",
-    "principal",
 ];
 const ENDORSES: &[&str] = &[
     "says",
@@ -404,13 +376,6 @@ const ENDORSES: &[&str] = &[
     "vouches",
 ];
 const ENDORSED_BY: &[&str] = &[
-    "written",
-    "designed",
-    "authored",
-    "drafted",
-    "created",
-    "decided",
-    "chosen",
     "recommended",
     "endorsed",
     "approved",
@@ -457,13 +422,6 @@ fn cites_standing(ts: &[Token]) -> bool {
     })
 }
 
-/// Deference: questioning or checking is ruled out because of who holds the view.
-static DEFERS: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
-        r"\b(no point (?:in )?questioning|no need to (?:question|check|verify|test|look)|who are (?:we|you|i) to (?:question|argue|doubt)|can['’]t argue with|knows? (?:best|better)|(?:should|would|must) know|if (?:he|she|they) says? so|take (?:his|her|their) word)\b",
-    )
-});
-
 /// A sentence citing a person's standing, in a passage with no evidence outside it (the
 /// standing's own figures — twenty years, two million followers — are not evidence) and no
 /// observation inside it.
@@ -472,9 +430,6 @@ pub(super) fn authority(p: &Passage<'_>) -> Option<Finding> {
         .iter()
         .find(|(a, b)| {
             let inside = p.tokens_in(&[(*a, *b)]);
-            if DEFERS.is_match(&p.lower[*a..*b]) && p.tokens.iter().any(|t| role(&t.word)) {
-                return true;
-            }
             if !cites_standing(&inside) {
                 return false;
             }
@@ -504,7 +459,7 @@ static THIRD_OPTION: LazyLock<Regex> =
     LazyLock::new(|| compile(r"\b(or both|neither|another option|other options|a third)\b"));
 static FEW_OPTIONS: LazyLock<Regex> = LazyLock::new(|| {
     compile(
-        r"\b(only two|just two|two) (options|choices|ways|alternatives|paths|possibilities|routes)\b|\b(?:the )?only (?:\w+ )?(option|choice|way|alternative|path|solution|route|course)\b|\bno (?:other )?(choice|option|alternative)\b|\bno (?:middle ground|middle way|third (?:way|option)|in-between|grey area|gray area)\b|\b(?:those|these) are (?:the|our|your|my) (?:only )?(?:options|choices|alternatives)\b|\b(?:a|the) (?:simple|stark|binary) choice\b|\bone or the other\b|\bwith us or against us\b",
+        r"\b(only two|just two|two) (options|choices|ways|alternatives|paths|possibilities)\b|\b(?:the )?only (?:\w+ )?(option|choice|way|alternative|path|solution)\b|\bno (?:other )?(choice|option|alternative)\b",
     )
 });
 static OR: LazyLock<Regex> = LazyLock::new(|| compile(r"\bor\b"));
@@ -530,9 +485,7 @@ pub(super) fn dilemma(p: &Passage<'_>) -> Option<Finding> {
         if tested_outside(p, (a, b)) {
             continue;
         }
-        // "… is 11 kN, so it needs either …": options weighed against a figure.
-        let weighed = EITHER.find(s).is_some_and(|m| has_digit(&s[..m.start()]));
-        if EITHER.is_match(s) && !THIRD_OPTION.is_match(&p.lower) && !weighed {
+        if EITHER.is_match(s) && !THIRD_OPTION.is_match(&p.lower) {
             return Some(finding(
                 Fallacy::FalseDilemma,
                 (a, b),
@@ -593,9 +546,6 @@ fn tested_outside(p: &Passage<'_>, span: (usize, usize)) -> bool {
 /// every concept found again (a synonym, or any judgement of the same polarity, counts), but
 /// one when a pronoun stands for it and one more when the conclusion has three or more.
 pub(super) fn circular(p: &Passage<'_>) -> Option<Finding> {
-    if let Some(found) = self_vouching(p) {
-        return Some(found);
-    }
     for (span, _) in p.conclusions() {
         let mut seen = Vec::new();
         for c in concepts(&p.tokens_in(&[span])) {
@@ -607,22 +557,6 @@ pub(super) fn circular(p: &Passage<'_>) -> Option<Finding> {
             continue;
         }
         let premises = p.tokens_in(&p.around(span));
-        let rest = p.around(span).map(|(a, b)| &p.lower[a..b]).join(" ");
-        if rest.contains("by definition")
-            && seen
-                .iter()
-                .filter(|c| concept_set(&premises).contains(*c))
-                .count()
-                >= 2
-        {
-            // "X is best, since whatever X does is by definition best": true by the words.
-            return Some(finding(
-                Fallacy::Circular,
-                span,
-                0.8,
-                "the premise makes the conclusion true by definition",
-            ));
-        }
         if evidence(&premises) {
             continue;
         }
@@ -646,40 +580,6 @@ pub(super) fn circular(p: &Passage<'_>) -> Option<Finding> {
         }
     }
     None
-}
-
-/// A source's word about itself.
-static SELF_VOUCH: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
-        r"\b(?:their|its|his|her) own (?:\w+ ){0,2}(?:report|reports|figures|data|claims|website|marketing|documentation|word|assessment|review|statements?|page|brochure)\b|\b(?:report|audit|study|document|article|site|website|book|paper|review|brochure) itself (?:says|states|claims|shows|confirms)\b|\b(?:says|said|say) so (?:itself|himself|herself|themselves)\b|\bbecause (?:he|she|they|it) (?:says|said) so\b",
-    )
-});
-/// Trust in a source: what a self-vouching source is cited for.
-static TRUST: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
-        r"\b(trust\w*|rely|relied|reliable|dependable|credible|accurate|honest|rigorous|believe)\b",
-    )
-});
-
-/// A source trusted on its own word: its own reports or statements cited as the reason to
-/// trust it.
-fn self_vouching(p: &Passage<'_>) -> Option<Finding> {
-    if !TRUST.is_match(&p.lower) {
-        return None;
-    }
-    let m = SELF_VOUCH.find(&p.lower)?;
-    let sentence = p
-        .sentences
-        .iter()
-        .find(|(a, b)| *a <= m.start() && m.start() < *b)
-        .copied()
-        .unwrap_or((m.start(), m.end()));
-    Some(finding(
-        Fallacy::Circular,
-        sentence,
-        0.7,
-        "a source is trusted on its own word",
-    ))
 }
 
 // ---------------------------------------------------------------------------------------------

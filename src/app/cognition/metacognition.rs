@@ -1,6 +1,6 @@
 //! The metacognition tools: `assess_confidence`, `detect_bias`, `detect_emotion`,
 //! `analyze_reasoning`, each decided by its rule set ([`super::features`], [`super::bias`],
-//! [`super::emotion`], and for `analyze_reasoning` [`super::features3`]).
+//! [`super::emotion`], and for `analyze_reasoning` [`super::features2`]).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,7 @@ use super::argument;
 use super::bias::{self, Finding};
 use super::emotion::{self, Circumplex, Discrete};
 use super::features::{self, Dimensions, Quality};
-use super::features3;
+use super::features2;
 use super::judgement::{self, ModelJudgement};
 use super::{Envelope, Provenance, answer, non_empty, parse};
 use crate::app::Outcome;
@@ -349,11 +349,11 @@ pub struct AnalysisData {
 
 pub type AnalyzeReasoningOutput = Envelope<AnalysisData>;
 
-/// The findings features/3 takes from argument/3, for the recorded result: each one's type,
+/// The findings features/2 takes from argument/2, for the recorded result: each one's type,
 /// byte span, confidence and the measure it lowers.
 fn recorded_findings(a: &argument::Assessment) -> serde_json::Value {
     json!({
-        "findings": features3::taken(a).iter().map(|f| json!({
+        "findings": features2::taken(a).iter().map(|f| json!({
             "type": f.fallacy.label(),
             "span": f.span,
             "confidence": f.confidence,
@@ -364,11 +364,11 @@ fn recorded_findings(a: &argument::Assessment) -> serde_json::Value {
 
 fn argument_limits() -> Vec<String> {
     vec![
-        "Fallacies are named by general shapes (docs/cognition.md): circular reasoning, hasty \
-         generalisations and unsupported absolutes, false dilemmas, appeals to authority and \
-         bandwagons; a finding is a sign, not a proof, and many phrasings are missed. Non \
-         sequiturs are not assessed: telling related from unrelated needs knowledge of the \
-         world these rules do not have"
+        "Two fallacies are named, by general shapes (docs/cognition.md): a conclusion that \
+         restates its premises, and a general or absolute claim beside a few cases or none; a \
+         finding is a sign, not a proof. False dilemmas, appeals to authority, non sequiturs \
+         and bandwagons are not assessed: the rules for them (argument/2) were measured on \
+         held-out passages and not adopted"
             .to_owned(),
     ]
 }
@@ -379,8 +379,8 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     let x = features::count(&args.reasoning, &[], args.context.as_deref());
     let d = features::dimensions(&x);
     let assessment = argument::assess(&args.reasoning);
-    let quality = features3::quality(&args.reasoning, &x, &d, &assessment);
-    let (strengths, weaknesses, recommendations) = features3::judge(&x, &quality, &assessment);
+    let quality = features2::quality(&args.reasoning, &x, &d, &assessment);
+    let (strengths, weaknesses, recommendations) = features2::judge(&x, &quality, &assessment);
     let mut components = vec!["reasoningAnalyzer"];
     let confidence = args.include_confidence.unwrap_or(true).then(|| {
         components.push("confidenceAssessor");
@@ -416,7 +416,7 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     });
     let rules = format!(
         "{} + {} + {}",
-        features3::RULES,
+        features2::RULES,
         argument::RULES,
         bias::RULES
     );

@@ -21,7 +21,7 @@ pub mod emotion;
 pub mod examples;
 mod fallacies;
 pub mod features;
-pub mod features3;
+pub mod features2;
 pub mod frameworks;
 mod judgement;
 mod metacognition;
