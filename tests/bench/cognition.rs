@@ -1,5 +1,6 @@
 //! The cognition tools' quality on a labelled set, through the real server: `detect_emotion` on
-//! each sentence of an emotion set and `detect_bias` on each example of a bias set, counting
+//! each sentence of an emotion set, `detect_bias` on each example of a bias set and
+//! `analyze_reasoning` on each passage of a reasoning set, counting
 //! the rules' answers and, with a model configured, the model's judgement beside them
 //! (docs/cognition.md). The rules' figures are the ones `cargo test --lib
 //! cognition::evaluation` prints; this bench adds the model's, as a user's server would give
@@ -14,7 +15,10 @@
 //!
 //! `cargo bench --bench cognition` (full run: the seventh held-out sets and the sentences
 //! without a bias); under `cargo test` a smoke run of a few sentences. Overrides:
-//! THINKLEDGER_BENCH_SET (the held-out set's number, default 7).
+//! THINKLEDGER_BENCH_SET (the emotion and bias held-out set's number, default 7),
+//! THINKLEDGER_BENCH_REASONING_SET (the reasoning held-out set's, default 3),
+//! THINKLEDGER_BENCH_PARTS (which of `emotion`, `bias`, `fallacies` to run, comma-separated;
+//! default all).
 
 mod common;
 
@@ -77,6 +81,12 @@ impl Tally {
     }
 }
 
+/// Whether the run includes `part` (THINKLEDGER_BENCH_PARTS; all by default).
+fn wants(part: &str) -> bool {
+    std::env::var("THINKLEDGER_BENCH_PARTS")
+        .map_or(true, |parts| parts.split(',').any(|p| p.trim() == part))
+}
+
 fn main() {
     let full = full_mode();
     let set = env_usize("SET", 7);
@@ -117,6 +127,9 @@ fn main() {
     let mut emotion = rows(&sets.join(format!("emotion_heldout{set}.tsv")));
     if !full {
         emotion.truncate(3);
+    }
+    if !wants("emotion") {
+        emotion.clear();
     }
     let mut calls: u64 = 0;
     let (mut rules, mut judged) = (Tally::default(), Tally::default());
@@ -172,6 +185,9 @@ fn main() {
     if !full {
         bias.truncate(2);
     }
+    if !wants("bias") {
+        bias.clear();
+    }
     for (run, examples) in bias.chunks(8).enumerate() {
         let (mut by_rules, mut by_model) = (0, 0);
         for row in examples {
@@ -196,7 +212,7 @@ fn main() {
             n = examples.len()
         );
     }
-    if full {
+    if full && wants("bias") {
         let none = rows(&sets.join("bias_none.tsv"));
         let (mut by_rules, mut by_model) = (0, 0);
         for row in &none {
@@ -216,7 +232,84 @@ fn main() {
             n = none.len()
         );
     }
+    if wants("fallacies") {
+        calls += fallacies(&mut client, &sets, full);
+    }
     client.finish();
     // Every call is one event, and the ledger is intact.
     common::verify_ledger_events(&thinkledger::server::ledger_dir(dir.path()), calls);
+}
+
+/// `analyze_reasoning` on a reasoning set: for each fallacy passage, whether the rules' findings
+/// and the model's judgement name its type; for sound passages and those without an argument,
+/// whether either names any fallacy. Returns the calls made.
+fn fallacies(client: &mut StdioClient, sets: &std::path::Path, full: bool) -> u64 {
+    let set = env_usize("REASONING_SET", 3);
+    let mut passages: Vec<Vec<String>> = rows(&sets.join(format!("reasoning_heldout{set}.tsv")))
+        .into_iter()
+        .filter(|r| r[0] != "label")
+        .collect();
+    if !full {
+        passages.truncate(2);
+    }
+    let (mut rules, mut judged) = (Tally::default(), Tally::default());
+    let mut unreadable = 0;
+    for row in &passages {
+        let (label, text) = (&row[0], &row[1]);
+        let result = client.call_tool("analyze_reasoning", json!({"reasoning": text}));
+        let d = data(&result);
+        let by_rules: Vec<String> = d["weaknesses"]
+            .as_array()
+            .expect("weaknesses")
+            .iter()
+            .filter_map(|w| w.as_str())
+            .filter_map(|w| {
+                [
+                    ("Circular reasoning", "circular"),
+                    ("Hasty generalisation", "hasty_generalisation"),
+                ]
+                .iter()
+                .find(|(name, _)| w.starts_with(name))
+                .map(|(_, l)| (*l).to_owned())
+            })
+            .collect();
+        let judgement = &d["modelJudgement"];
+        unreadable += usize::from(judgement["status"] == "unreadable");
+        let by_model: Option<Vec<String>> = judgement.is_object().then(|| {
+            judgement["fallacies"]
+                .as_array()
+                .map(|f| {
+                    f.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        // A fallacy passage is right when its type is named; the others when none is.
+        let right = |named: &[String]| match label.as_str() {
+            "sound" | "no_argument" => named.is_empty(),
+            fallacy => named.iter().any(|n| n == fallacy),
+        };
+        rules.add(label, right(&by_rules));
+        if let Some(named) = by_model {
+            judged.add(label, right(&named));
+        }
+    }
+    println!(
+        "  fallacies (reasoning_heldout{set}.tsv; sound and no_argument: right when nothing is \
+         named){}",
+        if judged.0.is_empty() {
+            String::new()
+        } else {
+            format!(", {unreadable} model answers unreadable")
+        }
+    );
+    for (label, (right, asked)) in &rules.0 {
+        let model = judged
+            .0
+            .get(label)
+            .map_or("-".to_owned(), |(m, _)| m.to_string());
+        println!("    {label:<21} rules {right}/{asked}  model {model}/{asked}");
+    }
+    u64::try_from(passages.len()).expect("passages")
 }

@@ -966,9 +966,9 @@ async fn think_parallel_past_its_timeout_is_refused_as_the_seed_says_and_recorde
 }
 
 #[tokio::test]
-async fn detect_emotion_and_detect_bias_add_the_models_judgement_beside_the_rules() {
+async fn the_models_judgement_of_emotions_biases_and_fallacies_stands_beside_the_rules() {
     let Some(base) =
-        super::model::llm_or_skip("detect_emotion_and_detect_bias_add_the_models_judgement…")
+        super::model::llm_or_skip("the_models_judgement_of_emotions_biases_and_fallacies…")
     else {
         return;
     };
@@ -1044,9 +1044,49 @@ async fn detect_emotion_and_detect_bias_add_the_models_judgement_beside_the_rule
         Some("unreadable") => assert!(judgement.get("biases").is_none(), "{data}"),
         other => panic!("status {other:?}: {data}"),
     }
+
+    // analyze_reasoning: the rules' measures as without a model, the model's fallacies beside.
+    let reasoning = "You back the new surveillance bill or you're comfortable with criminals \
+                     walking free. There's no middle ground here.";
+    let body = ok(&model_call(
+        &server,
+        "analyze_reasoning",
+        json!({"reasoning": reasoning}),
+    )
+    .await);
+    let data = envelope(&body, &["reasoningAnalyzer", "reasoningModel"]);
+    assert!(data["quality"]["logicalValidity"].is_number(), "{data}");
+    let judgement = &data["modelJudgement"];
+    assert_eq!(data["provenance"]["model"], judgement["model"], "{data}");
+    match judgement["status"].as_str() {
+        Some("answered") => {
+            for f in judgement["fallacies"].as_array().expect("fallacies") {
+                assert!(
+                    [
+                        "circular",
+                        "hasty_generalisation",
+                        "false_dilemma",
+                        "appeal_to_authority",
+                        "non_sequitur",
+                        "bandwagon"
+                    ]
+                    .contains(&f.as_str().unwrap()),
+                    "only the six labels are taken: {data}"
+                );
+            }
+        }
+        Some("unreadable") => assert!(judgement.get("fallacies").is_none(), "{data}"),
+        other => panic!("status {other:?}: {data}"),
+    }
+    assert!(
+        data["provenance"]["limitations"]
+            .to_string()
+            .contains("modelJudgement"),
+        "{data}"
+    );
     let session = body["metadata"]["sessionId"].as_str().unwrap().to_owned();
     server.stop().await;
-    assert_intact(dir.path(), 2).await;
+    assert_intact(dir.path(), 3).await;
 
     // Each call is one event with its one model call; re-executed from the log, both match.
     let events = stored_events(dir.path());
@@ -1057,5 +1097,5 @@ async fn detect_emotion_and_detect_bias_add_the_models_judgement_beside_the_rule
         assert_eq!(calls.len(), 1, "{event:#}");
     }
     assert_events_match_the_schema(dir.path());
-    assert_replays_exactly(dir.path(), &session, 2).await;
+    assert_replays_exactly(dir.path(), &session, 3).await;
 }

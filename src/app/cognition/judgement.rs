@@ -1,6 +1,7 @@
-//! A model's judgement beside the rules (`detect_emotion`, `detect_bias`): when a provider is
-//! configured, the tool asks the model once — which of the eleven emotions and which valence
-//! sign, or which of the eight bias types — with the answer constrained to those labels by a
+//! A model's judgement beside the rules (`detect_emotion`, `detect_bias`, `analyze_reasoning`):
+//! when a provider is configured, the tool asks the model once — which of the eleven emotions
+//! and which valence sign, which of the eight bias types, or which of the six fallacies — with
+//! the answer constrained to those labels by a
 //! JSON schema, and shows the answer as `modelJudgement`, labelled with the model, beside the
 //! rules' own reading, which it never changes. Without a provider nothing is asked and the
 //! answer is the rules' alone; a configured provider that fails refuses the call
@@ -16,13 +17,26 @@ use serde_json::{Value, json};
 
 use super::bias::BIAS_TYPES;
 use super::emotion::EMOTIONS;
-use super::metacognition::{BIAS_USAGE, DetectBiasArgs, DetectEmotionArgs, EMOTION_USAGE};
+use super::metacognition::{
+    ANALYSIS_USAGE, AnalyzeReasoningArgs, BIAS_USAGE, DetectBiasArgs, DetectEmotionArgs,
+    EMOTION_USAGE,
+};
 use super::think::{model_failed, model_of, no_model};
 use super::{non_empty, parse};
 use crate::app::call::model::ModelStep;
 use crate::app::call::{Call, Refusal};
 use crate::app::{App, Command};
 use crate::model::{ChatOutcome, ChatRequest, Message, ResponseFormat};
+
+/// The fallacies a model may name (the labels of `argument::Fallacy`).
+pub const FALLACIES: [&str; 6] = [
+    "circular",
+    "hasty_generalisation",
+    "false_dilemma",
+    "appeal_to_authority",
+    "non_sequitur",
+    "bandwagon",
+];
 
 /// The valence signs a model may answer.
 const SIGNS: [&str; 3] = ["positive", "negative", "neutral"];
@@ -44,6 +58,9 @@ pub struct ModelJudgement {
     /// detect_bias: the bias types the model names (of the eight), possibly none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub biases: Option<Vec<String>>,
+    /// analyze_reasoning: the fallacies the model names (of the six), possibly none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallacies: Option<Vec<String>>,
 }
 
 impl ModelJudgement {
@@ -54,6 +71,7 @@ impl ModelJudgement {
             "emotion": self.emotion,
             "valence": self.valence,
             "biases": self.biases,
+            "fallacies": self.fallacies,
         })
     }
 }
@@ -123,6 +141,38 @@ fn bias_request(text: &str) -> ChatRequest {
     )
 }
 
+fn fallacy_request(text: &str) -> ChatRequest {
+    request(
+        "Which fallacies does this reasoning commit? Choose from: circular (the conclusion \
+         restates a premise), hasty_generalisation (a general claim from a few cases), \
+         false_dilemma (two options offered as the only ones), appeal_to_authority (a claim \
+         accepted because of who made it), non_sequitur (the conclusion does not follow from \
+         its grounds), bandwagon (right because many do or believe it). An empty list when the \
+         reasoning is sound or argues nothing. Answer in JSON.",
+        text,
+        "fallacies",
+        json!({
+            "type": "object",
+            "properties": {
+                "fallacies": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": FALLACIES},
+                    "maxItems": 3,
+                },
+            },
+            "required": ["fallacies"],
+            "additionalProperties": false,
+        }),
+    )
+}
+
+/// The one model call of `analyze_reasoning`, when a provider is configured.
+pub(super) fn plan_analysis(_app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
+    let args: AnalyzeReasoningArgs = parse(&command.arguments, ANALYSIS_USAGE)?;
+    non_empty("reasoning", &args.reasoning, ANALYSIS_USAGE)?;
+    ask_once(command, || fallacy_request(&args.reasoning))
+}
+
 /// The one model call of `detect_emotion`, when a provider is configured.
 pub(super) fn plan_emotion(_app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
     let args: DetectEmotionArgs = parse(&command.arguments, EMOTION_USAGE)?;
@@ -161,6 +211,22 @@ struct BiasJson {
     biases: Vec<String>,
 }
 
+#[derive(Deserialize)]
+struct FallacyJson {
+    fallacies: Vec<String>,
+}
+
+/// Labels without repeats, in the model's order.
+fn distinct(labels: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in labels {
+        if !out.contains(&l) {
+            out.push(l);
+        }
+    }
+    out
+}
+
 fn unreadable(model: String) -> ModelJudgement {
     ModelJudgement {
         model,
@@ -168,6 +234,7 @@ fn unreadable(model: String) -> ModelJudgement {
         emotion: None,
         valence: None,
         biases: None,
+        fallacies: None,
     }
 }
 
@@ -178,6 +245,7 @@ fn judged(answer: &ChatOutcome) -> ModelJudgement {
         emotion: None,
         valence: None,
         biases: None,
+        fallacies: None,
     }
 }
 
@@ -207,18 +275,25 @@ pub(super) fn bias(call: &Call<'_>) -> Option<ModelJudgement> {
         .ok()
         .filter(|j| j.biases.iter().all(|b| BIAS_TYPES.contains(&b.as_str())));
     Some(match parsed {
-        Some(j) => {
-            let mut biases: Vec<String> = Vec::new();
-            for b in j.biases {
-                if !biases.contains(&b) {
-                    biases.push(b);
-                }
-            }
-            ModelJudgement {
-                biases: Some(biases),
-                ..judged(answer)
-            }
-        }
+        Some(j) => ModelJudgement {
+            biases: Some(distinct(j.biases)),
+            ..judged(answer)
+        },
+        None => unreadable(model_of(answer)),
+    })
+}
+
+/// The model's fallacy judgement of this call, if the model was asked.
+pub(super) fn fallacies(call: &Call<'_>) -> Option<ModelJudgement> {
+    let answer = call.model_answers().first()?;
+    let parsed = serde_json::from_str::<FallacyJson>(answer.text().trim())
+        .ok()
+        .filter(|j| j.fallacies.iter().all(|f| FALLACIES.contains(&f.as_str())));
+    Some(match parsed {
+        Some(j) => ModelJudgement {
+            fallacies: Some(distinct(j.fallacies)),
+            ..judged(answer)
+        },
         None => unreadable(model_of(answer)),
     })
 }
@@ -240,5 +315,24 @@ mod tests {
         for t in BIAS_TYPES {
             assert!(b.to_string().contains(t), "{t}");
         }
+        let f = serde_json::to_value(fallacy_request("x").response_format).unwrap();
+        for t in FALLACIES {
+            assert!(f.to_string().contains(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn the_fallacy_labels_are_the_rules_labels() {
+        use super::super::argument::Fallacy;
+        let rules = [
+            Fallacy::Circular,
+            Fallacy::HastyGeneralisation,
+            Fallacy::FalseDilemma,
+            Fallacy::AppealToAuthority,
+            Fallacy::NonSequitur,
+            Fallacy::Bandwagon,
+        ]
+        .map(Fallacy::label);
+        assert_eq!(rules, FALLACIES);
     }
 }

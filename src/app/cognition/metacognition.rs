@@ -23,7 +23,7 @@ pub(super) const BIAS_USAGE: &str =
     "pass {\"reasoning\": \"...\"} and optionally context and monitorContinuously";
 pub(super) const EMOTION_USAGE: &str =
     "pass {\"text\": \"...\"} and optionally includeDiscrete and context";
-const ANALYSIS_USAGE: &str = "pass {\"reasoning\": \"...\"} and optionally context, \
+pub(super) const ANALYSIS_USAGE: &str = "pass {\"reasoning\": \"...\"} and optionally context, \
      includeConfidence, includeBias, includeEmotion";
 
 /// Arguments of `assess_confidence` (the seed's).
@@ -344,6 +344,9 @@ pub struct AnalysisData {
     pub biases: Option<Vec<Finding>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub emotion: Option<EmotionData>,
+    /// The configured model's answer, beside the rules (absent without a provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_judgement: Option<ModelJudgement>,
     pub provenance: Provenance,
 }
 
@@ -366,9 +369,10 @@ fn argument_limits() -> Vec<String> {
     vec![
         "Two fallacies are named, by general shapes (docs/cognition.md): a conclusion that \
          restates its premises, and a general or absolute claim beside a few cases or none; a \
-         finding is a sign, not a proof. False dilemmas, appeals to authority, non sequiturs \
-         and bandwagons are not assessed: the rules for them (argument/2) were measured on \
-         held-out passages and not adopted"
+         finding is a sign, not a proof. The rules do not assess false dilemmas, appeals to \
+         authority, non sequiturs and bandwagons: the rules written for them (argument/2 and \
+         argument/3) found too few on held-out passages and were not adopted; with a model \
+         configured, modelJudgement names the fallacies the model sees"
             .to_owned(),
     ]
 }
@@ -404,7 +408,7 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
         }
         None => (serde_json::Value::Null, Vec::new()),
     };
-    let result = json!({
+    let mut result = json!({
         "quality": quality,
         "argument": recorded_findings(&assessment),
         "overallConfidence": confidence.as_ref().map(|c| c.overall_confidence),
@@ -420,6 +424,14 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
         argument::RULES,
         bias::RULES
     );
+    let model_judgement = judgement::fallacies(call);
+    let mut limitations = [feature_limits(), argument_limits(), bias_limits()].concat();
+    if let Some(j) = &model_judgement {
+        result["modelJudgement"] = j.recorded();
+        limitations.push(judgement::limitation(j));
+        components.push("reasoningModel");
+    }
+    let model = model_judgement.as_ref().map(|j| j.model.clone());
     let data = AnalysisData {
         quality,
         strengths,
@@ -428,15 +440,16 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
         confidence,
         biases,
         emotion,
+        model_judgement,
         provenance: Provenance {
             rules: rules.clone(),
-            model: None,
-            limitations: [feature_limits(), argument_limits(), bias_limits()].concat(),
+            model: model.clone(),
+            limitations,
         },
     };
     answer(
         call,
-        (super::ANALYZE_REASONING_TOOL, &rules, None, result, texts),
+        (super::ANALYZE_REASONING_TOOL, &rules, model, result, texts),
         data,
         &components,
     )

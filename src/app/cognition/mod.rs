@@ -146,7 +146,10 @@ pub(crate) const SPECS: &[ToolSpec] = &[
             "includeEmotion",
         ],
         text_fields: &["reasoning", "context"],
-        decide: Decide::InContext(metacognition::decide_analysis),
+        decide: Decide::WithModel(ModelTool {
+            plan: judgement::plan_analysis,
+            decide: metacognition::decide_analysis,
+        }),
     },
 ];
 
