@@ -1,7 +1,8 @@
 //! House rules checked over the source tree: every module opens with a `//!` header saying what
 //! it owns, the layer boundaries of docs/ARCHITECTURE.md hold (sled only in `ledger/`, blake3
 //! only in `ledger/` and `model/`, rmcp only in `tools/`, `server/` and `agent/`, axum only in `server/`,
-//! OpenTelemetry only in `otel.rs`),
+//! OpenTelemetry only in `otel.rs`), docs/ARCHITECTURE.md stays a short map whose invariants name
+//! real tests,
 //! and each tool family
 //! keeps to its own rooms (no family imports another; the shared call machinery imports none).
 
@@ -911,4 +912,124 @@ fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// docs/ARCHITECTURE.md is a map a newcomer reads in one sitting, and what it claims is checked:
+/// at most 6,000 words (as `wc -w` counts them), and each of its architecture invariants names
+/// the test that checks it as `` `test: path::to::fn_name` `` (a function that exists under
+/// `src/` or `tests/`), or says "(no test yet)".
+#[test]
+fn the_architecture_map_is_short_and_its_invariants_name_real_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("ARCHITECTURE");
+    let words = map.split_whitespace().count();
+    assert!(
+        words <= 6_000,
+        "docs/ARCHITECTURE.md has {words} words (at most 6,000): move the detail to the doc it \
+         belongs to and leave a line and a link"
+    );
+
+    let cited = cited_tests(&map);
+    assert!(cited.len() >= 20, "too few tests cited: {cited:?}");
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    let code: Vec<String> = files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).expect("read source"))
+        .collect();
+    let missing: Vec<&String> = cited
+        .iter()
+        .filter(|path| {
+            let name = path.rsplit("::").next().unwrap_or(path.as_str());
+            let declared = [format!("fn {name}("), format!("fn {name}<")];
+            !code
+                .iter()
+                .any(|text| declared.iter().any(|d| text.contains(d.as_str())))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md cites tests that do not exist: {missing:?}"
+    );
+
+    let section = map
+        .split("\n## ")
+        .find(|s| s.starts_with("Architecture invariants"))
+        .expect("an \"Architecture invariants\" section");
+    let mut invariants: Vec<String> = Vec::new();
+    for line in section.lines() {
+        if line.starts_with("- ") {
+            invariants.push(line.to_owned());
+        } else if line.starts_with("  ")
+            && let Some(last) = invariants.last_mut()
+        {
+            last.push_str(line);
+        }
+    }
+    let unguarded: Vec<&String> = invariants
+        .iter()
+        .filter(|i| !i.contains("`test: ") && !i.contains("(no test yet)"))
+        .collect();
+    assert!(
+        unguarded.is_empty(),
+        "invariants that name no test (cite one as `test: path::fn_name`, or say \
+         \"(no test yet)\"): {unguarded:#?}"
+    );
+}
+
+/// The tests a text cites: every `` `test: path::fn_name` `` in it, by path.
+fn cited_tests(text: &str) -> Vec<String> {
+    text.split("`test: ")
+        .skip(1)
+        .filter_map(|rest| rest.split('`').next())
+        .map(|path| path.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_cited_test_reader_sees_what_it_must() {
+    assert_eq!(
+        cited_tests("- **A.** Checked by `test: tidy::a_b` and `test: x::y::c_d`; `fn e`."),
+        ["tidy::a_b", "x::y::c_d"]
+    );
+    assert!(cited_tests("no citation: `tidy::a_b`").is_empty());
+}
+
+/// The code map of docs/ARCHITECTURE.md has one line per module that is not test code,
+/// `` - `path/to/module.rs` — what it is for ``, and names no module that does not exist.
+#[test]
+fn the_code_map_lists_every_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("ARCHITECTURE");
+    let code_map = map
+        .split("\n## ")
+        .find(|s| s.starts_with("Code map"))
+        .expect("a \"Code map\" section");
+    let listed: Vec<&str> = code_map
+        .lines()
+        .filter_map(|l| l.strip_prefix("- `"))
+        .filter_map(|l| l.split_once("` — "))
+        .map(|(path, _)| path)
+        .filter(|path| path.ends_with(".rs"))
+        .collect();
+    let sources = sources();
+    let unlisted: Vec<&str> = production_code(&sources)
+        .into_iter()
+        .map(|(file, _)| file)
+        .filter(|file| !listed.contains(file))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "modules without a line in docs/ARCHITECTURE.md's code map (add \
+         `- \\`path\\` — what it is for, in one sentence.`): {unlisted:?}"
+    );
+    let gone: Vec<&&str> = listed
+        .iter()
+        .filter(|path| !sources.iter().any(|(file, _)| file.as_str() == **path))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "docs/ARCHITECTURE.md's code map names modules that do not exist: {gone:?}"
+    );
 }
