@@ -55,7 +55,7 @@ const TOOLS_CALL: &str = "tools/call";
 /// Why spans cannot be exported as configured.
 #[derive(Debug, thiserror::Error)]
 pub enum OtelError {
-    /// An `https://` endpoint: this build has no TLS (docs/ARCHITECTURE.md, reqwest).
+    /// An `https://` endpoint: this build has no TLS (docs/dependencies.md, reqwest).
     #[error(
         "{var} is {endpoint}: this build sends OTLP over plain HTTP only (no TLS); point it at \
          an http:// collector, e.g. a local OpenTelemetry Collector that forwards over TLS"

@@ -1,7 +1,8 @@
 //! The ledger: canonical JSON, the BLAKE3 hash chain, the store, the single writer with group
 //! commit, and verification.
 //!
-//! Owns every byte that reaches disk and is the only module that knows sled or blake3. It does
+//! Owns every byte of the log that reaches disk and is the only module that knows sled (blake3
+//! also hashes model exchanges, in `model/exchange.rs`). It does
 //! not know what a tool or a thought is: business decisions come in through the [`Decider`]
 //! trait, which the application layer implements.
 

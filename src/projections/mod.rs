@@ -1,4 +1,8 @@
-//! Projections: state rebuilt from the log by pure folds.
+//! Projections: state rebuilt from the log by folds.
+//!
+//! Two folds are not yet pure (docs/ARCHITECTURE.md names them): `memory` keeps its full-text
+//! index on disk and times itself inside the fold, and `thinking` reads session bodies back
+//! from the log into a cache.
 //!
 //! `apply(state, event)` is the only way state changes, it cannot fail, and it holds no business
 //! rules (those are decided in `app` before an event exists). Projections know nothing of

@@ -1,4 +1,4 @@
-//! A relayed connection's state (docs/ARCHITECTURE.md, "One ledger, many processes"): what a
+//! A relayed connection's state (docs/scaling.md, "One ledger, many processes"): what a
 //! connection of its own keeps between calls — the session a call that names none continues,
 //! the enabled toolsets, the log level — as the owner tells its relay after each change and the
 //! relay hands to the next owner when the first is gone, so that the client's conversation

@@ -15,7 +15,7 @@
 //!
 //! Relayed beside direct: each run also starts two servers on one fresh data directory — the
 //! first owns the ledger and serves its client directly, the second relays its client's lines
-//! to the first over the directory's socket (docs/ARCHITECTURE.md, "One ledger, many
+//! to the first over the directory's socket (docs/scaling.md, "One ledger, many
 //! processes") — and alternates calls between the two clients, so the relay's overhead is the
 //! difference of two p50s taken under the same load.
 //!

