@@ -382,10 +382,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         data_dir: data_dir(&cli)?,
         store: cli.store.clone(),
     };
-    if let Some(url) = &dir.store
-        && !thinkledger::ledger::is_postgres_url(url)
-    {
-        bail!("--store takes a postgres:// URL (without it the ledger is in the data directory)");
+    if let Some(url) = &dir.store {
+        if !thinkledger::ledger::is_postgres_url(url) {
+            bail!(
+                "--store takes a postgres:// URL (without it the ledger is in the data directory)"
+            );
+        }
+        // A build without PostgreSQL says so before anything starts (a server would otherwise
+        // answer `initialize` and refuse every call).
+        thinkledger::ledger::pg::check_built()?;
     }
     let command = cli.command.unwrap_or(Command::Serve(ServeArgs {
         toolsets: "default".into(),
@@ -1003,6 +1008,9 @@ fn migrate(data_dir: &Path, from: &str, to: &str) -> anyhow::Result<ExitCode> {
         }
     };
     let (from, to) = (place(from), place(to));
+    if from.store.is_some() || to.store.is_some() {
+        thinkledger::ledger::pg::check_built()?;
+    }
     if from.store.is_none() && !server::ledger_dir(&from.data_dir).exists() {
         bail!(
             "{} holds no ledger (no ledger/ directory in it)",

