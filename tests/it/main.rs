@@ -31,4 +31,5 @@ mod schemas;
 mod tamper;
 mod team;
 mod tidy;
+mod timestamping;
 mod utilities;

@@ -1,0 +1,137 @@
+//! Time-stamp tokens kept beside the signed checkpoints: `timestamps.jsonl` in the ledger
+//! directory, one JSON line per token, `{"note": <the checkpoint's signed note>, "token":
+//! <base64 of the DER token>}` (docs/ledger-format.md §6).
+//!
+//! Owns the file's layout and nothing of what a token is: the tokens are opaque bytes here
+//! (`audit::rfc3161` reads them). They are kept beside the log, like the checkpoints they
+//! stamp, not in it: a token arrives after its checkpoint is signed, from outside, and
+//! recording it as an event would grow the log and so call for the next checkpoint, and its
+//! token, without end. A token proves itself (the TSA's signature over the checkpoint's digest),
+//! so losing one loses a proof of time, never the integrity of the log: a line that does not
+//! read is skipped with a warning, not refused.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+
+use super::LedgerError;
+
+/// The file of time-stamp tokens inside a ledger directory.
+pub const TIMESTAMPS_FILE: &str = "timestamps.jsonl";
+
+/// A time-stamp token kept for a signed checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptTimestamp {
+    /// The checkpoint's signed note, exactly as signed (its SHA-256 is what the token stamps).
+    pub note: String,
+    /// The RFC 3161 token (DER `ContentInfo`) as the TSA answered it.
+    pub token: Vec<u8>,
+}
+
+/// One line of `timestamps.jsonl`.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Line {
+    note: String,
+    token: String,
+}
+
+/// Every token kept in `ledger_dir`, oldest first (none when there is no file). Lines that do
+/// not read (an append cut short by a crash) are skipped.
+pub fn read_timestamps(ledger_dir: &Path) -> Result<Vec<KeptTimestamp>, LedgerError> {
+    let path = ledger_dir.join(TIMESTAMPS_FILE);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for (n, line) in (1..).zip(BufReader::new(file).split(b'\n')) {
+        let line = line?;
+        if line.is_empty() {
+            continue;
+        }
+        let kept = serde_json::from_slice::<Line>(&line)
+            .map_err(|e| e.to_string())
+            .and_then(|l| {
+                let token = STANDARD.decode(&l.token).map_err(|e| e.to_string())?;
+                Ok(KeptTimestamp {
+                    note: l.note,
+                    token,
+                })
+            });
+        match kept {
+            Ok(kept) => out.push(kept),
+            Err(e) => tracing::warn!(
+                file = %path.display(),
+                line = n,
+                error = %e,
+                "a kept time-stamp token does not read; skipped"
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// Appends `kept` to `timestamps.jsonl` in `ledger_dir` (made if missing, readable by its
+/// owner only) and syncs it. A torn last line is ended first, so that it stays one line.
+pub fn append_timestamp(ledger_dir: &Path, kept: &KeptTimestamp) -> Result<(), LedgerError> {
+    let path = ledger_dir.join(TIMESTAMPS_FILE);
+    let mut file = super::private::options()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(&path)?;
+    let mut line = Vec::new();
+    if file.metadata()?.len() > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::End(-1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            line.push(b'\n');
+        }
+    }
+    let json = serde_json::to_vec(&Line {
+        note: kept.note.clone(),
+        token: STANDARD.encode(&kept.token),
+    })
+    .map_err(|e| LedgerError::Corrupt(format!("a time-stamp line does not serialize: {e}")))?;
+    line.extend_from_slice(&json);
+    line.push(b'\n');
+    file.write_all(&line)?;
+    file.sync_data()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_read_back_in_order_past_a_torn_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(read_timestamps(dir.path()).expect("no file"), Vec::new());
+        let one = KeptTimestamp {
+            note: "thinkledger/x\n1\nroot\n\n— sig\n".to_owned(),
+            token: vec![0x30, 0x00],
+        };
+        append_timestamp(dir.path(), &one).expect("append");
+        // A crash in the middle of the next append.
+        let path = dir.path().join(TIMESTAMPS_FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        file.write_all(b"{\"note\":\"cut sh").expect("write");
+        let two = KeptTimestamp {
+            note: "thinkledger/x\n2\nroot\n\n— sig\n".to_owned(),
+            token: vec![0x30, 0x01, 0x00],
+        };
+        append_timestamp(dir.path(), &two).expect("append");
+        assert_eq!(read_timestamps(dir.path()).expect("reads"), vec![one, two]);
+    }
+}
