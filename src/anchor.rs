@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::checkpoint_digest;
 use crate::audit::rfc3161::{TokenError, check_token, request, token_from_response};
 use crate::effects::{Effects, SystemEffects};
-use crate::ledger::timestamps::{KeptTimestamp, append_timestamp, read_timestamps};
+use crate::ledger::timestamps::{KeptTimestamp, append_timestamp, read_recent_timestamps};
 use crate::ledger::{Decider, LedgerHandle};
 
 /// How often the gauges are looked at for a new checkpoint.
@@ -96,7 +96,7 @@ async fn run<D: Decider>(
     };
     // Each checkpoint is seen once, when it becomes the latest; only the one stamped last can
     // be seen again (at a restart, when no checkpoint was signed since).
-    let mut last_stamped: Option<String> = match read_timestamps(&ledger_dir) {
+    let mut last_stamped: Option<String> = match read_recent_timestamps(&ledger_dir) {
         Ok(kept) => kept.into_iter().last().map(|k| k.note),
         Err(e) => {
             tracing::error!(error = %e, "the kept time-stamp tokens do not read; checkpoints will not be time-stamped");

@@ -1,8 +1,9 @@
 //! Offline verification of an export from its bytes alone: canonical form, the keys, the signed
 //! checkpoint, every event (canonical, hash, ledger, chain links, inclusion proof), completeness
 //! of a seq range, every text against its commitment or its erasure, the consistency proof to an
-//! earlier checkpoint, and the export signature. docs/ledger-format.md §10.3 is the algorithm;
-//! the form of each event is judged by `schemas/event.v1.json` through [`super::json_schema`].
+//! earlier checkpoint, the time-stamp tokens (`timestamps.rs`), and the export signature.
+//! docs/ledger-format.md §10.3 is the algorithm; the form of each event is judged by
+//! `schemas/event.v1.json` through [`super::json_schema`].
 //!
 //! Reports every problem it finds, each with a stable code, the seq it concerns and the JSON path
 //! of the offending member, rather than stopping at the first. Expected outcomes are values: it

@@ -16,7 +16,7 @@ use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
 use thinkledger::ledger::checkpoint::{Checkpoint, NoteVerifier, kept_note};
-use thinkledger::ledger::timestamps::{KeptTimestamp, read_timestamps};
+use thinkledger::ledger::timestamps::{KeptTimestamp, read_recent_timestamps};
 use thinkledger::ledger::{LedgerHandle, SignedCheckpoint, Store, keyfile, verify_with_progress};
 use thinkledger::server::{self, LedgerPlace};
 
@@ -667,5 +667,7 @@ fn kept_timestamps(place: &LedgerPlace) -> anyhow::Result<Vec<KeptTimestamp>> {
     if place.store.is_some() {
         return Ok(Vec::new());
     }
-    Ok(read_timestamps(&server::ledger_dir(&place.data_dir))?)
+    Ok(read_recent_timestamps(&server::ledger_dir(
+        &place.data_dir,
+    ))?)
 }

@@ -43,14 +43,37 @@ struct Line {
 /// Every token kept in `ledger_dir`, oldest first (none when there is no file). Lines that do
 /// not read (an append cut short by a crash) are skipped.
 pub fn read_timestamps(ledger_dir: &Path) -> Result<Vec<KeptTimestamp>, LedgerError> {
+    read_tail(ledger_dir, u64::MAX)
+}
+
+/// How much of the end of `timestamps.jsonl` [`read_recent_timestamps`] reads: a few hundred
+/// tokens, where a ledger that stamps every minute keeps some 3 MB a day.
+pub const RECENT_BYTES: u64 = 1 << 20;
+
+/// The tokens in the last [`RECENT_BYTES`] of the file, oldest first: what an export chooses
+/// from (the latest token its checkpoint extends) without reading years of them.
+pub fn read_recent_timestamps(ledger_dir: &Path) -> Result<Vec<KeptTimestamp>, LedgerError> {
+    read_tail(ledger_dir, RECENT_BYTES)
+}
+
+/// The whole lines in the last `within` bytes of the file.
+fn read_tail(ledger_dir: &Path, within: u64) -> Result<Vec<KeptTimestamp>, LedgerError> {
     let path = ledger_dir.join(TIMESTAMPS_FILE);
-    let file = match File::open(&path) {
+    let mut file = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(within);
+    file.seek(SeekFrom::Start(start))?;
+    let mut lines = BufReader::new(file).split(b'\n');
+    if start > 0 {
+        // The first line read may be the end of one that starts before: not whole.
+        lines.next().transpose()?;
+    }
     let mut out = Vec::new();
-    for (n, line) in (1..).zip(BufReader::new(file).split(b'\n')) {
+    for (n, line) in (1..).zip(lines) {
         let line = line?;
         if line.is_empty() {
             continue;
@@ -132,6 +155,17 @@ mod tests {
             token: vec![0x30, 0x01, 0x00],
         };
         append_timestamp(dir.path(), &two).expect("append");
-        assert_eq!(read_timestamps(dir.path()).expect("reads"), vec![one, two]);
+        assert_eq!(
+            read_timestamps(dir.path()).expect("reads"),
+            vec![one.clone(), two.clone()]
+        );
+        // The tail from the middle of the first line on holds only the whole lines after it.
+        let len = std::fs::metadata(&path).expect("meta").len();
+        let last = read_tail(dir.path(), len - 5).expect("reads");
+        assert_eq!(last, vec![two.clone()]);
+        assert_eq!(
+            read_recent_timestamps(dir.path()).expect("reads"),
+            vec![one, two]
+        );
     }
 }
