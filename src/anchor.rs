@@ -199,3 +199,22 @@ async fn stamp(
         Err(e) => Err(format!("the TSA's token does not hold: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Authority;
+
+    #[test]
+    fn only_http_urls_with_a_host_name_an_authority() {
+        assert!(Authority::parse("http://127.0.0.1:8318/tsr").is_ok());
+        for (raw, why) in [
+            ("https://tsa.example.com/", "https is not supported"),
+            ("ftp://tsa.example.com/", "scheme ftp is not http"),
+            ("tsa.example.com", "relative URL without a base"),
+        ] {
+            let e = Authority::parse(raw).expect_err(raw);
+            assert!(e.contains(why), "{raw}: {e}");
+            assert!(e.contains("give the http:// URL"), "{raw}: {e}");
+        }
+    }
+}

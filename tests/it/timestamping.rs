@@ -20,7 +20,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-use crate::common::{StdioServer, cli, think, within};
+use crate::common::{StdioServer, cli, cli_once, think, within};
 
 /// `openssl` on this machine, if installed.
 fn openssl() -> Option<PathBuf> {
@@ -346,4 +346,40 @@ async fn checkpoints_are_time_stamped_by_openssl_and_exports_carry_tokens_that_v
 
     server.stop().await;
     up.abort();
+}
+
+#[tokio::test]
+async fn a_tsa_the_server_cannot_use_is_refused_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = cli_once(
+        dir.path(),
+        &["serve", "--timestamp-authority", "https://tsa.example.com/"],
+    )
+    .await;
+    assert!(!run.status.success(), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("https is not supported by this build (no TLS)"),
+        "{}",
+        run.stderr
+    );
+    let run = cli_once(
+        dir.path(),
+        &[
+            "--store",
+            "postgres://127.0.0.1:1/none",
+            "serve",
+            "--timestamp-authority",
+            "http://127.0.0.1:1/",
+        ],
+    )
+    .await;
+    assert!(!run.status.success(), "{run:?}");
+    assert!(
+        run.stderr.contains(
+            "--timestamp-authority keeps its tokens beside a ledger in the data directory"
+        ),
+        "{}",
+        run.stderr
+    );
 }
