@@ -9,6 +9,10 @@
 //! openssl ts -reply -config tsa.cnf -queryfile query.tsq -out KIND-response.tsr   # another reply
 //! cp ca.pem KIND-ca.pem
 //! ```
+//!
+//! and `chain-*` by hand the same way with a P-256 TSA whose certificate a root CA's
+//! intermediate issued, the intermediate carried in the token (`certs = $dir/mid.pem` in
+//! tsa.cnf), so that only the root is trusted.
 
 use sha2::{Digest, Sha256};
 
@@ -19,6 +23,9 @@ const RSA_RESPONSE: &[u8] = include_bytes!("../../../tests/data/tsa/rsa-response
 const RSA_CA: &[u8] = include_bytes!("../../../tests/data/tsa/rsa-ca.pem");
 const EC_TOKEN: &[u8] = include_bytes!("../../../tests/data/tsa/ec-token.der");
 const EC_CA: &[u8] = include_bytes!("../../../tests/data/tsa/ec-ca.pem");
+const CHAIN_TOKEN: &[u8] = include_bytes!("../../../tests/data/tsa/chain-token.der");
+const CHAIN_ROOT: &[u8] = include_bytes!("../../../tests/data/tsa/chain-root.pem");
+const CHAIN_TSA: &[u8] = include_bytes!("../../../tests/data/tsa/chain-tsa.pem");
 
 fn digest() -> [u8; 32] {
     Sha256::digest(b"hello checkpoint\n").into()
@@ -41,6 +48,15 @@ fn openssl_tokens_verify_against_their_ca() {
         "ok 2026-11-28T10:56:21Z CN=thinkledger test TSA"
     );
     assert!(check(EC_TOKEN, &digest(), EC_CA).starts_with("ok 2026-11-28T10:56:"));
+}
+
+#[test]
+fn the_signer_chains_to_a_root_through_an_intermediate_the_token_carries() {
+    assert!(check(CHAIN_TOKEN, &digest(), CHAIN_ROOT).starts_with("ok 2026-11-28T"));
+    // The TSA's own certificate, trusted as itself, will do as well.
+    assert!(check(CHAIN_TOKEN, &digest(), CHAIN_TSA).starts_with("ok 2026-11-28T"));
+    let got = check(CHAIN_TOKEN, &digest(), RSA_CA);
+    assert!(got.starts_with("timestamp_untrusted "), "{got}");
 }
 
 #[test]
