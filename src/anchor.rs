@@ -143,11 +143,23 @@ async fn run<D: Decider>(
                         note: note.clone(),
                         token,
                     };
-                    if let Err(e) = append_timestamp(&ledger_dir, &kept) {
-                        tracing::error!(error = %e, "a time-stamp token could not be kept; retried");
+                    // Appended and synced off the runtime's workers.
+                    let (dir, line) = (ledger_dir.clone(), kept.clone());
+                    let appended =
+                        tokio::task::spawn_blocking(move || append_timestamp(&dir, &line))
+                            .await
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| r.map_err(|e| e.to_string()));
+                    if let Err(e) = appended {
+                        tracing::error!(error = %e, "a time-stamp token could not be kept; retrying");
+                        retry_at = Instant::now() + backoff;
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
                         break;
                     }
-                    tracing::info!("checkpoint time-stamped");
+                    tracing::info!(
+                        size = kept.note.lines().nth(1).unwrap_or_default(),
+                        "checkpoint time-stamped"
+                    );
                     last_stamped = Some(kept.note);
                     pending.pop_front();
                     backoff = FIRST_BACKOFF;

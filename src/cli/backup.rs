@@ -5,11 +5,11 @@
 //! seq, the texts of the frames up to it (`Store::read_only`, taken by the writer between two
 //! batches, read beside it while calls go on), and the signed checkpoints no larger than it;
 //! with them the signing key (the copy signs on as the same ledger), the bearer tokens, the
-//! time-stamp tokens of the checkpoints copied and the audit stream's cursors (set back to the copy's head where they were past it). Not copied,
-//! because they are derived and rebuilt: the projections' snapshot and the memory index. The
-//! copy is written by the store's own code (`ledger::migrate::copy_ledger`) into
-//! `DEST.partial`, verified as `thinkledger verify` would, and only then renamed to DEST: a
-//! DEST that exists is always a whole, verified copy.
+//! time-stamp tokens of the checkpoints copied and the audit stream's cursors (set back to the
+//! copy's head where they were past it). Not copied, because they are derived and rebuilt: the
+//! projections' snapshot and the memory index. The copy is written by the store's own code
+//! (`ledger::migrate::copy_ledger`) into `DEST.partial`, verified as `thinkledger verify`
+//! would, and only then renamed to DEST: a DEST that exists is always a whole, verified copy.
 //!
 //! An erasure carried out while the texts are read can leave the copy an event whose text is
 //! gone without the erasure's event (it came after the copy's head): the copy then fails
