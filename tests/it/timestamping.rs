@@ -5,7 +5,8 @@
 //! checkpoint are not delayed; once it answers, the checkpoint's token arrives, an export
 //! carries it and passes `verify-export --tsa-cert`, and fails it when one byte of the token
 //! is changed, or when another CA is given; an export made before any token fails
-//! `--tsa-cert`, saying why.
+//! `--tsa-cert`, saying why; a backup keeps the tokens, and the checkpoint signed as the server
+//! stops is stamped once it runs again.
 //!
 //! `openssl` is Debian's `openssl` package: without it the test prints why and passes, unless
 //! `CI=true`, where it fails.
@@ -344,6 +345,26 @@ async fn checkpoints_are_time_stamped_by_openssl_and_exports_carry_tokens_that_v
         "the stamped checkpoint's token is in the backup"
     );
 
+    // One more call, and the server stops: it signs a last checkpoint as it closes, which it
+    // stamps when it starts again (if it had no time to before).
+    think(&server, 1, 1, "the last thought", json!({})).await;
+    server.stop().await;
+    let last = {
+        let checkpoints =
+            std::fs::read_to_string(data.join("ledger/checkpoints.jsonl")).expect("checkpoints");
+        let line: Value =
+            serde_json::from_str(checkpoints.lines().last().expect("a checkpoint")).expect("JSON");
+        line["note"].as_str().expect("note").to_owned()
+    };
+    let server = StdioServer::start(&data, &["--timestamp-authority", &url]).await;
+    within("the last checkpoint's token after a restart", async {
+        while !kept(&data).lines().any(|line| {
+            serde_json::from_str::<Value>(line).is_ok_and(|l| l["note"] == last.as_str())
+        }) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
     server.stop().await;
     up.abort();
 }
