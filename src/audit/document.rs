@@ -128,7 +128,7 @@ pub struct AuditExport {
 }
 
 /// A time-stamp token of a checkpoint the export's checkpoint extends: proof that the first
-/// `size` events existed at the token's time (docs/ledger-format.md §10.5).
+/// `size` events existed by the token's time (docs/ledger-format.md §10.5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExportedTimestamp {
