@@ -10,6 +10,16 @@
 //! cp ca.pem KIND-ca.pem
 //! ```
 //!
+//! `rsa-not-a-tsa-token.der` holds the TSTInfo of `rsa-token.der` signed as CMS by the CA
+//! itself, which has no time-stamping usage (OpenSSL's `ts -verify` refuses it too:
+//! "unsuitable certificate purpose"):
+//!
+//! ```text
+//! openssl asn1parse -inform DER -in rsa-token.der -strparse 62 -noout -out tst.der
+//! openssl cms -sign -binary -in tst.der -econtent_type 1.2.840.113549.1.9.16.1.4 \
+//!     -signer ca.pem -inkey ca.key -outform DER -nodetach -md sha256 -out rsa-not-a-tsa-token.der
+//! ```
+//!
 //! and `chain-*` by hand the same way with a P-256 TSA whose certificate a root CA's
 //! intermediate issued, the intermediate carried in the token (`certs = $dir/mid.pem` in
 //! tsa.cnf), so that only the root is trusted.
@@ -23,6 +33,7 @@ const RSA_RESPONSE: &[u8] = include_bytes!("../../../tests/data/tsa/rsa-response
 const RSA_CA: &[u8] = include_bytes!("../../../tests/data/tsa/rsa-ca.pem");
 const EC_TOKEN: &[u8] = include_bytes!("../../../tests/data/tsa/ec-token.der");
 const EC_CA: &[u8] = include_bytes!("../../../tests/data/tsa/ec-ca.pem");
+const NOT_A_TSA_TOKEN: &[u8] = include_bytes!("../../../tests/data/tsa/rsa-not-a-tsa-token.der");
 const CHAIN_TOKEN: &[u8] = include_bytes!("../../../tests/data/tsa/chain-token.der");
 const CHAIN_ROOT: &[u8] = include_bytes!("../../../tests/data/tsa/chain-root.pem");
 const CHAIN_TSA: &[u8] = include_bytes!("../../../tests/data/tsa/chain-tsa.pem");
@@ -57,6 +68,15 @@ fn the_signer_chains_to_a_root_through_an_intermediate_the_token_carries() {
     assert!(check(CHAIN_TOKEN, &digest(), CHAIN_TSA).starts_with("ok 2026-11-28T"));
     let got = check(CHAIN_TOKEN, &digest(), RSA_CA);
     assert!(got.starts_with("timestamp_untrusted "), "{got}");
+}
+
+#[test]
+fn a_signer_without_the_time_stamping_usage_is_no_tsa() {
+    let got = check(NOT_A_TSA_TOKEN, &digest(), RSA_CA);
+    assert!(
+        got.starts_with("timestamp_untrusted ") && got.contains("not a time-stamping certificate"),
+        "{got}"
+    );
 }
 
 #[test]
