@@ -1,6 +1,7 @@
 //! Time anchoring (`serve --timestamp-authority URL`): each checkpoint the ledger signs is sent
 //! to an RFC 3161 time-stamping authority, and the token it answers is kept beside the
-//! checkpoints (`ledger::timestamps`), for audit exports to carry.
+//! checkpoints (`ledger::timestamps`: the data directory's file, or the database's table), for
+//! audit exports to carry.
 //!
 //! The anchor follows the ledger from a task of its own and never from a call's path or the
 //! writer's: it notices a new checkpoint by the signing time the writer leaves in its gauges
@@ -8,10 +9,11 @@
 //! TSA after the checkpoint is signed and handed out. A TSA that is down or slow delays nothing:
 //! the checkpoints it has not stamped wait in a queue, retried with a growing pause, and are
 //! stamped oldest first when it answers again. Only the process that owns the data directory
-//! anchors (it is started with the ledger, `main.rs`'s `start_ledger`).
+//! anchors (it is started with the ledger, `main.rs`'s `start_ledger`); on a database, each node
+//! stamps the checkpoints its writer signs.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -20,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::checkpoint_digest;
 use crate::audit::rfc3161::{TokenError, check_token, request, token_from_response};
 use crate::effects::{Effects, SystemEffects};
-use crate::ledger::timestamps::{KeptTimestamp, append_timestamp, read_recent_timestamps};
+use crate::ledger::timestamps::{KeptTimestamp, TimestampLog};
 use crate::ledger::{Decider, LedgerHandle};
 
 /// How often the gauges are looked at for a new checkpoint.
@@ -63,20 +65,20 @@ impl Authority {
     }
 }
 
-/// Starts anchoring `ledger`'s checkpoints at `authority`, keeping the tokens in `ledger_dir`,
-/// until `stop` is cancelled.
+/// Starts anchoring `ledger`'s checkpoints at `authority`, keeping the tokens in `kept`, until
+/// `stop` is cancelled.
 pub fn start<D: Decider>(
     ledger: LedgerHandle<D>,
-    ledger_dir: PathBuf,
+    kept: Arc<dyn TimestampLog>,
     authority: Authority,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(run(ledger, ledger_dir, authority, stop))
+    tokio::spawn(run(ledger, kept, authority, stop))
 }
 
 async fn run<D: Decider>(
     ledger: LedgerHandle<D>,
-    ledger_dir: PathBuf,
+    kept_log: Arc<dyn TimestampLog>,
     authority: Authority,
     stop: CancellationToken,
 ) {
@@ -96,7 +98,14 @@ async fn run<D: Decider>(
     };
     // Each checkpoint is seen once, when it becomes the latest; only the one stamped last can
     // be seen again (at a restart, when no checkpoint was signed since).
-    let mut last_stamped: Option<String> = match read_recent_timestamps(&ledger_dir) {
+    let recent = {
+        let log = kept_log.clone();
+        tokio::task::spawn_blocking(move || log.recent())
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+    };
+    let mut last_stamped: Option<String> = match recent {
         Ok(kept) => kept.into_iter().last().map(|k| k.note),
         Err(e) => {
             tracing::error!(error = %e, "the kept time-stamp tokens do not read; checkpoints will not be time-stamped");
@@ -144,12 +153,11 @@ async fn run<D: Decider>(
                         token,
                     };
                     // Appended and synced off the runtime's workers.
-                    let (dir, line) = (ledger_dir.clone(), kept.clone());
-                    let appended =
-                        tokio::task::spawn_blocking(move || append_timestamp(&dir, &line))
-                            .await
-                            .map_err(|e| e.to_string())
-                            .and_then(|r| r.map_err(|e| e.to_string()));
+                    let (log, line) = (kept_log.clone(), kept.clone());
+                    let appended = tokio::task::spawn_blocking(move || log.append(&line))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string()));
                     if let Err(e) = appended {
                         tracing::error!(error = %e, "a time-stamp token could not be kept; retrying");
                         retry_at = Instant::now() + backoff;

@@ -343,7 +343,8 @@ struct ServeArgs {
     /// Send each signed checkpoint to this RFC 3161 time-stamping authority (an http:// URL)
     /// and keep its token beside the checkpoint, for audit exports to carry (docs/audit.md,
     /// "Time anchoring"). Fetched after the checkpoint is signed and retried while the TSA is
-    /// down: calls never wait for it. Only the process that owns the data directory stamps.
+    /// down: calls never wait for it. Only the process that owns the data directory stamps (on
+    /// a database, each node its own checkpoints).
     #[arg(long, value_name = "URL", env = "THINKLEDGER_TIMESTAMP_AUTHORITY")]
     timestamp_authority: Option<String>,
 }
@@ -713,8 +714,8 @@ fn start_ledger(
         }
     });
     if let Some(authority) = timestamp_authority(args)? {
-        let place = server::ledger_dir(&dir.data_dir);
-        thinkledger::anchor::start(ledger.clone(), place, authority, shutdown.clone());
+        let kept = server::timestamp_log(dir)?;
+        thinkledger::anchor::start(ledger.clone(), kept, authority, shutdown.clone());
     }
     let stream = audit_stream(args)?.map(|config| {
         server::audit_stream::AuditStream::start(ledger.clone(), dir.data_dir.clone(), config)
@@ -780,13 +781,7 @@ fn serve(dir: &LedgerPlace, args: ServeArgs) -> anyhow::Result<ExitCode> {
              database instead (logical replication or a trigger on thinkledger_events)"
         );
     }
-    if timestamp_authority(&args)?.is_some() && dir.store.is_some() {
-        bail!(
-            "--timestamp-authority keeps its tokens beside a ledger in the data directory; a \
-             ledger in PostgreSQL (--store) has no place for them yet: time-stamp its \
-             checkpoints (`thinkledger checkpoint`) with an RFC 3161 client instead"
-        );
-    }
+    timestamp_authority(&args)?;
     // OpenTelemetry's standard variables: an OTLP endpoint turns span exporting on (the SDK
     // reads the rest of its configuration itself).
     let otel = OtelConfig::from_lookup(|name| std::env::var(name).ok());

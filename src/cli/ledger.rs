@@ -16,7 +16,7 @@ use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
 use thinkledger::ledger::checkpoint::{Checkpoint, NoteVerifier, kept_note};
-use thinkledger::ledger::timestamps::{KeptTimestamp, read_recent_timestamps};
+use thinkledger::ledger::timestamps::KeptTimestamp;
 use thinkledger::ledger::{LedgerHandle, SignedCheckpoint, Store, keyfile, verify_with_progress};
 use thinkledger::server::{self, LedgerPlace};
 
@@ -661,13 +661,8 @@ async fn diff_sessions(
     Ok(())
 }
 
-/// The time-stamp tokens kept beside the ledger's checkpoints (none for a ledger in a
-/// database, which keeps none yet).
+/// The latest time-stamp tokens kept beside the ledger's checkpoints (in the data directory
+/// or the database).
 fn kept_timestamps(place: &LedgerPlace) -> anyhow::Result<Vec<KeptTimestamp>> {
-    if place.store.is_some() {
-        return Ok(Vec::new());
-    }
-    Ok(read_recent_timestamps(&server::ledger_dir(
-        &place.data_dir,
-    ))?)
+    Ok(server::timestamp_log(place)?.recent()?)
 }

@@ -1,6 +1,7 @@
-//! Time-stamp tokens kept beside the signed checkpoints: `timestamps.jsonl` in the ledger
-//! directory, one JSON line per token, `{"note": <the checkpoint's signed note>, "token":
-//! <base64 of the DER token>}` (docs/ledger-format.md §6).
+//! Time-stamp tokens kept beside the signed checkpoints ([`TimestampLog`]): `timestamps.jsonl`
+//! in the ledger directory, one JSON line per token, `{"note": <the checkpoint's signed note>,
+//! "token": <base64 of the DER token>}` (docs/ledger-format.md §6), or the database's
+//! `thinkledger_timestamps` (`pg::PgTimestamps`).
 //!
 //! Owns the file's layout and nothing of what a token is: the tokens are opaque bytes here
 //! (`audit::rfc3161` reads them). They are kept beside the log, like the checkpoints they
@@ -98,6 +99,49 @@ fn read_tail(ledger_dir: &Path, within: u64) -> Result<Vec<KeptTimestamp>, Ledge
         }
     }
     Ok(out)
+}
+
+/// Most tokens a database is asked for by [`TimestampLog::recent`].
+pub const RECENT_TOKENS: u64 = 512;
+
+/// Where a ledger keeps its time-stamp tokens: `timestamps.jsonl` beside the embedded log
+/// ([`TimestampFile`]) or a table of the ledger's database (`pg::PgTimestamps`), which every
+/// node sees.
+pub trait TimestampLog: Send + Sync + std::fmt::Debug {
+    /// The latest tokens kept (a few hundred at most), oldest first.
+    fn recent(&self) -> Result<Vec<KeptTimestamp>, LedgerError>;
+    /// Every token kept, oldest first.
+    fn all(&self) -> Result<Vec<KeptTimestamp>, LedgerError>;
+    /// Keeps `kept` durably (a token kept already for the same note is kept once).
+    fn append(&self, kept: &KeptTimestamp) -> Result<(), LedgerError>;
+}
+
+/// `timestamps.jsonl` in a ledger directory.
+#[derive(Debug, Clone)]
+pub struct TimestampFile {
+    ledger_dir: std::path::PathBuf,
+}
+
+impl TimestampFile {
+    pub fn new(ledger_dir: &Path) -> Self {
+        Self {
+            ledger_dir: ledger_dir.to_path_buf(),
+        }
+    }
+}
+
+impl TimestampLog for TimestampFile {
+    fn recent(&self) -> Result<Vec<KeptTimestamp>, LedgerError> {
+        read_recent_timestamps(&self.ledger_dir)
+    }
+
+    fn all(&self) -> Result<Vec<KeptTimestamp>, LedgerError> {
+        read_timestamps(&self.ledger_dir)
+    }
+
+    fn append(&self, kept: &KeptTimestamp) -> Result<(), LedgerError> {
+        append_timestamp(&self.ledger_dir, kept)
+    }
 }
 
 /// Appends `kept` to `timestamps.jsonl` in `ledger_dir` (made if missing, readable by its
