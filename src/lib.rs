@@ -7,6 +7,8 @@
 //! `agent` is the reasoning engine (an LLM ⇄ tools loop whose every step is a ledger event).
 //! `metrics` (Prometheus) names no other module: any layer records into it. `otel` (the
 //! OpenTelemetry spans of the calls) names only `events`; `tools` makes a span of each call.
+//! `anchor` (RFC 3161 time-stamps of the checkpoints) names `ledger`, `audit` and `effects`;
+//! `main` starts it beside the ledger it follows.
 //! See docs/ARCHITECTURE.md for the code map and the invariants each layer keeps.
 #![forbid(unsafe_code)]
 #![deny(clippy::print_stdout)]
@@ -18,6 +20,7 @@
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 pub mod agent;
+pub mod anchor;
 pub mod app;
 pub mod audit;
 pub mod effects;

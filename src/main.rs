@@ -209,6 +209,10 @@ enum Command {
         /// A signed checkpoint you kept earlier: the export must prove its log extends it.
         #[arg(long, value_name = "FILE")]
         since_checkpoint: Option<PathBuf>,
+        /// The certificate (PEM or DER) of the RFC 3161 time-stamping authority, or of the CA
+        /// that issued it: the export's time-stamp tokens must verify against it.
+        #[arg(long, value_name = "FILE")]
+        tsa_cert: Option<PathBuf>,
         /// Print the full report as JSON.
         #[arg(long)]
         json: bool,
@@ -336,6 +340,13 @@ struct ServeArgs {
     /// its content, and an erasure cannot reach a copy in the SIEM.
     #[arg(long, requires = "audit_stream")]
     audit_stream_arguments: bool,
+    /// Send each signed checkpoint to this RFC 3161 time-stamping authority (an http:// URL)
+    /// and keep its token beside the checkpoint, for audit exports to carry (docs/audit.md,
+    /// "Time anchoring"). Fetched after the checkpoint is signed and retried while the TSA is
+    /// down: calls never wait for it. Only the process that owns the data directory stamps (on
+    /// a database, each node its own checkpoints).
+    #[arg(long, value_name = "URL", env = "THINKLEDGER_TIMESTAMP_AUTHORITY")]
+    timestamp_authority: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -594,12 +605,14 @@ fn dispatch(dir: &LedgerPlace, command: Command) -> anyhow::Result<ExitCode> {
             file,
             pubkey,
             since_checkpoint,
+            tsa_cert,
             json,
         } => {
             return cli::audit::verify_export(cli::audit::VerifyRequest {
                 file,
                 pubkey,
                 since_checkpoint,
+                tsa_cert,
                 json,
             });
         }
@@ -705,6 +718,10 @@ fn start_ledger(
             }
         }
     });
+    if let Some(authority) = timestamp_authority(args)? {
+        let kept = server::timestamp_log(dir)?;
+        thinkledger::anchor::start(ledger.clone(), kept, authority, shutdown.clone());
+    }
     let stream = audit_stream(args)?.map(|config| {
         server::audit_stream::AuditStream::start(ledger.clone(), dir.data_dir.clone(), config)
     });
@@ -729,6 +746,15 @@ fn audit_stream(args: &ServeArgs) -> anyhow::Result<Option<server::audit_stream:
         target,
         arguments: args.audit_stream_arguments,
     }))
+}
+
+/// The time-stamping authority `--timestamp-authority` names, checked.
+fn timestamp_authority(args: &ServeArgs) -> anyhow::Result<Option<thinkledger::anchor::Authority>> {
+    args.timestamp_authority
+        .as_deref()
+        .map(thinkledger::anchor::Authority::parse)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))
 }
 
 /// How a server that owned its ledger ends: with the reason its calls were refused, if any.
@@ -760,6 +786,7 @@ fn serve(dir: &LedgerPlace, args: ServeArgs) -> anyhow::Result<ExitCode> {
              database instead (logical replication or a trigger on thinkledger_events)"
         );
     }
+    timestamp_authority(&args)?;
     // OpenTelemetry's standard variables: an OTLP endpoint turns span exporting on (the SDK
     // reads the rest of its configuration itself).
     let otel = OtelConfig::from_lookup(|name| std::env::var(name).ok());

@@ -85,6 +85,7 @@ pub(crate) fn decide_audit_export(
         generated_at: App::decided_at(command, log),
         progress: Some(&report),
         cancelled: Some(&|| command.watch.cancelled()),
+        timestamps: &[],
     };
     let built = if hidden {
         Err(AuditError::EmptySession {

@@ -19,6 +19,7 @@ use crate::ledger::checkpoint::{Checkpoint, kept_note, open_note, sign_note};
 use crate::ledger::hash::{AuditExportHasher, hex, parse_hex32};
 use crate::ledger::keyfile::key_name;
 use crate::ledger::merkle::{Blake3Hasher, MerkleHasher};
+use crate::ledger::timestamps::KeptTimestamp;
 use crate::ledger::{LedgerError, LogView, TextState};
 
 /// How to build an export, beyond what to select.
@@ -32,6 +33,9 @@ pub struct ExportOptions<'a> {
     /// Asked before each event: whether the caller has given up (the build then stops with
     /// [`AuditError::Cancelled`]).
     pub cancelled: Option<&'a dyn Fn() -> bool>,
+    /// The time-stamp tokens the ledger kept (`ledger::timestamps`); the export carries the
+    /// latest its checkpoint extends (docs/ledger-format.md §10.5).
+    pub timestamps: &'a [KeptTimestamp],
 }
 
 /// Builds and signs an export of `selection` as `options` say, held whole in memory: for the
@@ -103,7 +107,7 @@ pub fn write_export(
     };
 
     // Members in canonical (sorted) order: checkpoint, consistency, events, exportSignature,
-    // format, generatedAt, ledgerId, publicKey, selection, texts.
+    // format, generatedAt, ledgerId, publicKey, selection, texts, timestamps.
     let mut out = Digesting {
         sink: BufWriter::with_capacity(1 << 20, sink),
         hasher: AuditExportHasher::new(),
@@ -167,7 +171,13 @@ pub fn write_export(
         tail.push(b':');
         tail.extend_from_slice(&canonical_value(text)?);
     }
-    tail.extend_from_slice(b"}}");
+    tail.push(b'}');
+    let timestamps = super::timestamps::carried(view, options.timestamps, checkpoint)?;
+    if !timestamps.is_empty() {
+        tail.extend_from_slice(b",\"timestamps\":");
+        tail.extend_from_slice(&canonical_value(&timestamps)?);
+    }
+    tail.push(b'}');
     out.hasher.update(&tail);
     let digest = out.hasher.finalize();
     let signature = sign_note(signer, &signed_body(&origin, &digest))?;

@@ -122,6 +122,24 @@ pub struct AuditExport {
     pub consistency: Option<ConsistencyProof>,
     /// C2SP signed note by the ledger key over [`signed_body`] of this document.
     pub export_signature: String,
+    /// RFC 3161 time-stamp tokens of earlier checkpoints of this log, when the ledger kept any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timestamps: Vec<ExportedTimestamp>,
+}
+
+/// A time-stamp token of a checkpoint the export's checkpoint extends: proof that the first
+/// `size` events existed by the token's time (docs/ledger-format.md §10.5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExportedTimestamp {
+    /// The stamped checkpoint's signed note (C2SP), as signed; the token stamps the SHA-256 of
+    /// its UTF-8 bytes.
+    pub checkpoint: String,
+    /// RFC 9162 consistency proof from the stamped checkpoint's tree to the export's
+    /// checkpoint's tree, lowest node first, 64 hex digits each (empty when they are one).
+    pub consistency: Vec<String>,
+    /// The RFC 3161 `TimeStampToken` (DER `ContentInfo`), in standard base64 with padding.
+    pub token: String,
 }
 
 impl AuditExport {

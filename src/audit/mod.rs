@@ -15,6 +15,8 @@
 mod build;
 mod document;
 pub mod json_schema;
+pub mod rfc3161;
+mod timestamps;
 mod verify;
 
 #[cfg(test)]
@@ -24,9 +26,10 @@ mod tests;
 
 pub use build::{ExportOptions, ExportWritten, build_export_with, write_export};
 pub use document::{
-    AuditExport, ConsistencyProof, ExportedEvent, ExportedText, FORMAT, SIGNATURE_MEMBER,
-    Selection, document_digest, signed_body,
+    AuditExport, ConsistencyProof, ExportedEvent, ExportedText, ExportedTimestamp, FORMAT,
+    SIGNATURE_MEMBER, Selection, document_digest, signed_body,
 };
+pub use timestamps::{TimestampSeen, checkpoint_digest};
 pub use verify::{
     ExportProblem, ExportReport, ExportSummary, VerifyOptions, verify_export, verify_export_with,
 };

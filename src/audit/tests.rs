@@ -25,6 +25,7 @@ fn build_export(
             generated_at: "2026-11-25T00:00:00.000000Z".to_owned(),
             progress: None,
             cancelled: None,
+            timestamps: &[],
         },
     )
 }
@@ -735,6 +736,7 @@ fn the_streamed_document_is_byte_for_byte_the_canonical_serialization() {
             generated_at: "2026-11-21T09:30:00.000000Z".to_owned(),
             progress: None,
             cancelled: None,
+            timestamps: &[],
         };
         let mut streamed = Vec::new();
         let written = write_export(&log, &selection, &options, &mut streamed).unwrap();
@@ -1061,6 +1063,7 @@ fn a_build_stops_with_how_far_it_got_once_its_caller_cancels() {
             generated_at: "2026-11-25T00:00:00.000000Z".to_owned(),
             progress: None,
             cancelled: Some(&cancelled),
+            timestamps: &[],
         },
     );
     match built {

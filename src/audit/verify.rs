@@ -1,8 +1,9 @@
 //! Offline verification of an export from its bytes alone: canonical form, the keys, the signed
 //! checkpoint, every event (canonical, hash, ledger, chain links, inclusion proof), completeness
 //! of a seq range, every text against its commitment or its erasure, the consistency proof to an
-//! earlier checkpoint, and the export signature. docs/ledger-format.md §10.3 is the algorithm;
-//! the form of each event is judged by `schemas/event.v1.json` through [`super::json_schema`].
+//! earlier checkpoint, the time-stamp tokens (`timestamps.rs`), and the export signature.
+//! docs/ledger-format.md §10.3 is the algorithm; the form of each event is judged by
+//! `schemas/event.v1.json` through [`super::json_schema`].
 //!
 //! Reports every problem it finds, each with a stable code, the seq it concerns and the JSON path
 //! of the offending member, rather than stopping at the first. Expected outcomes are values: it
@@ -40,6 +41,7 @@ const MEMBERS: &[&str] = &[
     "texts",
     "consistency",
     SIGNATURE_MEMBER,
+    "timestamps",
 ];
 
 /// What to trust and what to check beyond the document.
@@ -53,6 +55,9 @@ pub struct VerifyOptions<'a> {
     pub since_checkpoint: Option<&'a str>,
     /// Called with (events done, events in all) while events are checked.
     pub progress: Option<&'a dyn Fn(u64, u64)>,
+    /// The certificate(s) of the time-stamping authority the reviewer trusts (PEM or DER):
+    /// the export's time-stamp tokens must hold against it, and there must be one.
+    pub tsa_cert: Option<&'a [u8]>,
 }
 
 /// One thing found wrong.
@@ -96,6 +101,9 @@ pub struct ExportSummary {
     /// Size of the earlier checkpoint (given with `--since-checkpoint`) the log was proven to
     /// extend.
     pub extends_checkpoint: Option<u64>,
+    /// The time-stamp tokens that held against `--tsa-cert`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timestamps: Vec<super::TimestampSeen>,
 }
 
 /// The result of [`verify_export`].
@@ -123,6 +131,7 @@ pub fn verify_export(
             pubkey,
             since_checkpoint,
             progress: None,
+            tsa_cert: None,
         },
     )
 }
@@ -305,6 +314,16 @@ impl Check {
             origin.as_deref(),
             options,
         );
+        let stamps = super::timestamps::check_timestamps(
+            doc.get("timestamps"),
+            checkpoint.as_ref(),
+            trusted.as_ref(),
+            origin.as_deref(),
+            options.tsa_cert,
+        );
+        self.problems.extend(stamps.problems);
+        self.notes.extend(stamps.notes);
+        self.summary.timestamps = stamps.seen;
         self.report_not_canonical();
         self.export_signature(bytes, &members, doc, trusted.as_ref(), origin.as_deref());
     }

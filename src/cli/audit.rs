@@ -17,6 +17,7 @@ use thinkledger::audit::{
 use thinkledger::events::SessionId;
 use thinkledger::ledger::LedgerHandle;
 use thinkledger::ledger::format_timestamp;
+use thinkledger::ledger::timestamps::KeptTimestamp;
 
 use super::ledger::Io;
 
@@ -27,6 +28,8 @@ pub struct AuditRequest {
     pub since_checkpoint: Option<PathBuf>,
     /// Where to write the export; stdout when absent.
     pub output: Option<PathBuf>,
+    /// The time-stamp tokens the ledger kept beside its checkpoints.
+    pub timestamps: Vec<KeptTimestamp>,
 }
 
 /// The selection named on the command line: a session id, or a seq range.
@@ -113,6 +116,7 @@ pub async fn audit(
     let bar = progress_bar("proving", io.progress);
     let progress = bar.clone();
     let selection = request.selection.clone();
+    let timestamps = request.timestamps;
     let built = match ledger.checkpoint().await {
         Ok(_) => {
             ledger
@@ -130,6 +134,7 @@ pub async fn audit(
                             generated_at,
                             progress: Some(&report),
                             cancelled: None,
+                            timestamps: &timestamps,
                         },
                         &mut sink,
                     )
@@ -175,6 +180,8 @@ pub struct VerifyRequest {
     pub pubkey: Option<String>,
     /// An earlier signed checkpoint the reviewer kept.
     pub since_checkpoint: Option<PathBuf>,
+    /// The time-stamping authority's certificate the reviewer trusts.
+    pub tsa_cert: Option<PathBuf>,
     pub json: bool,
 }
 
@@ -184,6 +191,16 @@ pub fn verify_export(request: VerifyRequest) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot read {}", request.file.display()))?;
     let since = match &request.since_checkpoint {
         Some(path) => Some(read_text(path, "checkpoint file")?),
+        None => None,
+    };
+    let tsa_cert = match &request.tsa_cert {
+        Some(path) => Some(std::fs::read(path).with_context(|| {
+            format!(
+                "cannot read the TSA certificate {}: give the PEM (or DER) certificate of the \
+                 time-stamping authority, or of the CA that issued it",
+                path.display()
+            )
+        })?),
         None => None,
     };
     let bar = progress_bar("verifying", true);
@@ -197,6 +214,7 @@ pub fn verify_export(request: VerifyRequest) -> anyhow::Result<ExitCode> {
             pubkey: request.pubkey.as_deref(),
             since_checkpoint: since.as_deref(),
             progress: Some(&report_progress),
+            tsa_cert: tsa_cert.as_deref(),
         },
     );
     bar.finish_and_clear();
@@ -252,6 +270,12 @@ fn render(file: &Path, report: &ExportReport) -> String {
     if let Some(size) = s.extends_checkpoint {
         out.push_str(&format!(
             "  the log extends the given checkpoint of {size} events\n"
+        ));
+    }
+    for stamp in &s.timestamps {
+        out.push_str(&format!(
+            "  the first {} events existed by {} (time-stamped by {})\n",
+            stamp.checkpoint_size, stamp.gen_time, stamp.signer
         ));
     }
     for p in &report.problems {

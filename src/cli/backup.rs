@@ -4,12 +4,12 @@
 //! What is consistent: the log as of one durable batch — its events up to that batch's last
 //! seq, the texts of the frames up to it (`Store::read_only`, taken by the writer between two
 //! batches, read beside it while calls go on), and the signed checkpoints no larger than it;
-//! with them the signing key (the copy signs on as the same ledger), the bearer tokens and the
-//! audit stream's cursors (set back to the copy's head where they were past it). Not copied,
-//! because they are derived and rebuilt: the projections' snapshot and the memory index. The
-//! copy is written by the store's own code (`ledger::migrate::copy_ledger`) into
-//! `DEST.partial`, verified as `thinkledger verify` would, and only then renamed to DEST: a
-//! DEST that exists is always a whole, verified copy.
+//! with them the signing key (the copy signs on as the same ledger), the bearer tokens, the
+//! time-stamp tokens of the checkpoints copied and the audit stream's cursors (set back to the
+//! copy's head where they were past it). Not copied, because they are derived and rebuilt: the
+//! projections' snapshot and the memory index. The copy is written by the store's own code
+//! (`ledger::migrate::copy_ledger`) into `DEST.partial`, verified as `thinkledger verify`
+//! would, and only then renamed to DEST: a DEST that exists is always a whole, verified copy.
 //!
 //! An erasure carried out while the texts are read can leave the copy an event whose text is
 //! gone without the erasure's event (it came after the copy's head): the copy then fails
@@ -22,6 +22,7 @@ use anyhow::{Context, bail};
 use thinkledger::app::App;
 use thinkledger::ledger::migrate::{Copied, copy_ledger};
 use thinkledger::ledger::notary::{CHECKPOINTS_FILE, read_checkpoints};
+use thinkledger::ledger::timestamps::{append_timestamp, read_timestamps};
 use thinkledger::ledger::{
     LedgerHandle, SignedCheckpoint, Store, VerifyReport, keyfile, verify_with_checkpoints,
 };
@@ -250,6 +251,14 @@ fn copy_into(
     )?;
     if signer.is_some() {
         copy_private(&key_path, &server::key_path(to))?;
+    }
+    // The time-stamp tokens of the checkpoints copied.
+    let notes: std::collections::HashSet<&str> =
+        checkpoints.iter().map(|c| c.note.as_str()).collect();
+    for kept in read_timestamps(&server::ledger_dir(from))? {
+        if notes.contains(kept.note.as_str()) {
+            append_timestamp(&server::ledger_dir(to), &kept)?;
+        }
     }
     let tokens = from.join(TOKENS_FILE).exists();
     if tokens {

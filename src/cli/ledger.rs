@@ -16,6 +16,7 @@ use thinkledger::effects::{Effects, SystemEffects};
 use thinkledger::events::{Actor, OutcomeStatus, SessionId};
 use thinkledger::export::{ExportOptions, diff, json as export_json, markdown};
 use thinkledger::ledger::checkpoint::{Checkpoint, NoteVerifier, kept_note};
+use thinkledger::ledger::timestamps::KeptTimestamp;
 use thinkledger::ledger::{LedgerHandle, SignedCheckpoint, Store, keyfile, verify_with_progress};
 use thinkledger::server::{self, LedgerPlace};
 
@@ -310,6 +311,7 @@ async fn on_ledger(
                     selection: super::audit::selection(session.as_deref(), from_seq, to_seq)?,
                     since_checkpoint,
                     output,
+                    timestamps: kept_timestamps(place)?,
                 },
                 io,
             )
@@ -657,4 +659,10 @@ async fn diff_sessions(
         write!(out, "{}", doc["text"].as_str().unwrap_or_default())?;
     }
     Ok(())
+}
+
+/// The latest time-stamp tokens kept beside the ledger's checkpoints (in the data directory
+/// or the database).
+fn kept_timestamps(place: &LedgerPlace) -> anyhow::Result<Vec<KeptTimestamp>> {
+    Ok(server::timestamp_log(place)?.recent()?)
 }

@@ -28,6 +28,7 @@ pub mod pg;
 pub mod private;
 pub mod snapshot;
 pub mod store;
+pub mod timestamps;
 pub mod verify;
 pub mod view;
 mod writer;

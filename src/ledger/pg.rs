@@ -1,6 +1,7 @@
 //! The ledger on PostgreSQL: [`PgStore`] keeps the same bytes as the embedded store — events
 //! by seq, the session index, the erasable texts, the metadata and the signed checkpoints — in
-//! tables a versioned migration creates (docs/scaling.md, "Tables").
+//! tables a versioned migration creates (docs/scaling.md, "Tables"); beside them every node's
+//! bearer tokens ([`PgTokens`]) and the checkpoints' time-stamp tokens ([`PgTimestamps`]).
 //!
 //! The [`Store`] trait is synchronous (the writer owns an OS thread); this store drives
 //! tokio-postgres on a small runtime of its own and waits for each answer, so it may be called
@@ -92,6 +93,15 @@ pub const MIGRATIONS: &[&str] = &[
         hash text NOT NULL UNIQUE,
         record text NOT NULL
      );",
+    // 3: the RFC 3161 time-stamp tokens of signed checkpoints (`serve --timestamp-authority`),
+    // one row a stamped checkpoint: its note as in thinkledger_checkpoints, its size, the DER
+    // token (`ledger::timestamps`), written by the node that stamped it.
+    "CREATE TABLE thinkledger_timestamps (
+        note text PRIMARY KEY,
+        size bigint NOT NULL,
+        token bytea NOT NULL
+     );
+     CREATE INDEX thinkledger_timestamps_by_size ON thinkledger_timestamps (size);",
 ];
 
 fn db(e: impl std::fmt::Display) -> LedgerError {
@@ -1086,5 +1096,87 @@ impl PgTokens {
             }
         })?;
         Ok(changed)
+    }
+}
+
+/// The time-stamp tokens of a ledger's checkpoints in its database, seen by every node.
+#[derive(Clone)]
+pub struct PgTimestamps {
+    conn: Arc<Conn>,
+}
+
+impl std::fmt::Debug for PgTimestamps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgTimestamps")
+            .field("database", &self.conn.shown)
+            .finish()
+    }
+}
+
+impl PgTimestamps {
+    /// The tokens' table of the database at `url` (its schema made if need be).
+    pub fn open(url: &str) -> Result<Self, LedgerError> {
+        Ok(Self {
+            conn: PgStore::open_for_reading(url)?.conn.clone(),
+        })
+    }
+}
+
+impl super::timestamps::TimestampLog for PgTimestamps {
+    fn recent(&self) -> Result<Vec<super::timestamps::KeptTimestamp>, LedgerError> {
+        let limit = i64::try_from(super::timestamps::RECENT_TOKENS).unwrap_or(i64::MAX);
+        let mut rows: Vec<(String, Vec<u8>)> = self.conn.run(move |client| async move {
+            Ok(client
+                .query(
+                    "SELECT note, token FROM thinkledger_timestamps ORDER BY size DESC LIMIT $1",
+                    &[&limit],
+                )
+                .await?
+                .into_iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect())
+        })?;
+        rows.reverse();
+        Ok(rows
+            .into_iter()
+            .map(|(note, token)| super::timestamps::KeptTimestamp { note, token })
+            .collect())
+    }
+
+    fn all(&self) -> Result<Vec<super::timestamps::KeptTimestamp>, LedgerError> {
+        let rows: Vec<(String, Vec<u8>)> = self.conn.run(|client| async move {
+            Ok(client
+                .query(
+                    "SELECT note, token FROM thinkledger_timestamps ORDER BY size",
+                    &[],
+                )
+                .await?
+                .into_iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect())
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(note, token)| super::timestamps::KeptTimestamp { note, token })
+            .collect())
+    }
+
+    fn append(&self, kept: &super::timestamps::KeptTimestamp) -> Result<(), LedgerError> {
+        let size = parse_signed(String::new(), kept.note.clone())
+            .map_err(|e| LedgerError::Corrupt(format!("a stamped note is not a checkpoint: {e}")))?
+            .checkpoint
+            .size();
+        let size = seq_param(size)?;
+        let (note, token) = (kept.note.clone(), kept.token.clone());
+        self.conn.run(move |client| async move {
+            client
+                .execute(
+                    "INSERT INTO thinkledger_timestamps (note, size, token) VALUES ($1, $2, $3) \
+                     ON CONFLICT DO NOTHING",
+                    &[&note, &size, &token],
+                )
+                .await
+                .map(|_| ())
+        })
     }
 }

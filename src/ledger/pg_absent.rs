@@ -1,7 +1,8 @@
 //! The PostgreSQL store of a build without it (the `postgres` feature off, as in `cargo build
 //! --no-default-features`): the names `pg.rs` gives the rest of the crate, so the callers are
 //! written once for both builds, but nothing here can be opened. Every way in ([`check_built`],
-//! [`PgStore::open`], [`PgStore::open_for_reading`], [`PgTokens::open`]) answers
+//! [`PgStore::open`], [`PgStore::open_for_reading`], [`PgTokens::open`],
+//! [`PgTimestamps::open`]) answers
 //! [`LedgerError::PostgresNotBuilt`], which tells the user to install the full build; the types
 //! have no values, so nothing past an open is reachable and no method can be called.
 //!
@@ -10,6 +11,7 @@
 use super::LedgerError;
 use super::notary::CheckpointLog;
 use super::store::{Batch, EventIter, LedgerMeta, Store, TextIter, TextRecord};
+use super::timestamps::{KeptTimestamp, TimestampLog};
 use super::view::SignedCheckpoint;
 use crate::events::SessionId;
 
@@ -119,7 +121,32 @@ impl CheckpointLog for PgCheckpoints {
 #[derive(Debug, Clone)]
 pub struct PgTokens(Absent);
 
-/// No value: what [`PgStore`], [`PgCheckpoints`] and [`PgTokens`] hold, so none of them can be
+/// The checkpoints' time-stamp tokens of a database: none in this build.
+#[derive(Debug, Clone)]
+pub struct PgTimestamps(Absent);
+
+impl PgTimestamps {
+    /// Refuses: this build has no PostgreSQL support.
+    pub fn open(_url: &str) -> Result<Self, LedgerError> {
+        Err(LedgerError::PostgresNotBuilt)
+    }
+}
+
+impl TimestampLog for PgTimestamps {
+    fn recent(&self) -> Result<Vec<KeptTimestamp>, LedgerError> {
+        match self.0 {}
+    }
+
+    fn all(&self) -> Result<Vec<KeptTimestamp>, LedgerError> {
+        match self.0 {}
+    }
+
+    fn append(&self, _kept: &KeptTimestamp) -> Result<(), LedgerError> {
+        match self.0 {}
+    }
+}
+
+/// No value: what [`PgStore`], [`PgCheckpoints`], [`PgTokens`] and [`PgTimestamps`] hold, so none of them can be
 /// made. Private, and wrapped in structs rather than being the types themselves: the callers,
 /// written once for both builds, then see ordinary types (an empty enum of their own would make
 /// the compiler flag every line after a `store.checkpoint_log()` as unreachable code).
@@ -174,6 +201,7 @@ mod tests {
             PgStore::open(url).err(),
             PgStore::open_for_reading(url).err(),
             PgTokens::open(url).err(),
+            PgTimestamps::open(url).err(),
         ];
         for refusal in refusals {
             let message = refusal.expect("refused").to_string();

@@ -193,6 +193,20 @@ pub fn open_for_reading(
     }
 }
 
+/// Where the ledger at `place` keeps the time-stamp tokens of its checkpoints:
+/// `ledger/timestamps.jsonl` in the data directory, or the database's table, which every node
+/// of it sees.
+pub fn timestamp_log(
+    place: &LedgerPlace,
+) -> Result<Arc<dyn crate::ledger::timestamps::TimestampLog>, LedgerError> {
+    use crate::ledger::pg::PgTimestamps;
+    use crate::ledger::timestamps::TimestampFile;
+    Ok(match &place.store {
+        None => Arc::new(TimestampFile::new(&ledger_dir(&place.data_dir))),
+        Some(url) => Arc::new(PgTimestamps::open(url)?),
+    })
+}
+
 /// A store to copy a ledger into, with its checkpoint log.
 pub type Destination = (
     Box<dyn Store>,

@@ -206,6 +206,7 @@ fn main() {
                         generated_at: format_timestamp(chrono::Utc::now()),
                         progress: None,
                         cancelled: None,
+                        timestamps: &[],
                     };
                     write_export(view, &selection, &options, &mut &sink).expect("export")
                 }))

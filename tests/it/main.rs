@@ -33,4 +33,5 @@ mod schemas;
 mod tamper;
 mod team;
 mod tidy;
+mod timestamping;
 mod utilities;

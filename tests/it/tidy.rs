@@ -64,7 +64,7 @@ fn each_dependency_stays_in_its_layer() {
         ("candle_transformers::", &["embed"]),
         ("tokenizers::", &["embed"]),
         ("model2vec_rs::", &["embed"]),
-        ("reqwest::", &["model", "otel"]),
+        ("reqwest::", &["model", "otel", "anchor"]),
         ("opentelemetry::", &["otel"]),
         ("opentelemetry_sdk::", &["otel"]),
         ("opentelemetry_otlp::", &["otel"]),
@@ -252,6 +252,23 @@ const LAYER_EDGES: &[(&str, &[&str], &str)] = &[
             "cli",
         ],
         "the spans are told what a call was; they know only the events' trace context",
+    ),
+    (
+        "anchor",
+        &[
+            "projections",
+            "index",
+            "embed",
+            "model",
+            "export",
+            "app",
+            "tools",
+            "agent",
+            "server",
+            "cli",
+            "otel",
+        ],
+        "time anchoring follows the ledger's checkpoints; it knows no rules, calls or transport",
     ),
 ];
 
