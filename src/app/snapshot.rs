@@ -88,7 +88,7 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/11",
-        "23b329504a80228bd866b7b5f010ac33217934142c8a7937787c9e03921d4112",
+        "389ccbbfdc200a231a2b92b1e086646e4d5bb3902a9c234a6349246cadaf32a7",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts
