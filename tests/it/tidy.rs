@@ -624,7 +624,7 @@ fn effects_come_through_one_door() {
         ("main.rs", EFFECTS, "the operator's commands"),
         ("cli/", EFFECTS, "the operator's commands"),
         (
-            "ledger/writer.rs",
+            "ledger/writer/",
             &["Utc::now", "Uuid::new_v4"],
             "the ledger's own stamping: a new ledger's id and createdAt, a checkpoint's time",
         ),
