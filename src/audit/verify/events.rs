@@ -14,8 +14,9 @@ use crate::audit::document::Selection;
 use crate::audit::json_schema::event_v1;
 use crate::events::ENVELOPE_VERSION;
 use crate::ledger::canonical::canonical_bytes;
+use crate::ledger::chain;
 use crate::ledger::checkpoint::Checkpoint;
-use crate::ledger::hash::{GENESIS_PREV_HASH, event_value_hash, parse_hex32};
+use crate::ledger::hash::{event_value_hash, parse_hex32};
 use crate::ledger::merkle::{Blake3Hasher, MerkleHasher, NodeHash, verify_inclusion};
 
 impl Check {
@@ -217,15 +218,10 @@ impl Check {
             ),
         }
         let prev_hash = event.get("prevHash").and_then(Value::as_str);
-        let expected_prev = if seq == 1 {
-            Some(GENESIS_PREV_HASH.to_owned())
-        } else {
-            previous
-                .filter(|(p, _)| p.checked_add(1) == Some(seq))
-                .and_then(|(_, h)| h.clone())
-        };
+        let expected_prev =
+            chain::expected_prev_hash(seq, previous.map(|(p, h)| (*p, h.as_deref())));
         if let Some(expected) = expected_prev
-            && prev_hash != Some(expected.as_str())
+            && !chain::links(Some(expected), prev_hash)
         {
             self.fail(
                 "broken_link",

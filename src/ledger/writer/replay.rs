@@ -15,7 +15,6 @@ use super::decider::Decider;
 use super::{Head, OpenGate, OpenState, Replayed, Writer};
 use crate::events::{Event, Fact, TextRef};
 use crate::ledger::LedgerError;
-use crate::ledger::event_check;
 use crate::ledger::hash::{GENESIS_PREV_HASH, event_value_hash, parse_hex32};
 use crate::ledger::merkle::{
     Blake3Hasher, LeafSource as MerkleLeafSource, MerkleHasher, MerkleTree, NodeHash,
@@ -24,6 +23,7 @@ use crate::ledger::merkle::{
 use crate::ledger::snapshot::{self, SnapshotWorker};
 use crate::ledger::store::{LedgerMeta, Store};
 use crate::ledger::view::SessionLog;
+use crate::ledger::{chain, event_check};
 
 impl Replayed {
     /// Nothing replayed yet: the state of an empty log.
@@ -125,28 +125,11 @@ impl PrefixCheck {
             .take(usize::try_from(count).unwrap_or(usize::MAX))
         {
             let (seq, bytes) = item?;
-            let expected = self.next;
             let checked = event_check::check_event(&bytes);
             let event_check::Body::Event(event) = checked.body else {
                 return Err(LedgerError::Corrupt(format!("event {seq} does not parse")));
             };
-            if seq != expected || event.seq != seq {
-                return Err(LedgerError::Corrupt(format!(
-                    "expected event {expected}, found key {seq} holding event {}",
-                    event.seq
-                )));
-            }
-            if event.ledger_id != meta.ledger_id || event.prev_hash != self.prev_hash {
-                return Err(LedgerError::Corrupt(format!(
-                    "event {seq} does not chain to {}",
-                    seq - 1
-                )));
-            }
-            if event.hash_mismatch.is_some() {
-                return Err(LedgerError::Corrupt(format!(
-                    "event {seq} does not match its hash"
-                )));
-            }
+            chain::check_next(self.next - 1, &self.prev_hash, &meta.ledger_id, seq, &event)?;
             if !event
                 .leaf
                 .is_some_and(|leaf| self.leaf_holds(tree, seq, leaf))
@@ -286,25 +269,12 @@ fn fold_stored<S: Store, D: Decider>(
         .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
     let event = Event::deserialize(&value)
         .map_err(|e| LedgerError::Corrupt(format!("event {seq} does not parse: {e}")))?;
-    let expected_seq = head.seq + 1;
-    if seq != expected_seq || event.seq != seq {
-        return Err(LedgerError::Corrupt(format!(
-            "expected event {expected_seq}, found key {seq} holding event {}",
-            event.seq
-        )));
-    }
-    if event.ledger_id != meta.ledger_id || event.prev_hash != head.hash {
-        return Err(LedgerError::Corrupt(format!(
-            "event {seq} does not chain to {}",
-            head.seq
-        )));
-    }
-    // Hashed as stored: a member `Event` does not know still counts.
-    if event_value_hash(&value)? != event.hash {
-        return Err(LedgerError::Corrupt(format!(
-            "event {seq} does not match its hash"
-        )));
-    }
+    // Hashed as stored (a member `Event` does not know still counts), as every reader of the
+    // log hashes it.
+    let event_check::Body::Event(envelope) = event_check::check_event(bytes).body else {
+        return Err(LedgerError::Corrupt(format!("event {seq} does not parse")));
+    };
+    chain::check_next(head.seq, &head.hash, &meta.ledger_id, seq, &envelope)?;
     let lookup = |r: &TextRef| -> Option<Arc<str>> {
         let key = parse_hex32(&r.commitment)?;
         store
