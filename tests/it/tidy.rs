@@ -611,7 +611,6 @@ const LONG_FILES: &[&str] = &[
     "ledger/pg.rs",
     "projections/deliberation.rs",
     "projections/memory.rs",
-    "tools/mod.rs",
 ];
 
 #[test]
