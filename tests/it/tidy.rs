@@ -605,7 +605,6 @@ const MOST_LINES: usize = 800;
 const LONG_FILES: &[&str] = &[
     "app/cognition/argument.rs",
     "app/deliberation/governance/verify.rs",
-    "app/deliberation/graph/scoring.rs",
     "app/mod.rs",
     "index/memory/text.rs",
     "ledger/pg.rs",
