@@ -6,4 +6,6 @@ pub mod agent;
 pub mod audit;
 pub mod backup;
 pub mod ledger;
+pub mod migrate;
+pub mod serve;
 pub mod token;

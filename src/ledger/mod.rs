@@ -8,6 +8,7 @@
 
 pub mod canonical;
 mod canonical_scan;
+pub(crate) mod chain;
 pub mod checkpoint;
 mod event_check;
 mod eventindex;

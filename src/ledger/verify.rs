@@ -13,9 +13,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::LedgerError;
+use super::chain;
 use super::checkpoint::NoteVerifier;
 use super::event_check::{Body, CheckedEvent, TextRefFound, check_event};
-use super::hash::{GENESIS_PREV_HASH, hex, text_commitment_bytes};
+use super::hash::{hex, text_commitment_bytes};
 use super::merkle::{Blake3Hasher, MerkleTree, NodeHash};
 use super::notary::check_checkpoints;
 use super::store::{Store, TextRecord};
@@ -377,7 +378,7 @@ impl Chain {
             text_refs: Vec::new(),
             erased: HashMap::new(),
             expected_seq: 1,
-            prev_hash: Some(GENESIS_PREV_HASH.to_owned()),
+            prev_hash: chain::expected_prev_hash(1, None).map(str::to_owned),
         }
     }
 
@@ -439,11 +440,7 @@ impl Chain {
                 format!("belongs to ledger {}", event.ledger_id),
             ));
         }
-        if self
-            .prev_hash
-            .as_ref()
-            .is_some_and(|p| *p != event.prev_hash)
-        {
+        if !chain::links(self.prev_hash.as_deref(), Some(&event.prev_hash)) {
             report.problems.push(problem(
                 "broken_link",
                 "prevHash does not equal the hash of the event before it".into(),

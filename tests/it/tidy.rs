@@ -612,6 +612,65 @@ fn production_code(sources: &[(String, String)]) -> Vec<(&str, String)> {
         .collect()
 }
 
+/// Most lines of non-test code one source file may hold, so that a reader can take it in at one
+/// sitting (issue 42). An inline `#[cfg(test)] mod tests` at the end does not count, nor do
+/// test-only modules (`tests.rs` beside the code).
+const MOST_LINES: usize = 800;
+
+/// The files still over [`MOST_LINES`]: a list that only shrinks. None may join it; a file
+/// leaves it once split along its seams (the test fails while a listed file is within the limit,
+/// so the list stays true).
+const LONG_FILES: &[&str] = &[
+    "app/cognition/argument.rs",
+    "app/deliberation/governance/verify.rs",
+    "app/mod.rs",
+    "index/memory/text.rs",
+    "ledger/pg.rs",
+    "projections/deliberation.rs",
+    "projections/memory.rs",
+];
+
+#[test]
+fn no_file_of_non_test_code_is_over_800_lines() {
+    let sources = sources();
+    let tests = test_only_modules(&sources);
+    let mut over = Vec::new();
+    let mut within = Vec::new();
+    for (file, text) in &sources {
+        let stem = file.trim_end_matches(".rs").trim_end_matches("/mod");
+        if tests
+            .iter()
+            .any(|t| stem == t || file.starts_with(&format!("{t}/")))
+        {
+            continue;
+        }
+        let code = match text.find("#[cfg(test)]\nmod tests {") {
+            Some(at) => &text[..at],
+            None => text.as_str(),
+        };
+        let lines = code.lines().count();
+        let listed = LONG_FILES.contains(&file.as_str());
+        if lines > MOST_LINES && !listed {
+            over.push(format!("{file}: {lines} lines"));
+        } else if lines <= MOST_LINES && listed {
+            within.push(file.clone());
+        }
+    }
+    let gone: Vec<&&str> = LONG_FILES
+        .iter()
+        .filter(|listed| !sources.iter().any(|(file, _)| file == *listed))
+        .collect();
+    assert!(
+        over.is_empty(),
+        "files over {MOST_LINES} lines of non-test code (split them along their seams): {over:#?}"
+    );
+    assert!(
+        within.is_empty() && gone.is_empty(),
+        "LONG_FILES lists files now within {MOST_LINES} lines or gone; take them off: \
+         {within:?} {gone:?}"
+    );
+}
+
 /// Whether `needle` occurs in `code` as a path of its own (not the tail of a longer name, as
 /// `rand::` is of `operand::`).
 fn names(code: &str, needle: &str) -> bool {
@@ -642,7 +701,7 @@ fn effects_come_through_one_door() {
         ("main.rs", EFFECTS, "the operator's commands"),
         ("cli/", EFFECTS, "the operator's commands"),
         (
-            "ledger/writer.rs",
+            "ledger/writer/",
             &["Utc::now", "Uuid::new_v4"],
             "the ledger's own stamping: a new ledger's id and createdAt, a checkpoint's time",
         ),

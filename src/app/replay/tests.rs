@@ -9,7 +9,7 @@ use super::timeline::{render_text as timeline_text, timeline};
 use super::*;
 use crate::app::{App, AppConfig, Query};
 use crate::effects::Effects as _;
-use crate::events::{Actor, ErrorRecord, TextLookup};
+use crate::events::{Actor, ErrorRecord, OutcomeStatus, TextLookup};
 use crate::ledger::checkpoint::NoteSigner;
 use crate::ledger::merkle::{Blake3Hasher, MerkleError, MerkleTree, NodeHash};
 use crate::ledger::{

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
+use super::verify::Sibling;
 use super::*;
 
 /// RFC 6962's hasher, for the published SHA-256 vectors.

@@ -12,11 +12,12 @@
 //! parts, anchors, branch ids); [`nodes`] the tools that place one node (start_deliberation,
 //! add_thought_node, refine_thoughts); [`expand`] the lenses and expand_thoughts; [`registry`]
 //! the algorithm templates and reasoning patterns and the tools that apply them; [`scoring`]
-//! the rubric, score_thoughts and prune_thoughts. Every tool's types are re-exported here, so
+//! the rubric and score_thoughts; [`prune`] prune_thoughts. Every tool's types are re-exported here, so
 //! callers name them `graph::…`.
 
 mod expand;
 mod nodes;
+mod prune;
 mod registry;
 mod scoring;
 #[cfg(test)]
@@ -34,16 +35,17 @@ pub use nodes::{
     StartOutput,
 };
 pub(crate) use nodes::{decide_add_node, decide_refine, decide_start};
+pub(crate) use prune::decide_prune;
+pub use prune::{PruneArgs, PruneOutput, PrunedNode};
 pub use registry::{
     AlgorithmTemplate, PATTERNS, PatternArgs, PatternOutput, ReasoningPattern, TEMPLATES,
     TemplateArgs, TemplateEdge, TemplateOutput, TemplateStep,
 };
 pub(crate) use registry::{decide_pattern, decide_template, patterns, templates};
 pub use scoring::{
-    DEFAULT_WEIGHTS, DIMENSIONS, PruneArgs, PruneOutput, PrunedNode, RubricArgs, RubricOutput,
-    ScoreArgs, ScoreOutput, ScoredNode,
+    DEFAULT_WEIGHTS, DIMENSIONS, RubricArgs, RubricOutput, ScoreArgs, ScoreOutput, ScoredNode,
 };
-pub(crate) use scoring::{decide_prune, decide_rubric, decide_score, plan_score};
+pub(crate) use scoring::{decide_rubric, decide_score, plan_score};
 
 use crate::app::ErrorCode;
 use crate::app::call::{Call, Refusal};
