@@ -15,6 +15,7 @@
 mod build;
 mod document;
 pub mod json_schema;
+pub mod problem_code;
 pub mod rfc3161;
 mod timestamps;
 mod verify;

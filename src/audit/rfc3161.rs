@@ -7,6 +7,7 @@
 //! checkpoint's digest is taken over belongs to `timestamps.rs`. Supported signatures: RSA
 //! PKCS#1 v1.5 and ECDSA P-256, both over SHA-256 (tokens and certificates alike).
 
+use crate::audit::problem_code::ExportCode;
 use cms::cert::CertificateChoices;
 use cms::content_info::ContentInfo;
 use cms::signed_data::{SignedData, SignerIdentifier};
@@ -54,12 +55,12 @@ pub enum TokenError {
 
 impl TokenError {
     /// The problem code `verify-export` reports it under.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ExportCode {
         match self {
-            TokenError::Malformed(_) => "timestamp_malformed",
-            TokenError::Imprint(_) => "timestamp_imprint",
-            TokenError::Signature(_) => "timestamp_signature",
-            TokenError::Untrusted(_) => "timestamp_untrusted",
+            TokenError::Malformed(_) => ExportCode::TimestampMalformed,
+            TokenError::Imprint(_) => ExportCode::TimestampImprint,
+            TokenError::Signature(_) => ExportCode::TimestampSignature,
+            TokenError::Untrusted(_) => ExportCode::TimestampUntrusted,
         }
     }
 }

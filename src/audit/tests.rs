@@ -77,7 +77,11 @@ fn bytes_of(export: &AuditExport) -> Vec<u8> {
 
 /// (code, seq) of every problem, in order.
 fn problems(report: &ExportReport) -> Vec<(&'static str, Option<u64>)> {
-    report.problems.iter().map(|p| (p.code, p.seq)).collect()
+    report
+        .problems
+        .iter()
+        .map(|p| (p.code.as_str(), p.seq))
+        .collect()
 }
 
 fn check(

@@ -8,6 +8,7 @@
 //! The token's RFC 3161 form is `rfc3161`'s; this module knows what is stamped (the SHA-256 of
 //! the checkpoint's signed note) and how the stamp ties to the export. No store, no network.
 
+use crate::audit::problem_code::ExportCode;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
@@ -85,7 +86,7 @@ pub struct TimestampsChecked {
 }
 
 impl TimestampsChecked {
-    fn fail(&mut self, code: &'static str, path: impl Into<String>, detail: impl Into<String>) {
+    fn fail(&mut self, code: ExportCode, path: impl Into<String>, detail: impl Into<String>) {
         self.problems.push(ExportProblem {
             code,
             seq: None,
@@ -110,7 +111,7 @@ pub fn check_timestamps(
         Some(Ok(certs)) => Some(certs),
         Some(Err(e)) => {
             out.fail(
-                "bad_tsa_cert",
+                ExportCode::BadTsaCert,
                 "--tsa-cert",
                 format!("{e}; give the TSA's (or its CA's) certificate, PEM or DER"),
             );
@@ -122,7 +123,7 @@ pub fn check_timestamps(
         None => {
             if tsa_cert.is_some() {
                 out.fail(
-                    "timestamps_missing",
+                    ExportCode::TimestampsMissing,
                     "--tsa-cert",
                     "the export carries no time-stamp token (no `timestamps` member): export \
                      again from a ledger served with --timestamp-authority once a checkpoint \
@@ -133,13 +134,13 @@ pub fn check_timestamps(
         }
         Some(Value::Array(entries)) => entries,
         Some(_) => {
-            out.fail("malformed", "$.timestamps", "must be an array");
+            out.fail(ExportCode::Malformed, "$.timestamps", "must be an array");
             return out;
         }
     };
     if entries.is_empty() && tsa_cert.is_some() {
         out.fail(
-            "timestamps_missing",
+            ExportCode::TimestampsMissing,
             "--tsa-cert",
             "the export's `timestamps` member is empty",
         );
@@ -157,7 +158,7 @@ pub fn check_timestamps(
             Ok(token) => token,
             Err(e) => {
                 out.fail(
-                    "timestamp_malformed",
+                    ExportCode::TimestampMalformed,
                     format!("{at}.token"),
                     format!("not standard base64: {e}"),
                 );
@@ -205,7 +206,7 @@ struct Entry<'v> {
 fn entry_fields<'v>(out: &mut TimestampsChecked, entry: &'v Value, at: &str) -> Option<Entry<'v>> {
     let Some(object) = entry.as_object() else {
         out.fail(
-            "malformed",
+            ExportCode::Malformed,
             at,
             "must be {\"checkpoint\", \"consistency\", \"token\"}",
         );
@@ -214,7 +215,7 @@ fn entry_fields<'v>(out: &mut TimestampsChecked, entry: &'v Value, at: &str) -> 
     for name in object.keys() {
         if !["checkpoint", "consistency", "token"].contains(&name.as_str()) {
             out.fail(
-                "unknown_member",
+                ExportCode::UnknownMember,
                 format!("{at}.{name}"),
                 "not a member of a time-stamp entry",
             );
@@ -239,7 +240,7 @@ fn entry_fields<'v>(out: &mut TimestampsChecked, entry: &'v Value, at: &str) -> 
         }),
         _ => {
             out.fail(
-                "malformed",
+                ExportCode::Malformed,
                 at,
                 "checkpoint and token must be strings, consistency an array of 64 hex digits each",
             );
@@ -263,14 +264,14 @@ fn stamped_checkpoint(
         Some(key) => {
             if let Err(e) = open_note(stamp.note, std::slice::from_ref(key)) {
                 out.fail(
-                    "timestamp_checkpoint",
+                    ExportCode::TimestampCheckpoint,
                     &path,
                     format!("the stamped checkpoint's signature does not verify: {e}"),
                 );
             }
         }
         None => out.fail(
-            "timestamp_checkpoint",
+            ExportCode::TimestampCheckpoint,
             &path,
             "no usable key to check the stamped checkpoint with",
         ),
@@ -279,7 +280,7 @@ fn stamped_checkpoint(
         Ok(signed) => signed.checkpoint,
         Err(e) => {
             out.fail(
-                "timestamp_checkpoint",
+                ExportCode::TimestampCheckpoint,
                 &path,
                 format!("not a signed checkpoint: {e}"),
             );
@@ -290,7 +291,7 @@ fn stamped_checkpoint(
         && stamped.origin() != origin
     {
         out.fail(
-            "timestamp_checkpoint",
+            ExportCode::TimestampCheckpoint,
             &path,
             format!(
                 "the stamped checkpoint is for {}, this ledger is {origin}",
@@ -309,7 +310,7 @@ fn stamped_checkpoint(
         );
         if let Err(e) = verdict {
             out.fail(
-                "timestamp_checkpoint",
+                ExportCode::TimestampCheckpoint,
                 format!("{at}.consistency"),
                 format!(
                     "the export's checkpoint does not extend the stamped checkpoint of {} \

@@ -27,6 +27,7 @@ pub mod pg;
 #[path = "pg_absent.rs"]
 pub mod pg;
 pub mod private;
+pub mod problem_code;
 pub mod snapshot;
 pub mod store;
 pub mod timestamps;

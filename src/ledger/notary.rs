@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::LedgerError;
 use super::checkpoint::{Checkpoint, NoteSigner, NoteVerifier, open_note, sign_checkpoint};
 use super::merkle::{Blake3Hasher, MerkleError, MerkleTree, NodeHash, verify_consistency};
+use super::problem_code::LogProblem;
 use super::view::SignedCheckpoint;
 
 /// The file of signed checkpoints inside a ledger directory.
@@ -38,9 +39,9 @@ struct Line {
 pub struct CheckpointProblem {
     /// Tree size of the checkpoint concerned.
     pub size: u64,
-    /// Stable code: `checkpoint_unreadable`, `checkpoint_signature`, `checkpoint_beyond_log`,
-    /// `checkpoint_mismatch`, `checkpoints_inconsistent`.
-    pub code: &'static str,
+    /// Stable code: `checkpoint_signature`, `checkpoint_beyond_log`, `checkpoint_mismatch`,
+    /// `checkpoints_inconsistent`.
+    pub code: LogProblem,
     pub detail: String,
 }
 
@@ -180,13 +181,13 @@ pub fn check_checkpoints(
         };
         if let Err(e) = open_note(&signed.note, std::slice::from_ref(verifier)) {
             problems.push(problem(
-                "checkpoint_signature",
+                LogProblem::CheckpointSignature,
                 format!("not signed by this ledger's key: {e}"),
             ));
         }
         if cp.origin() != verifier.name() {
             problems.push(problem(
-                "checkpoint_signature",
+                LogProblem::CheckpointSignature,
                 format!(
                     "origin {} is not this ledger ({})",
                     cp.origin(),
@@ -196,7 +197,7 @@ pub fn check_checkpoints(
         }
         match tree.root_at(cp.size()) {
             Err(_) => problems.push(problem(
-                "checkpoint_beyond_log",
+                LogProblem::CheckpointBeyondLog,
                 format!(
                     "signed for {} events but the log holds {}: the log was truncated or \
                      rolled back",
@@ -205,7 +206,7 @@ pub fn check_checkpoints(
                 ),
             )),
             Ok(root) if &root != cp.root() => problems.push(problem(
-                "checkpoint_mismatch",
+                LogProblem::CheckpointMismatch,
                 format!(
                     "the log's first {} events do not have the signed root: they were altered \
                      or replaced",
@@ -219,7 +220,7 @@ pub fn check_checkpoints(
                 || (before.size() == cp.size() && before.root() != cp.root()))
         {
             problems.push(problem(
-                "checkpoints_inconsistent",
+                LogProblem::CheckpointsInconsistent,
                 format!(
                     "follows a checkpoint of size {} that it does not extend",
                     before.size()

@@ -19,6 +19,7 @@ use super::event_check::{Body, CheckedEvent, TextRefFound, check_event};
 use super::hash::{hex, text_commitment_bytes};
 use super::merkle::{Blake3Hasher, MerkleTree, NodeHash};
 use super::notary::check_checkpoints;
+use super::problem_code::LogProblem;
 use super::store::{Store, TextRecord};
 use super::view::SignedCheckpoint;
 use crate::events::ENVELOPE_VERSION;
@@ -34,7 +35,7 @@ pub struct Problem {
     /// `text_not_erased`, and for signed checkpoints (`seq` = the checkpoint's size)
     /// `checkpoint_signature`, `checkpoint_beyond_log`, `checkpoint_mismatch`,
     /// `checkpoints_inconsistent`, `checkpoint_unchecked`.
-    pub code: &'static str,
+    pub code: LogProblem,
     pub detail: String,
 }
 
@@ -221,7 +222,7 @@ pub fn verify_with_progress<S: Store + ?Sized>(
             }
             _ => report.problems.push(Problem {
                 seq: report.events,
-                code: "checkpoint_unchecked",
+                code: LogProblem::CheckpointUnchecked,
                 detail: if verifier.is_none() {
                     "no public key to check the checkpoints with: give the ledger's with --pubkey (as `thinkledger key` printed it)".into()
                 } else {
@@ -389,7 +390,7 @@ impl Chain {
         if key_seq != self.expected_seq {
             report.problems.push(Problem {
                 seq: self.expected_seq,
-                code: "gap",
+                code: LogProblem::Gap,
                 detail: format!("events {}..{} are missing", self.expected_seq, key_seq - 1),
             });
             // The gap explains a link that cannot hold: the event after it is not blamed.
@@ -402,17 +403,23 @@ impl Chain {
             detail,
         };
         if let Some(detail) = checked.not_canonical {
-            report.problems.push(problem("not_canonical", detail));
+            report
+                .problems
+                .push(problem(LogProblem::NotCanonical, detail));
         }
         let event = match checked.body {
             Body::NotJson(detail) => {
-                report.problems.push(problem("unparseable", detail));
+                report
+                    .problems
+                    .push(problem(LogProblem::Unparseable, detail));
                 self.prev_hash = None;
                 self.leaves = None;
                 return;
             }
             Body::NotEvent { detail, hash } => {
-                report.problems.push(problem("unparseable", detail));
+                report
+                    .problems
+                    .push(problem(LogProblem::Unparseable, detail));
                 self.prev_hash = hash;
                 self.leaves = None;
                 return;
@@ -421,14 +428,15 @@ impl Chain {
         };
         if event.seq != key_seq {
             report.problems.push(problem(
-                "seq_mismatch",
+                LogProblem::SeqMismatch,
                 format!("stored under seq {key_seq} but says seq {}", event.seq),
             ));
         }
         if event.v == 0 || event.v > ENVELOPE_VERSION {
-            report
-                .problems
-                .push(problem("unknown_version", format!("envelope v{}", event.v)));
+            report.problems.push(problem(
+                LogProblem::UnknownVersion,
+                format!("envelope v{}", event.v),
+            ));
         }
         if self
             .ledger_id
@@ -436,18 +444,20 @@ impl Chain {
             .is_some_and(|id| id != event.ledger_id)
         {
             report.problems.push(problem(
-                "foreign_ledger",
+                LogProblem::ForeignLedger,
                 format!("belongs to ledger {}", event.ledger_id),
             ));
         }
         if !chain::links(self.prev_hash.as_deref(), Some(&event.prev_hash)) {
             report.problems.push(problem(
-                "broken_link",
+                LogProblem::BrokenLink,
                 "prevHash does not equal the hash of the event before it".into(),
             ));
         }
         if let Some(detail) = event.hash_mismatch {
-            report.problems.push(problem("hash_mismatch", detail));
+            report
+                .problems
+                .push(problem(LogProblem::HashMismatch, detail));
         }
         self.text_refs
             .extend(event.text_refs.into_iter().map(|r| (key_seq, r)));
@@ -478,7 +488,7 @@ impl Chain {
                 TextRefFound::Malformed(commitment) => {
                     report.problems.push(Problem {
                         seq,
-                        code: "text_mismatch",
+                        code: LogProblem::TextMismatch,
                         detail: format!("bad commitment {commitment}"),
                     });
                     continue;
@@ -492,7 +502,7 @@ impl Chain {
                 }
                 Some(_) => report.problems.push(Problem {
                     seq,
-                    code: "text_mismatch",
+                    code: LogProblem::TextMismatch,
                     detail: format!("stored text does not match commitment {}", hex(&key)),
                 }),
             }
@@ -503,7 +513,7 @@ impl Chain {
             } else {
                 report.problems.push(Problem {
                     seq,
-                    code: "text_missing",
+                    code: LogProblem::TextMissing,
                     detail: format!("no stored text for {}", hex(&key)),
                 });
             }
@@ -512,7 +522,7 @@ impl Chain {
             if let Some(by) = self.erased.get(&key) {
                 report.problems.push(Problem {
                     seq,
-                    code: "text_not_erased",
+                    code: LogProblem::TextNotErased,
                     detail: format!(
                         "text {} was erased by event {by} but is still stored; \
                          opening the ledger finishes the erasure",
@@ -621,7 +631,11 @@ mod tests {
 
     fn check(store: &MemStore, expect: &[(u64, &str)]) {
         let report = verify(store).unwrap();
-        let got: Vec<(u64, &str)> = report.problems.iter().map(|p| (p.seq, p.code)).collect();
+        let got: Vec<(u64, &str)> = report
+            .problems
+            .iter()
+            .map(|p| (p.seq, p.code.as_str()))
+            .collect();
         assert_eq!(got, expect, "{:?}", report.problems);
     }
 

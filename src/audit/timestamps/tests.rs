@@ -64,7 +64,7 @@ fn check(
     let problems = report
         .problems
         .iter()
-        .map(|p| (p.code.to_owned(), p.path.clone()))
+        .map(|p| (p.code.to_string(), p.path.clone()))
         .collect();
     (problems, report.notes)
 }

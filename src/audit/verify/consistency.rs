@@ -1,5 +1,6 @@
 //! The consistency proof from an earlier checkpoint to the export's.
 
+use crate::audit::problem_code::ExportCode;
 use serde_json::{Map, Value};
 
 use super::{Check, VerifyOptions, member};
@@ -42,7 +43,7 @@ impl Check {
         let (size, root) = (earlier.size(), *earlier.root());
         if size > checkpoint.size() {
             self.fail(
-                "rollback",
+                ExportCode::Rollback,
                 None,
                 "$.checkpoint",
                 format!(
@@ -63,7 +64,7 @@ impl Check {
             if root == *checkpoint.root() {
                 self.summary.extends_checkpoint = Some(size);
             } else {
-                self.fail("fork", None, "$.checkpoint", fork(size));
+                self.fail(ExportCode::Fork, None, "$.checkpoint", fork(size));
             }
             return;
         }
@@ -71,7 +72,7 @@ impl Check {
             if root == Blake3Hasher.empty_root() {
                 self.summary.extends_checkpoint = Some(0);
             } else {
-                self.fail("fork", None, path, fork(0));
+                self.fail(ExportCode::Fork, None, path, fork(0));
             }
             return;
         }
@@ -79,19 +80,19 @@ impl Check {
         // reported), so that a proof from the wrong tree is named as such too.
         match (doc.get("consistency"), claimed) {
             (None, _) => self.fail(
-                "consistency_missing",
+                ExportCode::ConsistencyMissing,
                 None,
                 "$.consistency",
                 format!("the export carries no consistency proof; export again with --since-checkpoint (from size {size})"),
             ),
             (Some(_), Some((from, _, _))) if from != size => self.fail(
-                "consistency_missing",
+                ExportCode::ConsistencyMissing,
                 None,
                 "$.consistency.fromSize",
                 format!("the export proves consistency from size {from}, not from size {size} of the given checkpoint"),
             ),
             (Some(_), Some((_, from_root, _))) if from_root != root => {
-                self.fail("fork", None, "$.consistency.fromRoot", fork(size));
+                self.fail(ExportCode::Fork, None, "$.consistency.fromRoot", fork(size));
             }
             (Some(_), Some((_, _, holds))) => {
                 if holds {
@@ -113,7 +114,7 @@ impl Check {
         let at = "$.consistency";
         let Some(object) = value.as_object() else {
             self.fail(
-                "malformed",
+                ExportCode::Malformed,
                 None,
                 at,
                 "must be {\"fromSize\", \"fromRoot\", \"proof\"}",
@@ -123,7 +124,7 @@ impl Check {
         for name in object.keys() {
             if !["fromSize", "fromRoot", "proof"].contains(&name.as_str()) {
                 self.fail(
-                    "unknown_member",
+                    ExportCode::UnknownMember,
                     None,
                     member(at, name),
                     "not a member of a consistency proof",
@@ -138,7 +139,7 @@ impl Check {
         let proof = self.hashes(object.get("proof"), "$.consistency.proof", None);
         let (Some(from_size), Some(from_root)) = (from_size, from_root) else {
             self.fail(
-                "malformed",
+                ExportCode::Malformed,
                 None,
                 at,
                 "fromSize must be an integer and fromRoot 64 hex digits",
@@ -171,7 +172,7 @@ impl Check {
             Ok(()) => Some((from_size, from_root, true)),
             Err(e) => {
                 self.fail(
-                    "consistency_failed",
+                    ExportCode::ConsistencyFailed,
                     None,
                     "$.consistency.proof",
                     format!(

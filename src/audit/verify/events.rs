@@ -1,6 +1,7 @@
 //! Every event of the export: its form against the event schema, canonical bytes, hash, ledger,
 //! chain link to the event before it, and its inclusion proof against the signed checkpoint.
 
+use crate::audit::problem_code::ExportCode;
 use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
@@ -40,12 +41,12 @@ impl Check {
                     items
                 }
                 Err(_) => {
-                    self.fail("malformed", None, "$.events", "must be an array");
+                    self.fail(ExportCode::Malformed, None, "$.events", "must be an array");
                     Vec::new()
                 }
             },
             None => {
-                self.fail("malformed", None, "$.events", "missing");
+                self.fail(ExportCode::Malformed, None, "$.events", "missing");
                 Vec::new()
             }
         };
@@ -58,7 +59,12 @@ impl Check {
             let item: Value = match serde_json::from_str(raw_item.get()) {
                 Ok(item) => item,
                 Err(e) => {
-                    self.fail("unparseable", None, "$", format!("not JSON at {at}: {e}"));
+                    self.fail(
+                        ExportCode::Unparseable,
+                        None,
+                        "$",
+                        format!("not JSON at {at}: {e}"),
+                    );
                     continue;
                 }
             };
@@ -111,7 +117,7 @@ impl Check {
     ) -> Option<(u64, Option<String>)> {
         let Some(object) = item.as_object() else {
             self.fail(
-                "malformed",
+                ExportCode::Malformed,
                 None,
                 at,
                 "must be {\"event\": {...}, \"inclusionProof\": [...]}",
@@ -121,7 +127,7 @@ impl Check {
         for name in object.keys() {
             if name != "event" && name != "inclusionProof" {
                 self.fail(
-                    "unknown_member",
+                    ExportCode::UnknownMember,
                     None,
                     member(at, name),
                     "an exported event has only event and inclusionProof",
@@ -130,12 +136,17 @@ impl Check {
         }
         let event_path = format!("{at}.event");
         let Some(event) = object.get("event").filter(|e| e.is_object()) else {
-            self.fail("malformed", None, event_path, "missing, or not an object");
+            self.fail(
+                ExportCode::Malformed,
+                None,
+                event_path,
+                "missing, or not an object",
+            );
             return None;
         };
         let Some(seq) = event.get("seq").and_then(Value::as_u64).filter(|s| *s >= 1) else {
             self.fail(
-                "malformed",
+                ExportCode::Malformed,
                 None,
                 format!("{event_path}.seq"),
                 "missing, or not an integer ≥ 1",
@@ -147,14 +158,19 @@ impl Check {
             && seq <= *prev
         {
             self.fail(
-                "seq_order",
+                ExportCode::SeqOrder,
                 seq_at,
                 format!("{event_path}.seq"),
                 format!("events must be in ascending seq order without repeats; seq {seq} follows seq {prev}"),
             );
         }
         if let Err(e) = canonical_bytes(event) {
-            self.fail("event_not_canonical", seq_at, &event_path, e.to_string());
+            self.fail(
+                ExportCode::EventNotCanonical,
+                seq_at,
+                &event_path,
+                e.to_string(),
+            );
         }
         // An event of another version is judged by the rules of its own version, which this
         // verifier does not know: only what every version shares (seq, ledgerId, hash, links,
@@ -163,7 +179,7 @@ impl Check {
             Some(v) if v.as_u64() == Some(u64::from(ENVELOPE_VERSION)) => {
                 for violation in event_v1().violations(event) {
                     self.fail(
-                        "event_malformed",
+                        ExportCode::EventMalformed,
                         seq_at,
                         format!("{event_path}{}", violation.path),
                         format!(
@@ -174,7 +190,7 @@ impl Check {
                 }
             }
             v => self.fail(
-                "unknown_version",
+                ExportCode::UnknownVersion,
                 seq_at,
                 format!("{event_path}.v"),
                 format!(
@@ -188,7 +204,7 @@ impl Check {
             && event_ledger != Some(ledger_id)
         {
             self.fail(
-                "foreign_ledger",
+                ExportCode::ForeignLedger,
                 seq_at,
                 format!("{event_path}.ledgerId"),
                 format!(
@@ -202,7 +218,7 @@ impl Check {
         match (stated, event_value_hash(event)) {
             (Some(stated), Ok(computed)) if computed == stated => {}
             (_, Ok(computed)) => self.fail(
-                "hash_mismatch",
+                ExportCode::HashMismatch,
                 seq_at,
                 format!("{event_path}.hash"),
                 format!(
@@ -211,7 +227,7 @@ impl Check {
                 ),
             ),
             (_, Err(e)) => self.fail(
-                "hash_mismatch",
+                ExportCode::HashMismatch,
                 seq_at,
                 format!("{event_path}.hash"),
                 e.to_string(),
@@ -224,7 +240,7 @@ impl Check {
             && !chain::links(Some(expected), prev_hash)
         {
             self.fail(
-                "broken_link",
+                ExportCode::BrokenLink,
                 seq_at,
                 format!("{event_path}.prevHash"),
                 format!(
@@ -260,7 +276,7 @@ impl Check {
         };
         if seq > checkpoint.size() {
             self.fail(
-                "outside_checkpoint",
+                ExportCode::OutsideCheckpoint,
                 Some(seq),
                 path,
                 format!("the checkpoint covers seqs 1..={} only", checkpoint.size()),
@@ -269,7 +285,7 @@ impl Check {
         }
         let Some(leaf) = leaf else {
             self.fail(
-                "inclusion_failed",
+                ExportCode::InclusionFailed,
                 Some(seq),
                 path,
                 "the event states no valid hash to prove",
@@ -286,7 +302,7 @@ impl Check {
             checkpoint.root(),
         ) {
             self.fail(
-                "inclusion_failed",
+                ExportCode::InclusionFailed,
                 Some(seq),
                 path,
                 format!("the event is not in the checkpoint's tree: {e}"),
@@ -302,7 +318,12 @@ impl Check {
         seq: Option<u64>,
     ) -> Option<Vec<NodeHash>> {
         let Some(Value::Array(items)) = value else {
-            self.fail("malformed", seq, path, "missing, or not an array of hashes");
+            self.fail(
+                ExportCode::Malformed,
+                seq,
+                path,
+                "missing, or not an array of hashes",
+            );
             return None;
         };
         let mut out = Vec::with_capacity(items.len());
@@ -311,7 +332,7 @@ impl Check {
                 Some(node) => out.push(node),
                 None => {
                     self.fail(
-                        "malformed",
+                        ExportCode::Malformed,
                         seq,
                         format!("{path}[{i}]"),
                         "not 64 lowercase hex digits",

@@ -1,6 +1,7 @@
 //! The document's shape: its bytes against their canonical form (the first difference
 //! reported with its byte offset), the top-level members in order, the selection and the keys.
 
+use crate::audit::problem_code::ExportCode;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -98,7 +99,7 @@ impl Check {
         self.problems.insert(
             0,
             ExportProblem {
-                code: "not_canonical",
+                code: ExportCode::NotCanonical,
                 seq: None,
                 path: "$".to_owned(),
                 detail,
@@ -147,7 +148,7 @@ impl Check {
 
     pub(super) fn selection(&mut self, value: Option<&Value>) -> Option<Selection> {
         let Some(value) = value else {
-            self.fail("malformed", None, "$.selection", "missing");
+            self.fail(ExportCode::Malformed, None, "$.selection", "missing");
             return None;
         };
         self.summary.selection = Some(value.clone());
@@ -169,7 +170,7 @@ impl Check {
             });
         if parsed.is_none() {
             self.fail(
-                "malformed",
+                ExportCode::Malformed,
                 None,
                 "$.selection",
                 "must be {\"sessionId\": <lowercase UUID>} or {\"fromSeq\": a, \"toSeq\": b} with 1 ≤ a ≤ b",
@@ -188,14 +189,16 @@ impl Check {
         let file_text = self.string(doc, "$", "publicKey");
         let file_key = file_text.and_then(|text| {
             NoteVerifier::from_vkey(text)
-                .map_err(|e| self.fail("bad_public_key", None, "$.publicKey", e.to_string()))
+                .map_err(|e| {
+                    self.fail(ExportCode::BadPublicKey, None, "$.publicKey", e.to_string())
+                })
                 .ok()
         });
         if let (Some(key), Some(origin)) = (&file_key, origin)
             && key.name() != origin
         {
             self.fail(
-                "origin_mismatch",
+                ExportCode::OriginMismatch,
                 None,
                 "$.publicKey",
                 format!(
@@ -216,7 +219,7 @@ impl Check {
                         && file_key.as_ref() != Some(&pinned)
                     {
                         self.fail(
-                            "key_mismatch",
+                            ExportCode::KeyMismatch,
                             None,
                             "$.publicKey",
                             format!(
@@ -229,7 +232,7 @@ impl Check {
                     Some(pinned)
                 }
                 Err(e) => {
-                    self.fail("bad_pinned_key", None, "--pubkey", e.to_string());
+                    self.fail(ExportCode::BadPinnedKey, None, "--pubkey", e.to_string());
                     None
                 }
             },

@@ -20,6 +20,7 @@ mod layout;
 mod signatures;
 mod texts;
 
+use crate::audit::problem_code::ExportCode;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
@@ -68,7 +69,7 @@ pub struct VerifyOptions<'a> {
 #[serde(rename_all = "camelCase")]
 pub struct ExportProblem {
     /// Stable code (docs/ledger-format.md §10.4 lists them).
-    pub code: &'static str,
+    pub code: ExportCode,
     /// The event concerned, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
@@ -190,7 +191,7 @@ impl Default for Check {
 impl Check {
     fn fail(
         &mut self,
-        code: &'static str,
+        code: ExportCode,
         seq: Option<u64>,
         path: impl Into<String>,
         detail: impl Into<String>,
@@ -213,11 +214,16 @@ impl Check {
         match object.get(name) {
             Some(Value::String(s)) => Some(s),
             Some(_) => {
-                self.fail("malformed", None, member(path, name), "must be a string");
+                self.fail(
+                    ExportCode::Malformed,
+                    None,
+                    member(path, name),
+                    "must be a string",
+                );
                 None
             }
             None => {
-                self.fail("malformed", None, member(path, name), "missing");
+                self.fail(ExportCode::Malformed, None, member(path, name), "missing");
                 None
             }
         }
@@ -232,11 +238,16 @@ impl Check {
                     Err(e) => self.not_canonical_at(0, e.to_string()),
                 }
                 self.report_not_canonical();
-                self.fail("malformed", None, "$", "the document is not a JSON object");
+                self.fail(
+                    ExportCode::Malformed,
+                    None,
+                    "$",
+                    "the document is not a JSON object",
+                );
                 return;
             }
             Err(e) => {
-                self.fail("unparseable", None, "$", format!("not JSON: {e}"));
+                self.fail(ExportCode::Unparseable, None, "$", format!("not JSON: {e}"));
                 return;
             }
         };
@@ -263,7 +274,7 @@ impl Check {
                     doc.insert(name.clone(), value);
                 }
                 Err(e) => {
-                    self.fail("unparseable", None, "$", format!("not JSON: {e}"));
+                    self.fail(ExportCode::Unparseable, None, "$", format!("not JSON: {e}"));
                     return;
                 }
             }
@@ -272,7 +283,7 @@ impl Check {
         for name in doc.keys() {
             if !MEMBERS.contains(&name.as_str()) {
                 self.fail(
-                    "unknown_member",
+                    ExportCode::UnknownMember,
                     None,
                     member("$", name),
                     "not a member of thinkledger-audit/1",
@@ -282,7 +293,7 @@ impl Check {
         match self.string(doc, "$", "format") {
             Some(FORMAT) | None => {}
             Some(_) => self.fail(
-                "unknown_format",
+                ExportCode::UnknownFormat,
                 None,
                 "$.format",
                 format!(

@@ -1,6 +1,7 @@
 //! What the export is signed with: the signed checkpoint (its note against the keys, a kept
 //! checkpoint's countersignatures), the export signature over the signed body, and the digest.
 
+use crate::audit::problem_code::ExportCode;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -37,8 +38,14 @@ impl Check {
         path: &str,
     ) -> Option<Checkpoint> {
         let (signature_code, unparseable_code) = match what {
-            "checkpoint" => ("checkpoint_signature", "checkpoint_unparseable"),
-            _ => ("since_checkpoint_invalid", "since_checkpoint_invalid"),
+            "checkpoint" => (
+                ExportCode::CheckpointSignature,
+                ExportCode::CheckpointUnparseable,
+            ),
+            _ => (
+                ExportCode::SinceCheckpointInvalid,
+                ExportCode::SinceCheckpointInvalid,
+            ),
         };
         match trusted {
             Some(key) => {
@@ -83,7 +90,7 @@ impl Check {
             && checkpoint.origin() != origin
         {
             self.fail(
-                "origin_mismatch",
+                ExportCode::OriginMismatch,
                 None,
                 path,
                 format!(
@@ -112,7 +119,7 @@ impl Check {
         };
         match trusted {
             None => self.fail(
-                "export_signature",
+                ExportCode::ExportSignature,
                 None,
                 path,
                 "no usable key to check the export signature with",
@@ -120,7 +127,7 @@ impl Check {
             Some(key) => {
                 if let Err(e) = open_note(note, std::slice::from_ref(key)) {
                     self.fail(
-                        "export_signature",
+                        ExportCode::ExportSignature,
                         None,
                         path,
                         format!("the export signature does not verify: {e}"),
@@ -131,7 +138,7 @@ impl Check {
         // The body is the text up to and including the first `\n` of the last `\n\n`.
         let Some(body) = note.rfind("\n\n").and_then(|at| note.get(..=at)) else {
             self.fail(
-                "export_digest_mismatch",
+                ExportCode::ExportDigestMismatch,
                 None,
                 path,
                 "not a signed note: no blank line before the signatures, so no digest is signed",
@@ -142,7 +149,7 @@ impl Check {
             Ok(digest) => digest,
             Err(e) => {
                 self.fail(
-                    "export_digest_mismatch",
+                    ExportCode::ExportDigestMismatch,
                     None,
                     path,
                     format!("the document cannot be digested: {e}"),
@@ -152,7 +159,7 @@ impl Check {
         };
         if body != signed_body(origin.unwrap_or_default(), &digest) {
             self.fail(
-                "export_digest_mismatch",
+                ExportCode::ExportDigestMismatch,
                 None,
                 path,
                 format!(

@@ -1,6 +1,7 @@
 //! The texts: each against its commitment or its erasure, every reference of an event
 //! resolved, and the completeness of the seq range the selection names.
 
+use crate::audit::problem_code::ExportCode;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
@@ -20,11 +21,11 @@ impl Check {
         let texts = match doc.get("texts") {
             Some(Value::Object(texts)) => texts,
             Some(_) => {
-                self.fail("malformed", None, "$.texts", "must be an object");
+                self.fail(ExportCode::Malformed, None, "$.texts", "must be an object");
                 &empty
             }
             None => {
-                self.fail("malformed", None, "$.texts", "missing");
+                self.fail(ExportCode::Malformed, None, "$.texts", "missing");
                 &empty
             }
         };
@@ -38,7 +39,7 @@ impl Check {
                 .map(|(seq, _)| *seq);
             if parse_hex32(commitment).is_none() {
                 self.fail(
-                    "text_malformed",
+                    ExportCode::TextMalformed,
                     None,
                     path,
                     "the member name is not a commitment (64 lowercase hex digits)",
@@ -47,7 +48,7 @@ impl Check {
             }
             if first_seq.is_none() {
                 self.fail(
-                    "text_unreferenced",
+                    ExportCode::TextUnreferenced,
                     None,
                     &path,
                     "no exported event references this commitment",
@@ -60,14 +61,14 @@ impl Check {
             match (salt, text, erased_by, entry.len()) {
                 (Some(salt), Some(text), None, 2) => {
                     let Some(salt) = parse_hex32(salt) else {
-                        self.fail("text_malformed", first_seq, format!("{path}.salt"), "not 64 lowercase hex digits");
+                        self.fail(ExportCode::TextMalformed, first_seq, format!("{path}.salt"), "not 64 lowercase hex digits");
                         continue;
                     };
                     if text_commitment(&salt, text) == *commitment {
                         self.summary.texts_verified += 1;
                     } else {
                         self.fail(
-                            "text_mismatch",
+                            ExportCode::TextMismatch,
                             first_seq,
                             path,
                             "salt and text do not re-derive the commitment: the text or its salt was changed",
@@ -76,13 +77,13 @@ impl Check {
                 }
                 (None, None, Some(by), 1) => match seen.get(&by) {
                     None => self.fail(
-                        "erasure_unbacked",
+                        ExportCode::ErasureUnbacked,
                         Some(by),
                         format!("{path}.erasedBySeq"),
                         format!("the export does not include event {by}, so this erasure cannot be checked"),
                     ),
                     Some(event) if !event.erases.contains(commitment) => self.fail(
-                        "erasure_unbacked",
+                        ExportCode::ErasureUnbacked,
                         Some(by),
                         format!("{path}.erasedBySeq"),
                         format!("event {by} erases no such commitment"),
@@ -93,7 +94,7 @@ impl Check {
                     }
                 },
                 _ => self.fail(
-                    "text_malformed",
+                    ExportCode::TextMalformed,
                     first_seq,
                     path,
                     "must be {\"salt\": <64 hex>, \"text\": <string>} or {\"erasedBySeq\": <seq>}",
@@ -104,7 +105,7 @@ impl Check {
             if !texts.contains_key(commitment) {
                 for (seq, path) in places {
                     self.fail(
-                        "text_missing",
+                        ExportCode::TextMissing,
                         Some(*seq),
                         path.clone(),
                         format!(
@@ -121,7 +122,7 @@ impl Check {
                 self.summary.erasure_events += 1;
             } else {
                 self.fail(
-                    "not_selected",
+                    ExportCode::NotSelected,
                     Some(*seq),
                     format!("$.events[{}]", event.index),
                     "the selection does not name this event, and no text mark relies on it as an erasure",
@@ -139,7 +140,7 @@ impl Check {
                 for seq in present.chain(to_seq.checked_add(1)) {
                     if seq > expected {
                         self.fail(
-                            "gap",
+                            ExportCode::Gap,
                             Some(expected),
                             "$.events",
                             format!(
@@ -154,7 +155,7 @@ impl Check {
             Selection::Session { session_id } => {
                 if !seen.values().any(|e| e.selected) {
                     self.fail(
-                        "empty_selection",
+                        ExportCode::EmptySelection,
                         None,
                         "$.events",
                         format!("no event of session {session_id} is included"),
