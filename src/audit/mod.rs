@@ -21,8 +21,6 @@ mod timestamps;
 mod verify;
 
 #[cfg(test)]
-mod testlog;
-#[cfg(test)]
 mod tests;
 
 pub use build::{ExportOptions, ExportWritten, build_export_with, write_export};

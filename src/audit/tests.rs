@@ -4,12 +4,12 @@
 
 use serde_json::{Value, json};
 
-use super::testlog::TestLog;
 use super::*;
 use crate::events::SessionId;
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::checkpoint::{NoteSigner, sign_note};
 use crate::ledger::keyfile::key_name;
+use crate::ledger::testlog::TestLog;
 
 /// Builds an export stamped with a fixed time (the builder reads no clock).
 fn build_export(

@@ -30,6 +30,8 @@ pub mod private;
 pub mod problem_code;
 pub mod snapshot;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod testlog;
 pub mod timestamps;
 pub mod verify;
 pub mod view;

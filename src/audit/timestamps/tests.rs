@@ -3,9 +3,9 @@
 //! tokens): the stamped checkpoint and its consistency proof, a missing member under
 //! `--tsa-cert`, tokens left unchecked without it.
 
-use super::super::testlog::TestLog;
 use super::super::*;
 use crate::events::SessionId;
+use crate::ledger::testlog::TestLog;
 use crate::ledger::timestamps::KeptTimestamp;
 
 const CA: &[u8] = include_bytes!("../../../tests/data/tsa/rsa-ca.pem");

@@ -20,13 +20,13 @@ use crate::events::{
 use crate::ledger::checkpoint::NoteSigner;
 use crate::ledger::hash::{GENESIS_PREV_HASH, parse_hex32};
 use crate::ledger::merkle::{
-    Blake3Hasher, LeafSource as MerkleLeafSource, MerkleError, MerkleHasher, MerkleTree, NodeHash,
+    Blake3Hasher, LeafSource as MerkleLeafSource, MerkleHasher, MerkleTree, NodeHash,
 };
 use crate::ledger::notary::Notary;
 use crate::ledger::store::{Batch, LedgerMeta, StagedEvent, Store, TextRecord};
 use crate::ledger::store::{EventIter, MemStore};
 use crate::ledger::verify;
-use crate::ledger::view::{LogView, SessionLog, SignedCheckpoint, TextState};
+use crate::ledger::view::{LogView, SessionLog};
 use crate::ledger::{FORMAT, LedgerError};
 
 struct Leaves(Vec<NodeHash>);
@@ -161,49 +161,9 @@ fn open_store(dir: &std::path::Path) -> crate::ledger::SledStore {
     }
 }
 
-/// A log with nothing in it, for deciding outside the writer.
-static NO_META: std::sync::LazyLock<LedgerMeta> = std::sync::LazyLock::new(|| LedgerMeta {
-    ledger_id: "none".into(),
-    created_at: "t".into(),
-    format: FORMAT.into(),
-});
-
-#[allow(non_upper_case_globals)]
-const NoLog: NoLogView = NoLogView;
-
-struct NoLogView;
-
-impl LogView for NoLogView {
-    fn meta(&self) -> &LedgerMeta {
-        &NO_META
-    }
-    fn len(&self) -> u64 {
-        0
-    }
-    fn event_bytes(&self, seq: u64) -> Result<Vec<u8>, LedgerError> {
-        Err(LedgerError::Corrupt(format!("no event {seq}")))
-    }
-    fn session_seqs(&self, _: &SessionId) -> Result<Vec<u64>, LedgerError> {
-        Ok(Vec::new())
-    }
-    fn text(&self, _: &[u8; 32]) -> Result<TextState, LedgerError> {
-        Ok(TextState::Missing)
-    }
-    fn root_at(&self, size: u64) -> Result<NodeHash, MerkleError> {
-        MerkleTree::new(Blake3Hasher).root_at(size)
-    }
-    fn inclusion_proof(&self, index: u64, size: u64) -> Result<Vec<NodeHash>, MerkleError> {
-        MerkleTree::new(Blake3Hasher).inclusion_proof(index, size)
-    }
-    fn consistency_proof(&self, old: u64, new: u64) -> Result<Vec<NodeHash>, MerkleError> {
-        MerkleTree::new(Blake3Hasher).consistency_proof(old, new)
-    }
-    fn latest_checkpoint(&self) -> Option<&SignedCheckpoint> {
-        None
-    }
-    fn signer(&self) -> Option<&NoteSigner> {
-        None
-    }
+/// A log with nothing in it, for deciding outside the writer: the tests' one in-memory view.
+fn no_log() -> crate::ledger::testlog::TestLog {
+    crate::ledger::testlog::TestLog::new()
 }
 
 /// Echoes its command; counts the events applied.
@@ -259,7 +219,7 @@ impl Decider for Echo {
     }
 
     fn failed(&self, command: &String, reason: &str) -> Draft {
-        let mut draft = self.decide(&format!("failed {command}"), &NoLog);
+        let mut draft = self.decide(&format!("failed {command}"), &no_log());
         draft.status = OutcomeStatus::Failed;
         draft.body = json!({ "failed": reason });
         draft
@@ -831,7 +791,7 @@ fn a_log_whose_chain_is_broken_is_refused_at_open() {
             ledger_id: "l".into(),
             session_id: None,
             recorded_at: "2026-01-01T00:00:00.000000Z".into(),
-            actor: Echo::default().decide(&String::new(), &NoLog).actor,
+            actor: Echo::default().decide(&String::new(), &no_log()).actor,
             call: Call {
                 tool: "echo".into(),
                 arguments: json!({}),

@@ -1,4 +1,5 @@
-//! An in-memory [`LogView`] for the audit tests: real events (built with the ledger's own
+//! The in-memory [`LogView`] every test that needs one uses (the writer's, the audit
+//! export's): real events (built with the ledger's own
 //! `event_hash` and `canonical_bytes`), real text commitments, a real Merkle tree and real signed
 //! checkpoints, held in plain collections. It stands in for the writer's view; it must not be
 //! used outside tests.
@@ -256,10 +257,12 @@ impl TestLog {
     }
 }
 
-/// A text reference and record with a fresh salt.
+/// A text reference and record with a salt no other text of the process has (a counter,
+/// hashed: the ledger takes no effect, so no randomness here either).
 fn commit(text: &str) -> (TextRef, TextRecord) {
-    use crate::effects::Effects;
-    let salt = *crate::effects::SystemEffects.seed().expect("salt").bytes();
+    static SALTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SALTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let salt = *blake3::hash(&n.to_le_bytes()).as_bytes();
     let commitment = text_commitment(&salt, text);
     (
         TextRef { commitment },
