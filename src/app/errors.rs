@@ -6,162 +6,121 @@
 //! the docs name them, events hold them): a variant may be added, never renamed. Knows no
 //! family and no tool.
 
-use serde::{Serialize, Serializer};
+use crate::ledger::problem_code::wire_codes;
 
-/// Declares the codes: the enum, its wire strings and the list of all of them, from one table.
-macro_rules! error_codes {
-    ($($variant:ident => $wire:literal,)*) => {
-        /// Why a call was refused, as the client reads it in `code`.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum ErrorCode {
-            $(
-                #[doc = concat!("`", $wire, "`")]
-                $variant,
-            )*
-        }
-
-        impl ErrorCode {
-            /// Every code, in declaration order.
-            pub const ALL: &[ErrorCode] = &[$(ErrorCode::$variant,)*];
-
-            /// The code as clients and events carry it.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(ErrorCode::$variant => $wire,)*
-                }
-            }
-        }
-    };
-}
-
-error_codes! {
-    InvalidParams => "invalid_params",
-    InvalidArguments => "invalid_arguments",
-    ArgumentsTooLarge => "arguments_too_large",
-    TextTooLarge => "text_too_large",
-    UnknownTool => "unknown_tool",
-    ToolDisabled => "tool_disabled",
-    TimeLimitExceeded => "time_limit_exceeded",
-    RandomnessUnavailable => "randomness_unavailable",
-    InternalError => "internal_error",
-    MissingParameter => "missing_parameter",
-    InvalidSector => "invalid_sector",
-    EmptyContent => "empty_content",
-    MemoryNotFound => "memory_not_found",
-    NothingToUpdate => "nothing_to_update",
-    EmbeddingUnavailable => "embedding_unavailable",
-    EmbeddingModelMismatch => "embedding_model_mismatch",
-    InvalidIdempotencyKey => "invalid_idempotency_key",
-    IdempotencyKeyReused => "idempotency_key_reused",
-    UnknownSession => "unknown_session",
-    InvalidSessionId => "invalid_session_id",
-    SessionClosed => "session_closed",
-    UnknownThought => "unknown_thought",
-    UnknownBranch => "unknown_branch",
-    InvalidTag => "invalid_tag",
-    InvalidQuery => "invalid_query",
-    NothingToErase => "nothing_to_erase",
-    InvalidEdgeType => "invalid_edge_type",
-    InvalidEdge => "invalid_edge",
-    CycleDetected => "cycle_detected",
-    UnknownTemplate => "unknown_template",
-    UnknownPattern => "unknown_pattern",
-    ReasonRequired => "reason_required",
-    ConfirmationRequired => "confirmation_required",
-    UnknownToolset => "unknown_toolset",
-    ToolsetRequired => "toolset_required",
-    ReplayFailed => "replay_failed",
-    LogUnreadable => "log_unreadable",
-    NoCheckpoint => "no_checkpoint",
-    EmptySession => "empty_session",
-    InvalidRange => "invalid_range",
-    NoSigningKey => "no_signing_key",
-    ForeignCheckpoint => "foreign_checkpoint",
-    Rollback => "rollback",
-    Fork => "fork",
-    TextMissing => "text_missing",
-    LedgerCorrupt => "ledger_corrupt",
-    ProviderUnavailable => "provider_unavailable",
-    InvalidProvider => "invalid_provider",
-    NoDeliberation => "no_deliberation",
-    DeliberationExists => "deliberation_exists",
-    DeliberationConcluded => "deliberation_concluded",
-    InvalidMode => "invalid_mode",
-    InvalidProfile => "invalid_profile",
-    InvalidBudget => "invalid_budget",
-    BudgetExceeded => "budget_exceeded",
-    UnknownNode => "unknown_node",
-    NodePruned => "node_pruned",
-    UnknownPhase => "unknown_phase",
-    PhaseMerged => "phase_merged",
-    UnknownStage => "unknown_stage",
-    UnknownClaim => "unknown_claim",
-    UnknownAssumption => "unknown_assumption",
-    UnknownCommitment => "unknown_commitment",
-    InvalidCommitment => "invalid_commitment",
-    InvalidEvidence => "invalid_evidence",
-    InvalidStatus => "invalid_status",
-    InvalidCriticality => "invalid_criticality",
-    InvalidOutcome => "invalid_outcome",
-    InvalidRubric => "invalid_rubric",
-    InvalidThreshold => "invalid_threshold",
-    InvalidTier => "invalid_tier",
-    InvalidStyle => "invalid_style",
-    InvalidMaxPoints => "invalid_max_points",
-    TooManyPoints => "too_many_points",
-    TooManyItems => "too_many_items",
-    RationaleRequired => "rationale_required",
-    MissingAgentScores => "missing_agent_scores",
-    UnscoredNodes => "unscored_nodes",
-    LensesExhausted => "lenses_exhausted",
-    NoConflict => "no_conflict",
-    NoAnswer => "no_answer",
-    NothingToVerify => "nothing_to_verify",
-    NothingToScore => "nothing_to_score",
-    NothingToPrune => "nothing_to_prune",
-    NothingToMerge => "nothing_to_merge",
-    NothingToElaborate => "nothing_to_elaborate",
-    NothingToConverge => "nothing_to_converge",
-    ConvergenceBlocked => "convergence_blocked",
-    ConsensusBlocked => "consensus_blocked",
-    LedgerOpening => "ledger_opening",
-    LedgerUnavailable => "ledger_unavailable",
-    ModelNotConfigured => "model_not_configured",
-    ModelCallFailed => "model_call_failed",
-    ModelAnswerStale => "model_answer_stale",
-    ModelAnswerUnusable => "model_answer_unusable",
-    CallCancelled => "call_cancelled",
-    AgentRunUnknown => "agent_run_unknown",
-    AgentRunEnded => "agent_run_ended",
-    AgentStepOutOfOrder => "agent_step_out_of_order",
-    AgentRunUnreadable => "agent_run_unreadable",
-    ReadOnlyRole => "read_only_role",
-    UserIdNotYours => "user_id_not_yours",
-    QuotaExceeded => "quota_exceeded",
+wire_codes! {
+    /// Why a call was refused, as the client reads it in `code`.
+    ErrorCode {
+        InvalidParams => "invalid_params",
+        InvalidArguments => "invalid_arguments",
+        ArgumentsTooLarge => "arguments_too_large",
+        TextTooLarge => "text_too_large",
+        UnknownTool => "unknown_tool",
+        ToolDisabled => "tool_disabled",
+        TimeLimitExceeded => "time_limit_exceeded",
+        RandomnessUnavailable => "randomness_unavailable",
+        InternalError => "internal_error",
+        MissingParameter => "missing_parameter",
+        InvalidSector => "invalid_sector",
+        EmptyContent => "empty_content",
+        MemoryNotFound => "memory_not_found",
+        NothingToUpdate => "nothing_to_update",
+        EmbeddingUnavailable => "embedding_unavailable",
+        EmbeddingModelMismatch => "embedding_model_mismatch",
+        InvalidIdempotencyKey => "invalid_idempotency_key",
+        IdempotencyKeyReused => "idempotency_key_reused",
+        UnknownSession => "unknown_session",
+        InvalidSessionId => "invalid_session_id",
+        SessionClosed => "session_closed",
+        UnknownThought => "unknown_thought",
+        UnknownBranch => "unknown_branch",
+        InvalidTag => "invalid_tag",
+        InvalidQuery => "invalid_query",
+        NothingToErase => "nothing_to_erase",
+        InvalidEdgeType => "invalid_edge_type",
+        InvalidEdge => "invalid_edge",
+        CycleDetected => "cycle_detected",
+        UnknownTemplate => "unknown_template",
+        UnknownPattern => "unknown_pattern",
+        ReasonRequired => "reason_required",
+        ConfirmationRequired => "confirmation_required",
+        UnknownToolset => "unknown_toolset",
+        ToolsetRequired => "toolset_required",
+        ReplayFailed => "replay_failed",
+        LogUnreadable => "log_unreadable",
+        NoCheckpoint => "no_checkpoint",
+        EmptySession => "empty_session",
+        InvalidRange => "invalid_range",
+        NoSigningKey => "no_signing_key",
+        ForeignCheckpoint => "foreign_checkpoint",
+        Rollback => "rollback",
+        Fork => "fork",
+        TextMissing => "text_missing",
+        LedgerCorrupt => "ledger_corrupt",
+        ProviderUnavailable => "provider_unavailable",
+        InvalidProvider => "invalid_provider",
+        NoDeliberation => "no_deliberation",
+        DeliberationExists => "deliberation_exists",
+        DeliberationConcluded => "deliberation_concluded",
+        InvalidMode => "invalid_mode",
+        InvalidProfile => "invalid_profile",
+        InvalidBudget => "invalid_budget",
+        BudgetExceeded => "budget_exceeded",
+        UnknownNode => "unknown_node",
+        NodePruned => "node_pruned",
+        UnknownPhase => "unknown_phase",
+        PhaseMerged => "phase_merged",
+        UnknownStage => "unknown_stage",
+        UnknownClaim => "unknown_claim",
+        UnknownAssumption => "unknown_assumption",
+        UnknownCommitment => "unknown_commitment",
+        InvalidCommitment => "invalid_commitment",
+        InvalidEvidence => "invalid_evidence",
+        InvalidStatus => "invalid_status",
+        InvalidCriticality => "invalid_criticality",
+        InvalidOutcome => "invalid_outcome",
+        InvalidRubric => "invalid_rubric",
+        InvalidThreshold => "invalid_threshold",
+        InvalidTier => "invalid_tier",
+        InvalidStyle => "invalid_style",
+        InvalidMaxPoints => "invalid_max_points",
+        TooManyPoints => "too_many_points",
+        TooManyItems => "too_many_items",
+        RationaleRequired => "rationale_required",
+        MissingAgentScores => "missing_agent_scores",
+        UnscoredNodes => "unscored_nodes",
+        LensesExhausted => "lenses_exhausted",
+        NoConflict => "no_conflict",
+        NoAnswer => "no_answer",
+        NothingToVerify => "nothing_to_verify",
+        NothingToScore => "nothing_to_score",
+        NothingToPrune => "nothing_to_prune",
+        NothingToMerge => "nothing_to_merge",
+        NothingToElaborate => "nothing_to_elaborate",
+        NothingToConverge => "nothing_to_converge",
+        ConvergenceBlocked => "convergence_blocked",
+        ConsensusBlocked => "consensus_blocked",
+        LedgerOpening => "ledger_opening",
+        LedgerUnavailable => "ledger_unavailable",
+        ModelNotConfigured => "model_not_configured",
+        ModelCallFailed => "model_call_failed",
+        ModelAnswerStale => "model_answer_stale",
+        ModelAnswerUnusable => "model_answer_unusable",
+        CallCancelled => "call_cancelled",
+        AgentRunUnknown => "agent_run_unknown",
+        AgentRunEnded => "agent_run_ended",
+        AgentStepOutOfOrder => "agent_step_out_of_order",
+        AgentRunUnreadable => "agent_run_unreadable",
+        ReadOnlyRole => "read_only_role",
+        UserIdNotYours => "user_id_not_yours",
+        QuotaExceeded => "quota_exceeded",
+    }
 }
 
 impl ErrorCode {
     /// The code whose wire string is `wire`, if there is one.
     pub fn from_wire(wire: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|code| code.as_str() == wire)
-    }
-}
-
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for ErrorCode {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl PartialEq<&str> for ErrorCode {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
     }
 }
 

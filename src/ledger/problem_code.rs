@@ -1,7 +1,8 @@
-//! The stable codes the two verifiers report: [`LogProblem`] for `thinkledger verify` (a stored
-//! ledger and its checkpoints) and, through [`wire_codes`], the export verifier's own enum in
-//! `audit/`. Each code's wire string is a persisted contract (reports in JSON, scripts, the
-//! docs list them): a variant may be added, never renamed.
+//! Closed sets of wire codes declared from one table ([`wire_codes`]): the refusals' codes
+//! (`app::ErrorCode`), the export verifier's (`audit/`) and here [`LogProblem`], what
+//! `thinkledger verify` reports of a stored ledger and its checkpoints. Each code's wire string
+//! is a persisted contract (events, JSON reports, scripts, the docs list them): a variant may be
+//! added, never renamed.
 //!
 //! Knows no store and no event: only the names.
 

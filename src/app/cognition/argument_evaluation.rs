@@ -15,15 +15,7 @@ use std::collections::BTreeMap;
 use super::argument::{self, Assessment};
 use super::features::{self, Quality};
 use super::features2;
-
-const LABELS: [&str; 6] = [
-    "circular",
-    "hasty_generalisation",
-    "false_dilemma",
-    "appeal_to_authority",
-    "non_sequitur",
-    "bandwagon",
-];
+use super::judgement::FALLACIES;
 
 fn rows(tsv: &str) -> Vec<(String, String)> {
     tsv.lines()
@@ -75,7 +67,7 @@ fn ordering(data: &[(String, String)], score: Scorer) -> (f64, usize) {
         .collect();
     let fallacious: Vec<Option<f64>> = data
         .iter()
-        .filter(|(l, _)| LABELS.contains(&l.as_str()))
+        .filter(|(l, _)| FALLACIES.contains(&l.as_str()))
         .map(|(_, t)| score(t))
         .collect();
     let mut won = 0.0;
