@@ -19,7 +19,7 @@ use schemas::{ToolRequestedArgs, ToolReturnedArgs};
 use serde_json::{Value, json};
 
 use super::call::model::{ModelStep, ModelTool};
-use super::call::{Call, Decide, PathStep, Refusal, Target, ToolSpec, target};
+use super::call::{ArgsShape, Call, Decide, PathStep, Refusal, Target, ToolSpec, target};
 use super::{App, Command, ErrorCode, Outcome, Rejection};
 use crate::events::agent::{
     AgentBreakerTripped, AgentIntentDetected, AgentModelFailed, AgentModelRequested,
@@ -53,21 +53,12 @@ pub const AGENT_END_TOOL: &str = "agent_end";
 pub(crate) const ADMIN_SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: AGENT_START_TOOL,
-        known_fields: &["history", "tools", "maxIterations", "breakerThreshold"],
-        text_fields: &["history"],
+        args: ArgsShape::of::<schemas::StartArgs>,
         decide: Decide::InContext(decide_start),
     },
     ToolSpec {
         name: AGENT_MODEL_TOOL,
-        known_fields: &[
-            "sessionId",
-            "iteration",
-            "tools",
-            "model",
-            "temperature",
-            "maxTokens",
-        ],
-        text_fields: &[],
+        args: ArgsShape::of::<schemas::ModelArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: plan_model,
             decide: decide_model,
@@ -75,64 +66,32 @@ pub(crate) const ADMIN_SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: AGENT_MODEL_FAILED_TOOL,
-        known_fields: &["sessionId", "iteration", "error"],
-        text_fields: &["error"],
+        args: ArgsShape::of::<schemas::ModelFailedArgs>,
         decide: Decide::InContext(decide_model_failed),
     },
     ToolSpec {
         name: AGENT_TOOL_REQUESTED_TOOL,
-        known_fields: &[
-            "sessionId",
-            "iteration",
-            "callId",
-            "tool",
-            "arguments",
-            "initial",
-        ],
-        text_fields: &["arguments"],
+        args: ArgsShape::of::<schemas::ToolRequestedArgs>,
         decide: Decide::InContext(decide_tool_requested),
     },
     ToolSpec {
         name: AGENT_TOOL_RETURNED_TOOL,
-        known_fields: &[
-            "sessionId",
-            "iteration",
-            "callId",
-            "tool",
-            "status",
-            "errorCode",
-            "result",
-            "attempts",
-            "elapsedMs",
-            "toolSeq",
-            "tripped",
-        ],
-        text_fields: &["result"],
+        args: ArgsShape::of::<schemas::ToolReturnedArgs>,
         decide: Decide::InContext(decide_tool_returned),
     },
     ToolSpec {
         name: AGENT_INTENT_TOOL,
-        known_fields: &[
-            "sessionId",
-            "iteration",
-            "intent",
-            "score",
-            "matched",
-            "method",
-        ],
-        text_fields: &[],
+        args: ArgsShape::of::<schemas::IntentArgs>,
         decide: Decide::InContext(decide_intent),
     },
     ToolSpec {
         name: AGENT_NUDGE_TOOL,
-        known_fields: &["sessionId", "iteration", "message"],
-        text_fields: &["message"],
+        args: ArgsShape::of::<schemas::NudgeArgs>,
         decide: Decide::InContext(decide_nudge),
     },
     ToolSpec {
         name: AGENT_END_TOOL,
-        known_fields: &["sessionId", "status", "answer", "reason"],
-        text_fields: &["answer", "reason"],
+        args: ArgsShape::of::<schemas::EndArgs>,
         decide: Decide::InContext(decide_end),
     },
 ];
@@ -141,19 +100,21 @@ pub(crate) const ADMIN_SPECS: &[ToolSpec] = &[
 /// decision records their committed form, never the value.
 #[allow(dead_code)]
 mod schemas {
+    use schemars::JsonSchema;
     use serde::Deserialize;
     use serde_json::Value;
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct StartArgs {
+        #[schemars(extend("x-text" = true))]
         pub history: String,
         pub tools: Vec<String>,
         pub max_iterations: u32,
         pub breaker_threshold: u32,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct ModelArgs {
         pub session_id: String,
@@ -168,27 +129,29 @@ mod schemas {
         pub max_tokens: Option<u32>,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct ModelFailedArgs {
         pub session_id: String,
         pub iteration: u32,
+        #[schemars(extend("x-text" = true))]
         pub error: String,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct ToolRequestedArgs {
         pub session_id: String,
         pub iteration: u32,
         pub call_id: String,
         pub tool: String,
+        #[schemars(extend("x-text" = true))]
         pub arguments: String,
         #[serde(default)]
         pub initial: bool,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct ToolReturnedArgs {
         pub session_id: String,
@@ -198,6 +161,7 @@ mod schemas {
         pub status: String,
         #[serde(default)]
         pub error_code: Option<String>,
+        #[schemars(extend("x-text" = true))]
         pub result: String,
         pub attempts: u32,
         pub elapsed_ms: u64,
@@ -207,7 +171,7 @@ mod schemas {
         pub tripped: Option<u32>,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct IntentArgs {
         pub session_id: String,
@@ -219,21 +183,24 @@ mod schemas {
         pub method: String,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct NudgeArgs {
         pub session_id: String,
         pub iteration: u32,
+        #[schemars(extend("x-text" = true))]
         pub message: String,
     }
 
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct EndArgs {
         pub session_id: String,
         pub status: String,
         #[serde(default)]
+        #[schemars(extend("x-text" = true))]
         pub answer: Option<String>,
+        #[schemars(extend("x-text" = true))]
         pub reason: String,
     }
 }

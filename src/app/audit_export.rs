@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::call::{Decide, ToolSpec, parse, readable_session};
+use super::call::{ArgsShape, Decide, ToolSpec, parse, readable_session};
 use super::{App, Command, Decided, Outcome, Rejection};
 use crate::app::ErrorCode;
 use crate::audit::{AuditError, ExportOptions, Selection, build_export_with};
@@ -21,8 +21,7 @@ pub const EXPORT_REASONING_AUDIT_TOOL: &str = "export_reasoning_audit";
 /// The tool of this family.
 pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
     name: EXPORT_REASONING_AUDIT_TOOL,
-    known_fields: &["session_id", "since_checkpoint"],
-    text_fields: &[],
+    args: ArgsShape::of::<crate::app::AuditExportArgs>,
     decide: Decide::WithLog(decide_audit_export),
 }];
 

@@ -7,10 +7,11 @@
 
 use std::collections::BTreeSet;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::call::{Decide, ToolSpec, parse};
+use super::call::{ArgsShape, Decide, ToolSpec, parse};
 use super::{App, Command, Decided, Outcome, Rejection};
 use crate::app::ErrorCode;
 use crate::events::{Fact, SessionId};
@@ -24,15 +25,14 @@ pub const ERASE_TOOL: &str = "erase";
 /// Commands only the operator may run (through the CLI), never offered over MCP.
 pub(crate) const ADMIN_SPECS: &[ToolSpec] = &[ToolSpec {
     name: ERASE_TOOL,
-    known_fields: &["sessionId", "commitments", "userId", "reason"],
-    text_fields: &[],
+    args: ArgsShape::of::<EraseArgs>,
     decide: Decide::WithLog(decide_erase),
 }];
 
 const USAGE: &str =
     "give --session ID, --commitment HEX (repeatable) or --user-id USER, and --reason";
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct EraseArgs {
     session_id: Option<String>,

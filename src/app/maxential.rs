@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::call::{Decide, Target, ToolSpec, parse, read_target, target};
+use super::call::{ArgsShape, Decide, Target, ToolSpec, parse, read_target, target};
 use super::tags::normalize_tags;
 use super::{App, Command, Decided, Outcome, Rejection, lenient};
 use crate::app::ErrorCode;
@@ -26,26 +26,22 @@ pub const VISUALIZE_TOOL: &str = "visualize";
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: SEARCH_TOOL,
-        known_fields: &["query", "tags", "branchId", "includeRevisions", "sessionId"],
-        text_fields: &["query"],
+        args: ArgsShape::of::<SearchArgs>,
         decide: Decide::Pure(decide_search),
     },
     ToolSpec {
         name: TAG_TOOL,
-        known_fields: &["thoughtNumber", "add", "remove", "sessionId"],
-        text_fields: &[],
+        args: ArgsShape::of::<TagArgs>,
         decide: Decide::Pure(decide_tag),
     },
     ToolSpec {
         name: EXPORT_TOOL,
-        known_fields: &["format", "includeBranches", "branchId", "sessionId"],
-        text_fields: &[],
+        args: ArgsShape::of::<ExportArgs>,
         decide: Decide::Pure(decide_export),
     },
     ToolSpec {
         name: VISUALIZE_TOOL,
-        known_fields: &["format", "showTags", "showContent", "sessionId"],
-        text_fields: &[],
+        args: ArgsShape::of::<VisualizeArgs>,
         decide: Decide::Pure(decide_visualize),
     },
 ];
@@ -57,6 +53,7 @@ pub struct SearchArgs {
     /// Text to look for in thoughts: case-insensitive, a regular expression.
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub query: Option<String>,
     /// Only thoughts carrying all of these tags.
     #[serde(default)]

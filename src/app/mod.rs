@@ -88,7 +88,7 @@ pub use memory::{
 };
 #[cfg(test)]
 pub(crate) use registry::auditor_may_call;
-pub use registry::{TOOL_FAMILIES, toolset_of};
+pub use registry::{TOOL_FAMILIES, recorded_arguments, toolset_of};
 pub use replay::tools::{DIFF_SESSIONS_TOOL, REPLAY_REASONING_SESSION_TOOL};
 pub use texts::TextPolicy;
 pub use thinking::{RESET_TOOL, SEQUENTIALTHINKING_TOOL};
@@ -776,11 +776,11 @@ impl App {
             );
             return (recorded, Err((rejection, None)));
         };
-        let recorded = policy.record(&args, spec.known_fields, spec.text_fields, texts);
+        let shape = registry::shape(spec);
+        let recorded = policy.record(&args, shape, texts);
         if let Some(over) = &command.prepared.over_quota {
-            let recorded = recorded.unwrap_or_else(|_| {
-                policy.record_without_texts(&args, spec.known_fields, spec.text_fields, texts)
-            });
+            let recorded =
+                recorded.unwrap_or_else(|_| policy.record_without_texts(&args, shape, texts));
             let rejection = Rejection::new(
                 ErrorCode::QuotaExceeded,
                 over.message.clone(),
@@ -792,9 +792,8 @@ impl App {
             return (recorded, Err((rejection, session)));
         }
         if call::access::is_auditor(&command.actor) && !registry::auditor_may_call(&command.tool) {
-            let recorded = recorded.unwrap_or_else(|_| {
-                policy.record_without_texts(&args, spec.known_fields, spec.text_fields, texts)
-            });
+            let recorded =
+                recorded.unwrap_or_else(|_| policy.record_without_texts(&args, shape, texts));
             let rejection = Rejection::new(
                 ErrorCode::ReadOnlyRole,
                 format!(
@@ -812,8 +811,7 @@ impl App {
         let recorded = match recorded {
             Ok(value) => value,
             Err(oversized) => {
-                let recorded =
-                    policy.record_without_texts(&args, spec.known_fields, spec.text_fields, texts);
+                let recorded = policy.record_without_texts(&args, shape, texts);
                 let rejection = Rejection::new(
                     ErrorCode::TextTooLarge,
                     format!(
@@ -850,7 +848,7 @@ impl App {
             let mut call = call::Call::new(self, command, &at, draws, &sent, &recorded);
             // A tool that takes a `provider` refuses one it cannot use before anything else:
             // `model_backed` only a tool with a model plan can use.
-            if spec.known_fields.contains(&"provider") {
+            if shape.records("provider") {
                 providers::requested(&sent, plan.is_some()).map_err(|r| (r, None))?;
             }
             if let Some(plan) = plan {

@@ -5,9 +5,10 @@
 //! line in [`FAMILIES`] (its toolset and its specs). Every list of tool or toolset names, here
 //! and in the tools layer, is derived from that line. Owns no rules.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use super::call::ToolSpec;
+use super::call::{ArgsShape, ToolSpec};
 use super::{
     agent, audit_export, cognition, deliberation, erase, lux, maxential, memory, replay, thinking,
     toolsets,
@@ -129,9 +130,74 @@ pub(crate) fn admin_spec(tool: &str) -> Option<&'static ToolSpec> {
         .find(|s| s.name == tool)
 }
 
+/// Every tool's argument shape (what its events record), derived once from its argument type.
+static SHAPES: LazyLock<HashMap<&'static str, ArgsShape>> = LazyLock::new(|| {
+    FAMILIES
+        .iter()
+        .flat_map(|f| f.specs.iter())
+        .chain(erase::ADMIN_SPECS)
+        .chain(agent::ADMIN_SPECS)
+        .map(|spec| (spec.name, (spec.args)()))
+        .collect()
+});
+
+/// What a call of `spec`'s tool records: the shape of its argument type.
+pub(crate) fn shape(spec: &ToolSpec) -> &'static ArgsShape {
+    SHAPES
+        .get(spec.name)
+        .expect("every spec is in FAMILIES or an admin list")
+}
+
+/// What a call of `tool` records (an MCP tool's or an operator's command's), if there is such
+/// a tool.
+pub fn recorded_arguments(tool: &str) -> Option<&'static ArgsShape> {
+    SHAPES.get(tool)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What makes re-execution sound: a decision parses its arguments into its tool's type, so
+    /// every name serde reads into that type must be one the event records. A field the schema
+    /// skips, or an alias, would be used live and be missing when the event is re-executed.
+    #[test]
+    fn every_argument_a_decision_reads_is_recorded() {
+        let unrecorded: Vec<String> = SHAPES
+            .iter()
+            .filter(|(_, shape)| !shape.unrecorded.is_empty())
+            .map(|(tool, shape)| format!("{tool}: {:?}", shape.unrecorded))
+            .collect();
+        assert!(
+            unrecorded.is_empty(),
+            "arguments read but not recorded: {unrecorded:#?}"
+        );
+        assert_eq!(SHAPES.len(), 60, "every spec has its shape");
+    }
+
+    /// What each tool's events record and which of it is erasable text, in dispatch order: a
+    /// change here changes what the ledger keeps, and is reviewed as such.
+    #[test]
+    fn what_each_tool_records() {
+        let text: String = FAMILIES
+            .iter()
+            .flat_map(|f| f.specs.iter())
+            .chain(erase::ADMIN_SPECS)
+            .chain(agent::ADMIN_SPECS)
+            .map(|spec| {
+                let shape = shape(spec);
+                format!(
+                    "{}\n  records: {}\n  texts:   {}\n",
+                    spec.name,
+                    shape.fields.join(", "),
+                    shape.texts.join(", ")
+                )
+            })
+            .collect();
+        insta::with_settings!({ snapshot_path => "../../snapshots", prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!("registry__recorded_arguments", text);
+        });
+    }
 
     #[test]
     fn every_tool_has_one_spec() {

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::call::ArgsShape;
 use super::draws::Draws;
 use crate::events::TextRef;
 use crate::ledger::canonical::canonical_bytes;
@@ -53,23 +54,23 @@ impl TextPolicy<'_> {
         json!({ "raw": text_ref })
     }
 
-    /// The arguments to record: only `known` fields; string values of `text_fields` committed.
+    /// The arguments to record: only the fields `shape` records; the strings at its text paths
+    /// committed.
     /// Fails, pushing nothing, when a text field is over the limit. A value that cannot be
     /// hashed portably (an integer beyond 2^53) makes the whole call opaque.
     pub fn record(
         &self,
         args: &Map<String, Value>,
-        known: &[&str],
-        text_fields: &[&str],
+        shape: &ArgsShape,
         texts: &mut Vec<NewText>,
     ) -> Result<Value, Oversized> {
-        for field in text_fields {
+        for field in &shape.texts {
             if let Some(oversized) = self.oversized(args, field) {
                 return Err(oversized);
             }
         }
         let mut local = Vec::new();
-        let recorded = self.build(args, known, text_fields, &mut local, false);
+        let recorded = self.build(args, shape, &mut local, false);
         if canonical_bytes(&recorded).is_err() {
             return Ok(self.opaque(&Value::Object(args.clone()).to_string(), texts));
         }
@@ -82,12 +83,11 @@ impl TextPolicy<'_> {
     pub fn record_without_texts(
         &self,
         args: &Map<String, Value>,
-        known: &[&str],
-        text_fields: &[&str],
+        shape: &ArgsShape,
         texts: &mut Vec<NewText>,
     ) -> Value {
         let mut local = Vec::new();
-        let recorded = self.build(args, known, text_fields, &mut local, true);
+        let recorded = self.build(args, shape, &mut local, true);
         if canonical_bytes(&recorded).is_err() {
             return json!({ "omitted": { "reason": "not_canonicalizable" } });
         }
@@ -115,18 +115,17 @@ impl TextPolicy<'_> {
     fn build(
         &self,
         args: &Map<String, Value>,
-        known: &[&str],
-        text_fields: &[&str],
+        shape: &ArgsShape,
         texts: &mut Vec<NewText>,
         omit_oversized: bool,
     ) -> Value {
         let mut out = Map::new();
         for (key, value) in args {
-            if !known.contains(&key.as_str()) {
+            if !shape.records(key) {
                 continue;
             }
             let mut recorded = value.clone();
-            for path in text_fields {
+            for path in &shape.texts {
                 let (field, rest) = split_path(path);
                 if field == key {
                     self.commit_at(&mut recorded, rest, texts, omit_oversized);
@@ -206,6 +205,14 @@ mod tests {
         Draws::new(&crate::effects::Seed::new([1; 32]))
     }
 
+    fn shape(fields: &[&str], texts: &[&str]) -> ArgsShape {
+        ArgsShape {
+            fields: fields.iter().map(|f| (*f).to_owned()).collect(),
+            texts: texts.iter().map(|t| (*t).to_owned()).collect(),
+            unrecorded: Vec::new(),
+        }
+    }
+
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
     }
@@ -221,8 +228,7 @@ mod tests {
         let recorded = policy
             .record(
                 &args(json!({"thought": "secret", "n": 1, "junk": "x"})),
-                &["thought", "n"],
-                &["thought"],
+                &shape(&["thought", "n"], &["thought"]),
                 &mut texts,
             )
             .unwrap();
@@ -252,7 +258,11 @@ mod tests {
         }));
         let paths = ["claims[].text", "constraints[]", "goal"];
         let recorded = policy
-            .record(&a, &["claims", "constraints", "goal"], &paths, &mut texts)
+            .record(
+                &a,
+                &shape(&["claims", "constraints", "goal"], &paths),
+                &mut texts,
+            )
             .unwrap();
         assert_eq!(texts.len(), 4);
         assert!(recorded["claims"][0]["text"]["textCommitment"].is_string());
@@ -262,7 +272,11 @@ mod tests {
         assert!(!recorded.to_string().contains("one"));
         let long = args(json!({"claims": [{"text": "ok"}, {"text": "far too long"}]}));
         let err = policy
-            .record(&long, &["claims"], &["claims[].text"], &mut Vec::new())
+            .record(
+                &long,
+                &shape(&["claims"], &["claims[].text"]),
+                &mut Vec::new(),
+            )
             .unwrap_err();
         assert_eq!(err.field, "claims[1].text");
     }
@@ -277,11 +291,12 @@ mod tests {
         let mut texts = Vec::new();
         let a = args(json!({"thought": "toolong"}));
         let err = policy
-            .record(&a, &["thought"], &["thought"], &mut texts)
+            .record(&a, &shape(&["thought"], &["thought"]), &mut texts)
             .unwrap_err();
         assert_eq!((err.field.as_str(), err.bytes), ("thought", 7));
         assert!(texts.is_empty());
-        let recorded = policy.record_without_texts(&a, &["thought"], &["thought"], &mut texts);
+        let recorded =
+            policy.record_without_texts(&a, &shape(&["thought"], &["thought"]), &mut texts);
         assert_eq!(recorded["thought"]["omitted"]["bytes"], 7);
         assert!(texts.is_empty());
     }
@@ -297,8 +312,7 @@ mod tests {
         let recorded = policy
             .record(
                 &args(json!({"n": 9007199254740993u64})),
-                &["n"],
-                &[],
+                &shape(&["n"], &[]),
                 &mut texts,
             )
             .unwrap();

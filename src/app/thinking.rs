@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::call::{Decide, Target, ToolSpec, parse, target};
+use super::call::{ArgsShape, Decide, Target, ToolSpec, parse, target};
 use super::tags::normalize_tags;
 use super::{App, Command, Decided, Outcome, Rejection, lenient};
 use crate::app::ErrorCode;
@@ -24,20 +24,7 @@ pub const RESET_TOOL: &str = "reset";
 /// The tools of the thinking toolset.
 pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
     name: SEQUENTIALTHINKING_TOOL,
-    known_fields: &[
-        "thought",
-        "nextThoughtNeeded",
-        "thoughtNumber",
-        "totalThoughts",
-        "isRevision",
-        "revisesThought",
-        "branchFromThought",
-        "branchId",
-        "needsMoreThoughts",
-        "sessionId",
-        "tags",
-    ],
-    text_fields: &["thought"],
+    args: ArgsShape::of::<SequentialThinkingArgs>,
     decide: Decide::Pure(decide_sequential),
 }];
 
@@ -45,8 +32,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[ToolSpec {
 /// toolset.
 pub(crate) const RESET_SPECS: &[ToolSpec] = &[ToolSpec {
     name: RESET_TOOL,
-    known_fields: &["confirm", "sessionId"],
-    text_fields: &[],
+    args: ArgsShape::of::<crate::app::thinking::ResetArgs>,
     decide: Decide::Pure(decide_reset),
 }];
 
@@ -84,6 +70,7 @@ pub fn opens_a_conversation(arguments: &Value) -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct SequentialThinkingArgs {
     /// Your current thinking step: an analysis, a question, a revision, a hypothesis or its check.
+    #[schemars(extend("x-text" = true))]
     pub thought: String,
     /// True while more thinking is needed, even at what looked like the end.
     #[serde(deserialize_with = "lenient::bool_required")]

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::call::{Decide, ToolSpec, parse};
+use super::call::{ArgsShape, Decide, ToolSpec, parse};
 use super::{App, Command, Decided, Outcome, Rejection, TOOL_FAMILIES};
 use crate::app::ErrorCode;
 
@@ -30,20 +30,17 @@ pub const DISABLE_TOOLSET_TOOL: &str = "disable_toolset";
 pub(super) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: LIST_TOOLSETS_TOOL,
-        known_fields: &[],
-        text_fields: &[],
+        args: ArgsShape::of::<ListToolsetsArgs>,
         decide: Decide::Pure(decide_list),
     },
     ToolSpec {
         name: ENABLE_TOOLSET_TOOL,
-        known_fields: &["toolset"],
-        text_fields: &[],
+        args: ArgsShape::of::<ToolsetArgs>,
         decide: Decide::Pure(decide_enable),
     },
     ToolSpec {
         name: DISABLE_TOOLSET_TOOL,
-        known_fields: &["toolset"],
-        text_fields: &[],
+        args: ArgsShape::of::<ToolsetArgs>,
         decide: Decide::Pure(decide_disable),
     },
 ];

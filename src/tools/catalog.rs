@@ -14,6 +14,7 @@ use rmcp::schemars::JsonSchema;
 use serde_json::{Value, json};
 
 use super::{audit, cognition, deliberation, lux, maxential, memory, replay, thinking, toolsets};
+use crate::app::call::args::TEXT_MARK;
 use crate::app::toolsets::ToolsetStatus;
 use portable::{Side, make_portable};
 
@@ -407,6 +408,7 @@ fn with_receipt(schema: Arc<JsonObject>) -> Arc<JsonObject> {
 /// A schema as clients should see it: in the portable form of [`portable::make_portable`].
 fn tidy(schema: Arc<JsonObject>, side: Side) -> Arc<JsonObject> {
     let mut value = Value::Object((*schema).clone());
+    unmark_texts(&mut value);
     make_portable(&mut value, side);
     if let (Side::Input, Value::Object(map)) = (side, &mut value) {
         // A tool without parameters still lists them, as an empty object (clients expect it).
@@ -418,6 +420,19 @@ fn tidy(schema: Arc<JsonObject>, side: Side) -> Arc<JsonObject> {
     }
 }
 
+/// `schema` without the marks of free-text fields ([`TEXT_MARK`]): they tell the application
+/// what to commit, and are no part of the contract clients see.
+fn unmark_texts(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.remove(TEXT_MARK);
+            map.values_mut().for_each(unmark_texts);
+        }
+        Value::Array(items) => items.iter_mut().for_each(unmark_texts),
+        _ => {}
+    }
+}
+
 /// Pretty JSON of the whole structured result (the reference server's text block).
 pub(super) fn render_json(body: &Value) -> String {
     super::pretty(body)
@@ -426,6 +441,39 @@ pub(super) fn render_json(body: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The catalog and the decider name each tool's argument type separately: the fields a
+    /// client is shown are exactly the ones its events record.
+    #[test]
+    fn every_listed_argument_is_the_one_recorded() {
+        let catalog = Catalog::new(Toolsets::all());
+        for entry in catalog.all_entries() {
+            let name = entry.tool.name.as_ref();
+            let listed: Vec<&str> = entry
+                .tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            let mut recorded: Vec<&str> = crate::app::recorded_arguments(name)
+                .unwrap_or_else(|| panic!("{name} has no spec"))
+                .fields
+                .iter()
+                .map(String::as_str)
+                .collect();
+            let mut listed = listed;
+            listed.sort_unstable();
+            recorded.sort_unstable();
+            assert_eq!(listed, recorded, "{name}");
+            assert!(
+                !Value::Object((*entry.tool.input_schema).clone())
+                    .to_string()
+                    .contains(TEXT_MARK),
+                "{name}: the text mark is shown to clients"
+            );
+        }
+    }
 
     #[test]
     fn the_catalog_defines_exactly_the_tools_the_decider_dispatches() {

@@ -7,6 +7,7 @@
 //! export, erase): families import this module, never each other.
 
 pub mod access;
+pub mod args;
 pub mod context;
 pub mod model;
 pub mod session;
@@ -20,6 +21,7 @@ use crate::app::ErrorCode;
 use crate::events::SessionId;
 use crate::ledger::LogView;
 
+pub use args::ArgsShape;
 pub use context::{Call, PathStep};
 pub(crate) use session::{
     Target, owned_session, read_target, readable_session, reader_session, target,
@@ -43,10 +45,10 @@ pub type Refusal = (Rejection, Option<SessionId>);
 /// How the application handles one tool.
 pub struct ToolSpec {
     pub name: &'static str,
-    /// Argument names recorded in the event; others are ignored and not recorded.
-    pub known_fields: &'static [&'static str],
-    /// Arguments holding free text: committed, stored beside the event, erasable.
-    pub text_fields: &'static [&'static str],
+    /// The shape of its argument type (`ArgsShape::of::<T>`): the fields an event records
+    /// and their free texts (committed, stored beside the event, erasable). Derived once per
+    /// tool ([`crate::app::registry`] keeps them).
+    pub args: fn() -> ArgsShape,
     /// Decides the call from its arguments as sent and as recorded (the recorded form carries
     /// the commitments of its text fields).
     pub decide: Decide,

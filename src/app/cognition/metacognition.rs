@@ -30,12 +30,15 @@ pub(super) const ANALYSIS_USAGE: &str = "pass {\"reasoning\": \"...\"} and optio
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct AssessConfidenceArgs {
     /// Reasoning to assess.
+    #[schemars(extend("x-text" = true))]
     pub reasoning: String,
     /// Supporting evidence.
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub evidence: Option<Vec<String>>,
     /// Context for the assessment.
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub context: Option<String>,
 }
 
@@ -112,8 +115,10 @@ pub(super) fn decide_confidence(call: &mut Call<'_>) -> Outcome {
 #[serde(rename_all = "camelCase")]
 pub struct DetectBiasArgs {
     /// Reasoning to analyze.
+    #[schemars(extend("x-text" = true))]
     pub reasoning: String,
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub context: Option<String>,
     /// Accepted; each call is one analysis (nothing keeps running between calls).
     #[serde(default)]
@@ -208,11 +213,13 @@ pub(super) fn decide_bias(call: &mut Call<'_>) -> Outcome {
 #[serde(rename_all = "camelCase")]
 pub struct DetectEmotionArgs {
     /// Text to analyze.
+    #[schemars(extend("x-text" = true))]
     pub text: String,
     /// Include the discrete emotions (default true).
     #[serde(default)]
     pub include_discrete: Option<bool>,
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub context: Option<String>,
 }
 
@@ -308,8 +315,10 @@ pub(super) fn decide_emotion(call: &mut Call<'_>) -> Outcome {
 #[serde(rename_all = "camelCase")]
 pub struct AnalyzeReasoningArgs {
     /// Reasoning to analyze.
+    #[schemars(extend("x-text" = true))]
     pub reasoning: String,
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub context: Option<String>,
     /// Default true.
     #[serde(default)]

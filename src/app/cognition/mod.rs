@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::call::model::ModelTool;
-use super::call::{Call, Decide, Refusal, ToolSpec};
+use super::call::{ArgsShape, Call, Decide, Refusal, ToolSpec};
 use super::{ErrorCode, Outcome, Rejection};
 use crate::events::Fact;
 use crate::events::TextRef;
@@ -72,20 +72,11 @@ pub const DETECT_EMOTION_TOOL: &str = "detect_emotion";
 /// The name of the `analyze_reasoning` tool.
 pub const ANALYZE_REASONING_TOOL: &str = "analyze_reasoning";
 
-/// Caller text of the tools that take a problem and a reasoning context.
-const PROBLEM_TEXTS: &[&str] = &[
-    "problem",
-    "context.background",
-    "context.constraints[]",
-    "context.goals[]",
-];
-
 /// The tools of the `cognition` toolset.
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: THINK_TOOL,
-        known_fields: &["problem", "mode", "context"],
-        text_fields: PROBLEM_TEXTS,
+        args: ArgsShape::of::<crate::app::cognition::ThinkArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: think::plan_think,
             decide: think::decide_think,
@@ -93,14 +84,12 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: ANALYZE_SYSTEMATICALLY_TOOL,
-        known_fields: &["problem", "preferredFramework", "context"],
-        text_fields: PROBLEM_TEXTS,
+        args: ArgsShape::of::<crate::app::cognition::AnalyzeSystematicallyArgs>,
         decide: Decide::InContext(reasoning::decide_systematic),
     },
     ToolSpec {
         name: THINK_PARALLEL_TOOL,
-        known_fields: &["problem", "timeout", "context"],
-        text_fields: PROBLEM_TEXTS,
+        args: ArgsShape::of::<crate::app::cognition::ThinkParallelArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: think::plan_parallel,
             decide: think::decide_parallel,
@@ -108,20 +97,17 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: DECOMPOSE_PROBLEM_TOOL,
-        known_fields: &["problem", "maxDepth", "context"],
-        text_fields: &["problem", "context.background", "context.constraints[]"],
+        args: ArgsShape::of::<crate::app::cognition::DecomposeProblemArgs>,
         decide: Decide::InContext(reasoning::decide_decompose),
     },
     ToolSpec {
         name: ASSESS_CONFIDENCE_TOOL,
-        known_fields: &["reasoning", "evidence", "context"],
-        text_fields: &["reasoning", "evidence[]", "context"],
+        args: ArgsShape::of::<crate::app::cognition::AssessConfidenceArgs>,
         decide: Decide::InContext(metacognition::decide_confidence),
     },
     ToolSpec {
         name: DETECT_BIAS_TOOL,
-        known_fields: &["reasoning", "context", "monitorContinuously"],
-        text_fields: &["reasoning", "context"],
+        args: ArgsShape::of::<crate::app::cognition::DetectBiasArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: judgement::plan_bias,
             decide: metacognition::decide_bias,
@@ -129,8 +115,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: DETECT_EMOTION_TOOL,
-        known_fields: &["text", "includeDiscrete", "context"],
-        text_fields: &["text", "context"],
+        args: ArgsShape::of::<crate::app::cognition::DetectEmotionArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: judgement::plan_emotion,
             decide: metacognition::decide_emotion,
@@ -138,14 +123,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: ANALYZE_REASONING_TOOL,
-        known_fields: &[
-            "reasoning",
-            "context",
-            "includeConfidence",
-            "includeBias",
-            "includeEmotion",
-        ],
-        text_fields: &["reasoning", "context"],
+        args: ArgsShape::of::<crate::app::cognition::AnalyzeReasoningArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: judgement::plan_analysis,
             decide: metacognition::decide_analysis,
@@ -157,10 +135,13 @@ pub(crate) const SPECS: &[ToolSpec] = &[
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ProblemContext {
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub background: Option<String>,
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub constraints: Option<Vec<String>>,
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub goals: Option<Vec<String>>,
 }
 

@@ -24,6 +24,7 @@ const DECOMPOSE_USAGE: &str =
 #[serde(rename_all = "camelCase")]
 pub struct AnalyzeSystematicallyArgs {
     /// Problem to analyze.
+    #[schemars(extend("x-text" = true))]
     pub problem: String,
     /// Overrides the automatic choice.
     #[serde(default)]
@@ -208,6 +209,7 @@ pub(super) fn decide_systematic(call: &mut Call<'_>) -> Outcome {
 #[serde(rename_all = "camelCase")]
 pub struct DecomposeProblemArgs {
     /// Problem to decompose.
+    #[schemars(extend("x-text" = true))]
     pub problem: String,
     /// 1–5 (default 3).
     #[serde(default)]

@@ -84,6 +84,7 @@ fn mode(name: &str) -> Option<(&'static str, [&'static str; 4])> {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ThinkArgs {
     /// Problem or question to reason about.
+    #[schemars(extend("x-text" = true))]
     pub problem: String,
     /// analytical, creative, critical, synthetic or parallel (all four streams at once).
     #[schemars(extend("enum" = ["analytical", "creative", "critical", "synthetic", "parallel"]))]
@@ -96,6 +97,7 @@ pub struct ThinkArgs {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ThinkParallelArgs {
     /// Problem to analyze with parallel reasoning.
+    #[schemars(extend("x-text" = true))]
     pub problem: String,
     /// Total timeout in ms (1000–60000, default 30000).
     #[serde(default)]

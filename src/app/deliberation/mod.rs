@@ -26,7 +26,7 @@ pub mod start;
 pub mod testing;
 
 use super::call::model::ModelTool;
-use super::call::{Decide, ToolSpec};
+use super::call::{ArgsShape, Decide, ToolSpec};
 
 /// The name of the `run_thinking_mode` tool: its spec, its catalog entry and every reference use this.
 pub const RUN_THINKING_MODE_TOOL: &str = "run_thinking_mode";
@@ -77,59 +77,32 @@ pub const RUN_SKELETON_ELABORATION_TOOL: &str = "run_skeleton_elaboration";
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: RUN_THINKING_MODE_TOOL,
-        known_fields: &[
-            "mode",
-            "goal",
-            "profile",
-            "constraints",
-            "budgets",
-            "session_id",
-        ],
-        text_fields: &["goal", "constraints[]"],
+        args: ArgsShape::of::<modes::RunModeArgs>,
         decide: Decide::InContext(modes::decide_run_thinking_mode),
     },
     ToolSpec {
         name: REASONING_INTENT_ROUTER_TOOL,
-        known_fields: &["query", "profile", "session_id"],
-        text_fields: &["query"],
+        args: ArgsShape::of::<modes::RouterArgs>,
         decide: Decide::InContext(modes::decide_intent_router),
     },
     ToolSpec {
         name: REASONING_AUTOPILOT_TOOL,
-        known_fields: &["goal", "profile", "constraints", "budgets", "session_id"],
-        text_fields: &["goal", "constraints[]"],
+        args: ArgsShape::of::<modes::AutopilotArgs>,
         decide: Decide::InContext(modes::decide_autopilot),
     },
     ToolSpec {
         name: START_DELIBERATION_TOOL,
-        known_fields: &[
-            "goal",
-            "constraints",
-            "mode",
-            "profile",
-            "budgets",
-            "session_id",
-        ],
-        text_fields: &["goal", "constraints[]"],
+        args: ArgsShape::of::<graph::StartArgs>,
         decide: Decide::InContext(graph::decide_start),
     },
     ToolSpec {
         name: ADD_THOUGHT_NODE_TOOL,
-        known_fields: &[
-            "content",
-            "parent_ids",
-            "branch_id",
-            "tags",
-            "edges",
-            "session_id",
-        ],
-        text_fields: &["content"],
+        args: ArgsShape::of::<graph::AddNodeArgs>,
         decide: Decide::InContext(graph::decide_add_node),
     },
     ToolSpec {
         name: EXPAND_THOUGHTS_TOOL,
-        known_fields: &["node_id", "count", "candidates", "provider", "session_id"],
-        text_fields: &["candidates[]"],
+        args: ArgsShape::of::<graph::ExpandArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: graph::plan_expand,
             decide: graph::decide_expand,
@@ -137,20 +110,17 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: APPLY_ALGORITHM_TEMPLATE_TOOL,
-        known_fields: &["template", "node_id", "session_id"],
-        text_fields: &[],
+        args: ArgsShape::of::<graph::TemplateArgs>,
         decide: Decide::InContext(graph::decide_template),
     },
     ToolSpec {
         name: SET_SCORING_RUBRIC_TOOL,
-        known_fields: &["weights", "session_id"],
-        text_fields: &[],
+        args: ArgsShape::of::<graph::RubricArgs>,
         decide: Decide::InContext(graph::decide_rubric),
     },
     ToolSpec {
         name: SCORE_THOUGHTS_TOOL,
-        known_fields: &["node_ids", "agent_scores", "provider", "session_id"],
-        text_fields: &[],
+        args: ArgsShape::of::<graph::ScoreArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: graph::plan_score,
             decide: graph::decide_score,
@@ -158,62 +128,32 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: PRUNE_THOUGHTS_TOOL,
-        known_fields: &["beam_width", "min_score", "session_id"],
-        text_fields: &[],
+        args: ArgsShape::of::<graph::PruneArgs>,
         decide: Decide::InContext(graph::decide_prune),
     },
     ToolSpec {
         name: REFINE_THOUGHTS_TOOL,
-        known_fields: &["node_id", "feedback", "refined_content", "session_id"],
-        text_fields: &["feedback", "refined_content"],
+        args: ArgsShape::of::<graph::RefineArgs>,
         decide: Decide::InContext(graph::decide_refine),
     },
     ToolSpec {
         name: RECORD_ASSUMPTION_TOOL,
-        known_fields: &[
-            "text",
-            "criticality",
-            "verifiable",
-            "source_node_ids",
-            "session_id",
-        ],
-        text_fields: &["text"],
+        args: ArgsShape::of::<governance::RecordAssumptionArgs>,
         decide: Decide::InContext(governance::decide_record_assumption),
     },
     ToolSpec {
         name: SET_ASSUMPTION_STATUS_TOOL,
-        known_fields: &[
-            "assumption_id",
-            "status",
-            "evidence",
-            "rationale",
-            "session_id",
-        ],
-        text_fields: &["evidence[]", "rationale"],
+        args: ArgsShape::of::<governance::AssumptionStatusArgs>,
         decide: Decide::InContext(governance::decide_assumption_status),
     },
     ToolSpec {
         name: APPLY_REASONING_PATTERN_TOOL,
-        known_fields: &["pattern", "node_id", "session_id"],
-        text_fields: &[],
+        args: ArgsShape::of::<graph::PatternArgs>,
         decide: Decide::InContext(graph::decide_pattern),
     },
     ToolSpec {
         name: VERIFY_THOUGHTS_TOOL,
-        known_fields: &[
-            "claims",
-            "evidence",
-            "resolutions",
-            "generate_questions",
-            "provider",
-            "session_id",
-        ],
-        text_fields: &[
-            "claims[].text",
-            "evidence[].source",
-            "evidence[].excerpt",
-            "resolutions[].rationale",
-        ],
+        args: ArgsShape::of::<governance::VerifyArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: governance::plan_verify,
             decide: governance::decide_verify,
@@ -221,56 +161,37 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: EVALUATE_REASONING_QUALITY_TOOL,
-        known_fields: &["session_id"],
-        text_fields: &[],
+        args: ArgsShape::of::<governance::EvaluateArgs>,
         decide: Decide::InContext(governance::decide_evaluate),
     },
     ToolSpec {
         name: RUN_REASONING_CHECKPOINT_TOOL,
-        known_fields: &["quality_threshold", "phase_id", "session_id"],
-        text_fields: &[],
+        args: ArgsShape::of::<governance::CheckpointArgs>,
         decide: Decide::InContext(governance::decide_checkpoint),
     },
     ToolSpec {
         name: CONVERGE_REASONING_TOOL,
-        known_fields: &["quality_threshold", "summary", "session_id"],
-        text_fields: &["summary"],
+        args: ArgsShape::of::<governance::ConvergeArgs>,
         decide: Decide::InContext(governance::decide_converge),
     },
     ToolSpec {
         name: RUN_REASONKIT_PIPELINE_TOOL,
-        known_fields: &["profile", "stages", "session_id"],
-        text_fields: &[],
+        args: ArgsShape::of::<modes::PipelineArgs>,
         decide: Decide::InContext(modes::decide_pipeline),
     },
     ToolSpec {
         name: CONSENSUS_ANSWER_TOOL,
-        known_fields: &["answer", "session_id"],
-        text_fields: &["answer"],
+        args: ArgsShape::of::<governance::ConsensusArgs>,
         decide: Decide::InContext(governance::decide_consensus),
     },
     ToolSpec {
         name: START_SKELETON_OF_THOUGHT_TOOL,
-        known_fields: &[
-            "source_node_id",
-            "points",
-            "style",
-            "max_points",
-            "session_id",
-        ],
-        text_fields: &["points[]"],
+        args: ArgsShape::of::<skeleton::StartSkeletonArgs>,
         decide: Decide::InContext(skeleton::decide_start_skeleton),
     },
     ToolSpec {
         name: RUN_SKELETON_ELABORATION_TOOL,
-        known_fields: &[
-            "phase_id",
-            "elaborations",
-            "merge",
-            "merge_summary",
-            "session_id",
-        ],
-        text_fields: &["elaborations[].content", "merge_summary"],
+        args: ArgsShape::of::<skeleton::ElaborationArgs>,
         decide: Decide::InContext(skeleton::decide_elaboration),
     },
 ];

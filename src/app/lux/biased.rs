@@ -27,15 +27,6 @@ use crate::events::{Fact, TextRef};
 use crate::model::{ChatRequest, Message};
 use crate::projections::lux::{BiasedStep, LuxSession};
 
-pub(super) const FIELDS: &[&str] = &[
-    "query",
-    "session_id",
-    "new_session",
-    "max_analysis_rounds",
-    "primary_model",
-    "verifier_model",
-];
-
 const USAGE: &str = "pass query; optionally session_id, new_session, max_analysis_rounds \
                      (1-10, default 3), primary_model, verifier_model";
 
@@ -46,6 +37,7 @@ const MAX_ROUNDS: u32 = 10;
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct BiasedReasoningArgs {
     /// The question (guidance on later calls of a session).
+    #[schemars(extend("x-text" = true))]
     pub query: String,
     #[serde(default)]
     pub session_id: Option<String>,

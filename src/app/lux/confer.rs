@@ -23,6 +23,7 @@ const SYSTEM: &str = "You are a helpful assistant. Answer clearly and concisely.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ConferArgs {
     /// The message to send to the model.
+    #[schemars(extend("x-text" = true))]
     pub message: String,
     /// The model (default: the server's THINKLEDGER_MODEL); recorded as the provider reports it.
     #[serde(default)]

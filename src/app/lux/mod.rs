@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::call::model::ModelTool;
-use super::call::{Call, Decide, Refusal, Target, ToolSpec, target};
+use super::call::{ArgsShape, Call, Decide, Refusal, Target, ToolSpec, target};
 use super::{App, Command, ErrorCode, Rejection};
 use crate::events::{Fact, SessionId};
 use crate::model::{ChatOutcome, ChatRequest, Message, ResponseFormat};
@@ -49,14 +49,7 @@ pub const BIASED_REASONING_TOOL: &str = "biased_reasoning";
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: CONFER_TOOL,
-        known_fields: &[
-            "message",
-            "model",
-            "temperature",
-            "max_tokens",
-            "session_id",
-        ],
-        text_fields: &["message"],
+        args: ArgsShape::of::<ConferArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: confer::plan,
             decide: confer::decide,
@@ -64,8 +57,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: TRACED_REASONING_TOOL,
-        known_fields: traced::FIELDS,
-        text_fields: &["thought"],
+        args: ArgsShape::of::<TracedReasoningArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: traced::plan,
             decide: traced::decide,
@@ -73,8 +65,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: PLANNER_TOOL,
-        known_fields: planner::FIELDS,
-        text_fields: &["step"],
+        args: ArgsShape::of::<PlannerArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: planner::plan,
             decide: planner::decide,
@@ -82,8 +73,7 @@ pub(crate) const SPECS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: BIASED_REASONING_TOOL,
-        known_fields: biased::FIELDS,
-        text_fields: &["query"],
+        args: ArgsShape::of::<BiasedReasoningArgs>,
         decide: Decide::WithModel(ModelTool {
             plan: biased::plan,
             decide: biased::decide,

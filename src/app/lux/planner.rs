@@ -19,22 +19,6 @@ use crate::events::lux::PlanStepRecorded;
 use crate::model::{ChatRequest, Message};
 use crate::projections::lux::{LuxSession, PlanStep};
 
-pub(super) const FIELDS: &[&str] = &[
-    "step",
-    "step_number",
-    "total_steps",
-    "next_step_required",
-    "is_step_revision",
-    "revises_step_number",
-    "is_branch_point",
-    "branch_from_step",
-    "branch_id",
-    "more_steps_needed",
-    "session_id",
-    "model",
-    "temperature",
-];
-
 const USAGE: &str = "pass step (the task for step 1, guidance later), step_number, total_steps, \
                      next_step_required; optionally is_step_revision + revises_step_number, \
                      is_branch_point + branch_from_step + branch_id, more_steps_needed, \
@@ -50,6 +34,7 @@ const DEFAULT_TEMPERATURE: f64 = 0.7;
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct PlannerArgs {
     /// The task (step 1) or planning guidance for this step.
+    #[schemars(extend("x-text" = true))]
     pub step: String,
     /// This step's number, from 1.
     pub step_number: u32,

@@ -22,22 +22,6 @@ use crate::events::lux::{InterventionRaised, TracedMetrics, TracedThoughtRecorde
 use crate::model::{ChatOutcome, ChatRequest, Message};
 use crate::projections::lux::{LuxSession, TracedThought};
 
-pub(super) const FIELDS: &[&str] = &[
-    "thought",
-    "thought_number",
-    "total_thoughts",
-    "next_thought_needed",
-    "is_revision",
-    "revises_thought",
-    "branch_from_thought",
-    "branch_id",
-    "needs_more_thoughts",
-    "session_id",
-    "model",
-    "temperature",
-    "guardrails",
-];
-
 const USAGE: &str = "pass thought (the query for thought 1, guidance later), thought_number, \
                      total_thoughts, next_thought_needed; optionally is_revision + \
                      revises_thought, branch_from_thought + branch_id, needs_more_thoughts, \
@@ -93,6 +77,7 @@ impl Default for Guardrails {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct TracedReasoningArgs {
     /// The query (thought 1) or guidance for this thought.
+    #[schemars(extend("x-text" = true))]
     pub thought: String,
     /// From 1.
     pub thought_number: u32,

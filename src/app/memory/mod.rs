@@ -25,7 +25,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::call::{Call, Decide, Refusal, ToolSpec, access};
+use super::call::{ArgsShape, Call, Decide, Refusal, ToolSpec, access};
 use super::{ErrorCode, Rejection, lenient};
 use crate::embed::Embedding;
 use crate::projections::memory::Memory;
@@ -43,74 +43,31 @@ pub const DELETE_MEMORY_TOOL: &str = "delete_memory";
 /// The name of the `search_memories` tool: its spec, its catalog entry and every reference use this.
 pub const SEARCH_MEMORIES_TOOL: &str = "search_memories";
 
-/// Free-text arguments of the tools that store memories (committed, erasable).
-const STORED_TEXTS: &[&str] = &[
-    "content",
-    "metadata.keywords[]",
-    "metadata.tags[]",
-    "metadata.category",
-    "metadata.context",
-];
-
-/// Free-text arguments of the tools that query memories.
-const QUERY_TEXTS: &[&str] = &[
-    "text",
-    "metadata.keywords[]",
-    "metadata.tags[]",
-    "metadata.category",
-];
-
-const QUERY_FIELDS: &[&str] = &[
-    "userId",
-    "text",
-    "sectors",
-    "primarySector",
-    "minStrength",
-    "minSalience",
-    "dateRange",
-    "metadata",
-    "limit",
-    "offset",
-];
-
 /// The tools of the memory toolset.
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: STORE_MEMORY_TOOL,
-        known_fields: &[
-            "content",
-            "userId",
-            "sessionId",
-            "primarySector",
-            "metadata",
-        ],
-        text_fields: STORED_TEXTS,
+        args: ArgsShape::of::<StoreMemoryArgs>,
         decide: Decide::InContext(store::decide_store),
     },
     ToolSpec {
         name: RETRIEVE_MEMORIES_TOOL,
-        known_fields: QUERY_FIELDS,
-        text_fields: QUERY_TEXTS,
+        args: ArgsShape::of::<QueryArgs>,
         decide: Decide::InContext(retrieve::decide_retrieve),
     },
     ToolSpec {
         name: UPDATE_MEMORY_TOOL,
-        known_fields: &[
-            "memoryId", "userId", "content", "strength", "salience", "metadata",
-        ],
-        text_fields: STORED_TEXTS,
+        args: ArgsShape::of::<UpdateMemoryArgs>,
         decide: Decide::InContext(change::decide_update),
     },
     ToolSpec {
         name: DELETE_MEMORY_TOOL,
-        known_fields: &["memoryId", "userId", "soft"],
-        text_fields: &[],
+        args: ArgsShape::of::<DeleteMemoryArgs>,
         decide: Decide::InContext(change::decide_delete),
     },
     ToolSpec {
         name: SEARCH_MEMORIES_TOOL,
-        known_fields: QUERY_FIELDS,
-        text_fields: QUERY_TEXTS,
+        args: ArgsShape::of::<QueryArgs>,
         decide: Decide::InContext(retrieve::decide_search),
     },
 ];
@@ -121,15 +78,19 @@ pub(crate) const SPECS: &[ToolSpec] = &[
 pub struct MetadataArgs {
     /// Keywords for search (extracted from the content when none are given).
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub keywords: Option<Vec<String>>,
     /// Tags for categorization.
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub tags: Option<Vec<String>>,
     /// Category for grouping.
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub category: Option<String>,
     /// Additional context.
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub context: Option<String>,
     /// Importance 0–1 (default 0.5); the memory's salience.
     #[serde(default)]
@@ -142,6 +103,7 @@ pub struct MetadataArgs {
 #[serde(rename_all = "camelCase")]
 pub struct StoreMemoryArgs {
     /// Memory content (non-empty).
+    #[schemars(extend("x-text" = true))]
     pub content: String,
     /// Owner: memories are isolated per userId.
     pub user_id: String,
@@ -180,12 +142,15 @@ pub struct DateRange {
 pub struct MetadataFilter {
     /// Any of these keywords.
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub keywords: Option<Vec<String>>,
     /// Any of these tags.
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub tags: Option<Vec<String>>,
     /// This category.
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub category: Option<String>,
 }
 
@@ -197,6 +162,7 @@ pub struct QueryArgs {
     pub user_id: String,
     /// Query text. search_memories: AND, OR, NOT, "phrases".
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub text: Option<String>,
     /// Sectors to search (default all).
     #[serde(default)]
@@ -238,6 +204,7 @@ pub struct UpdateMemoryArgs {
     pub user_id: String,
     /// New content (re-embedded, waypoints remade).
     #[serde(default)]
+    #[schemars(extend("x-text" = true))]
     pub content: Option<String>,
     /// New strength 0–1 (above 0 restores a soft-deleted memory).
     #[serde(default)]

@@ -69,7 +69,11 @@ pub(super) fn compare(
     }
     let swap = |value: Value| substitute(value, &fresh_to_recorded);
     let body = swap(draft.body);
-    let arguments = swap(draft.call.arguments);
+    let arguments = recorded_in_clear(
+        swap(draft.call.arguments),
+        &event.call.arguments,
+        &fresh_texts,
+    );
     let facts = swap(serde_json::to_value(&draft.facts).unwrap_or(Value::Null));
     let rederived_digest = response_digest(&body)?;
 
@@ -142,6 +146,42 @@ fn pair_commitments(fresh: &Value, recorded: &Value, out: &mut HashMap<String, S
             }
         }
         _ => {}
+    }
+}
+
+/// The re-derived `arguments` with each fresh commitment that `recorded` holds in clear, as the
+/// very string it commits to, given back as that string: the same argument, recorded before its
+/// field was declared a text (`decompose_problem`'s `context.goals` was kept in clear until its
+/// shape was derived from its type, which commits every free text of the shared context).
+fn recorded_in_clear(arguments: Value, recorded: &Value, fresh: &HashMap<&str, &str>) -> Value {
+    if let (Some(commitment), Value::String(clear)) = (text_ref(&arguments), recorded)
+        && fresh.get(commitment) == Some(&clear.as_str())
+    {
+        return recorded.clone();
+    }
+    match (arguments, recorded) {
+        (Value::Object(obj), Value::Object(r)) => Value::Object(
+            obj.into_iter()
+                .map(|(k, v)| {
+                    let v = match r.get(&k) {
+                        Some(other) => recorded_in_clear(v, other, fresh),
+                        None => v,
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        (Value::Array(items), Value::Array(r)) => Value::Array(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| match r.get(i) {
+                    Some(other) => recorded_in_clear(v, other, fresh),
+                    None => v,
+                })
+                .collect(),
+        ),
+        (other, _) => other,
     }
 }
 
@@ -218,6 +258,21 @@ mod tests {
             &map,
         );
         assert_eq!(swapped[0]["text"]["textCommitment"], "old");
+    }
+
+    #[test]
+    fn a_text_recorded_in_clear_matches_its_fresh_commitment() {
+        let fresh = HashMap::from([("c1", "ship it"), ("c2", "other")]);
+        let recorded =
+            json!({"context": {"goals": ["ship it", "later"]}, "problem": {"textCommitment": "p"}});
+        let rederived = json!({"context": {"goals": [{"textCommitment": "c1"}, {"textCommitment": "c2"}]}, "problem": {"textCommitment": "p"}});
+        let given_back = recorded_in_clear(rederived, &recorded, &fresh);
+        assert_eq!(given_back["context"]["goals"][0], "ship it");
+        assert_eq!(
+            given_back["context"]["goals"][1]["textCommitment"], "c2",
+            "a different text stays a difference"
+        );
+        assert_eq!(given_back["problem"]["textCommitment"], "p");
     }
 
     #[test]

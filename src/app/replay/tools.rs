@@ -10,7 +10,9 @@ use super::{
     ReexecutionReport, ReplayError, reexecute_watched, render_text as report_text, session_events,
 };
 use crate::app::ErrorCode;
-use crate::app::call::{Decide, ToolSpec, Watch, parse, readable_session, reader_session, watch};
+use crate::app::call::{
+    ArgsShape, Decide, ToolSpec, Watch, parse, readable_session, reader_session, watch,
+};
 use crate::app::{App, AppConfig, Command, Decided, Outcome, Rejection, lenient};
 use crate::events::{Fact, SessionId};
 use crate::export::diff::{SessionDiff, diff, render_text};
@@ -25,14 +27,12 @@ pub const DIFF_SESSIONS_TOOL: &str = "diff_sessions";
 pub(crate) const SPECS: &[ToolSpec] = &[
     ToolSpec {
         name: REPLAY_REASONING_SESSION_TOOL,
-        known_fields: &["session_id", "reexecute"],
-        text_fields: &[],
+        args: ArgsShape::of::<ReplayArgs>,
         decide: Decide::WithLog(decide_replay),
     },
     ToolSpec {
         name: DIFF_SESSIONS_TOOL,
-        known_fields: &["session_a", "session_b"],
-        text_fields: &[],
+        args: ArgsShape::of::<DiffSessionsArgs>,
         decide: Decide::Pure(decide_diff),
     },
 ];

@@ -28,6 +28,7 @@ const ASSUMPTION_STATUSES: &[&str] = &["unverified", "validated", "falsified", "
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct RecordAssumptionArgs {
     /// The assumption, in your words: something the reasoning takes as true without showing it.
+    #[schemars(extend("x-text" = true))]
     pub text: String,
     /// `low`, `medium`, `high` or `critical` (default medium). High and critical verifiable
     /// assumptions block convergence and consensus until validated or retracted.
@@ -180,10 +181,12 @@ pub struct AssumptionStatusArgs {
     /// rationale.
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
+    #[schemars(extend("x-text" = true))]
     pub evidence: Option<Vec<String>>,
     /// Why the status changes.
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub rationale: Option<String>,
     /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]

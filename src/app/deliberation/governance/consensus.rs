@@ -30,6 +30,7 @@ pub struct ConsensusArgs {
     /// The answer to conclude with; without it, the convergence node's content is the answer.
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub answer: Option<String>,
     /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]

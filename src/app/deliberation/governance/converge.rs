@@ -37,6 +37,7 @@ pub struct ConvergeArgs {
     /// quotes their content.
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub summary: Option<String>,
     /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]

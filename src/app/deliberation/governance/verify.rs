@@ -38,6 +38,7 @@ use crate::projections::Deliberation;
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct ClaimArg {
     /// The claim, as a checkable statement.
+    #[schemars(extend("x-text" = true))]
     pub text: String,
     /// `low`, `medium`, `high` or `critical` (default medium). Critical claims gate consensus.
     #[serde(default)]
@@ -53,10 +54,12 @@ pub struct ClaimArg {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct EvidenceArg {
     /// Where it comes from: a citation, URL or document name.
+    #[schemars(extend("x-text" = true))]
     pub source: String,
     /// What it says, when useful.
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub excerpt: Option<String>,
     /// `primary` (weight 1.0), `secondary` (0.6) or `tertiary` (0.3).
     pub tier: String,
@@ -81,6 +84,7 @@ pub struct ResolutionArg {
     /// `verified` or `refuted`.
     pub outcome: String,
     /// Why one side prevails.
+    #[schemars(extend("x-text" = true))]
     pub rationale: String,
 }
 

@@ -101,6 +101,7 @@ pub struct ExpandArgs {
     /// Without them, each child is a lens prompt quoting the node (heuristic, not semantic).
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
+    #[schemars(extend("x-text" = true))]
     pub candidates: Option<Vec<String>>,
     /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]

@@ -51,10 +51,12 @@ impl From<Budgets> for BudgetsOut {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct StartArgs {
     /// The question or task to deliberate on; it becomes the root node.
+    #[schemars(extend("x-text" = true))]
     pub goal: String,
     /// Constraints the answer must respect (at most 64).
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
+    #[schemars(extend("x-text" = true))]
     pub constraints: Option<Vec<String>>,
     /// Thinking mode: Quick, Explore (default), Map, Sketch, Test, or the internal values cot,
     /// tot, got, reasonkit. Auto is accepted and starts as Explore: this tool does not route
@@ -212,6 +214,7 @@ pub struct EdgeArg {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct AddNodeArgs {
     /// The thought, as the caller (agent) wrote it. Scanned for prompt injection.
+    #[schemars(extend("x-text" = true))]
     pub content: String,
     /// Parent nodes (default: the root). The node sits one level below its deepest parent.
     #[serde(default)]
@@ -383,11 +386,13 @@ pub struct RefineArgs {
     /// The node to refine.
     pub node_id: String,
     /// What is wrong or missing in it. Scanned for prompt injection.
+    #[schemars(extend("x-text" = true))]
     pub feedback: String,
     /// The refined thought, written by the caller (preferred). Without it the new node is a
     /// template quoting the node and the feedback (heuristic, not a rewrite).
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub refined_content: Option<String>,
     /// Deliberation handle (`session_id` of an earlier response); omit for your current one.
     #[serde(default)]

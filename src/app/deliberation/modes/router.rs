@@ -445,6 +445,7 @@ pub(super) fn safety_notes(mode: Mode, profile: &str) -> Vec<String> {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct RouterArgs {
     /// The question or task to route.
+    #[schemars(extend("x-text" = true))]
     pub query: String,
     /// quick, balanced, deep or paranoid: sets estimated_cost (default: the deliberation's
     /// profile, else balanced).

@@ -39,6 +39,7 @@ pub struct RunModeArgs {
     /// becomes the subject node the scaffold hangs from (omit it to scaffold under the root).
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub goal: Option<String>,
     /// quick, balanced, deep or paranoid (default balanced; an existing deliberation keeps its
     /// own).
@@ -48,6 +49,7 @@ pub struct RunModeArgs {
     /// Constraints the answer must respect (used when a deliberation starts).
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
+    #[schemars(extend("x-text" = true))]
     pub constraints: Option<Vec<String>>,
     /// Budget overrides (used when a deliberation starts).
     #[serde(default)]
@@ -67,6 +69,7 @@ pub struct AutopilotArgs {
     /// becomes the subject node the scaffold hangs from (omit it to scaffold under the root).
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub goal: Option<String>,
     /// quick, balanced, deep or paranoid (default balanced; an existing deliberation keeps its
     /// own).
@@ -76,6 +79,7 @@ pub struct AutopilotArgs {
     /// Constraints the answer must respect (used when a deliberation starts).
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
+    #[schemars(extend("x-text" = true))]
     pub constraints: Option<Vec<String>>,
     /// Budget overrides (used when a deliberation starts).
     #[serde(default)]

@@ -33,6 +33,7 @@ pub struct ElaborationArg {
     /// The skeleton node it elaborates (a node of this phase).
     pub skeleton_node_id: String,
     /// The elaboration: a self-contained paragraph.
+    #[schemars(extend("x-text" = true))]
     pub content: String,
 }
 
@@ -54,6 +55,7 @@ pub struct ElaborationArgs {
     /// The merged answer, in your words (without it the merge node is a scaffold prompt).
     #[serde(default)]
     #[schemars(with = "String")]
+    #[schemars(extend("x-text" = true))]
     pub merge_summary: Option<String>,
     /// The session whose deliberation to use (default: your current session).
     #[serde(default)]

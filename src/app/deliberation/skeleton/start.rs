@@ -28,6 +28,7 @@ pub struct StartSkeletonArgs {
     /// template points (a scaffold, not content).
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
+    #[schemars(extend("x-text" = true))]
     pub points: Option<Vec<String>>,
     /// bullet, numbered (default) or sections: how scaffold points and the merge are written.
     #[serde(default)]
