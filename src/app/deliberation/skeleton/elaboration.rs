@@ -172,21 +172,13 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
         summary,
         elaboration_count + prompt_count,
     )?;
-    let mut notes = Vec::new();
-    let mut merge_node_id = None;
-    let mut merge_analysis = None;
-    if plan.merge {
-        if !plan.unelaborated.is_empty() {
-            notes.push(format!(
-                "merged with {} point(s) not elaborated: {}",
-                plan.unelaborated.len(),
-                plan.unelaborated.join(", ")
-            ));
-        }
+    let notes = plan.notes();
+    let (merge_node_id, merge_analysis) = if plan.merge {
         let (id, analysis) = add_merge(call, &mut s, phase, &plan.all_elaborations, summary)?;
-        merge_node_id = Some(id);
-        merge_analysis = Some(analysis);
-    }
+        (Some(id), Some(analysis))
+    } else {
+        (None, None)
+    };
     let state = if plan.merge {
         "merged"
     } else if plan.all_elaborations.is_empty() {
@@ -397,6 +389,20 @@ struct MergePlan {
     unelaborated: Vec<String>,
     /// Every elaboration of the phase, point by point: what a merge subsumes.
     all_elaborations: Vec<String>,
+}
+
+impl MergePlan {
+    /// What the response notes: a merge that leaves points unelaborated names them.
+    fn notes(&self) -> Vec<String> {
+        if !self.merge || self.unelaborated.is_empty() {
+            return Vec::new();
+        }
+        vec![format!(
+            "merged with {} point(s) not elaborated: {}",
+            self.unelaborated.len(),
+            self.unelaborated.join(", ")
+        )]
+    }
 }
 
 /// Decides whether the call merges; refuses a merge with nothing to merge, and a call that

@@ -1,7 +1,7 @@
 //! The checks and plans of one `verify_thoughts` call: the counts, the new claims with their
 //! ids, the evidence and the resolutions, each refused before anything is recorded.
 //!
-//! Must not know: statuses, questions, the model or the response.
+//! Must not know: the statuses the call settles, questions, the model or the response.
 
 use std::collections::HashMap;
 
