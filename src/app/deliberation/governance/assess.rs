@@ -5,7 +5,7 @@
 //! Pure: it reads the deliberation alone. Must not know: tool arguments, refusals, facts, what a
 //! caller does with the result.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -17,6 +17,7 @@ use super::{
     is_deliberate, is_governed, is_high, quality_tier, ratio, round3,
 };
 use crate::events::deliberation::BlockingGap;
+use crate::projections::deliberation::Node;
 use crate::projections::{Deliberation, DeliberationState};
 
 /// Weights of the quality components (they sum to 1). Verification and the critical gates
@@ -198,267 +199,24 @@ pub(crate) fn assess(
     let deliberate = is_deliberate(d);
     let floor = diversity_floor(&d.profile);
     let tallies = tallies(recorded_evidence(d));
-
-    // Check 1: critical claims still open.
-    let open_critical: Vec<BlockingGap> = d
-        .claims
-        .iter()
-        .filter(|c| {
-            c.criticality == "critical"
-                && matches!(c.status.as_str(), "unverified" | "insufficient_evidence")
-        })
-        .map(|c| {
-            blocker(
-                CHECK_CRITICAL_CLAIM,
-                Some(&c.claim_id),
-                format!(
-                    "{} (critical) is {}: {}",
-                    c.claim_id,
-                    c.status,
-                    tally_detail(tallies.get(&c.claim_id), &c.criticality)
-                ),
-            )
-        })
-        .collect();
-    let critical_count = d
-        .claims
-        .iter()
-        .filter(|c| c.criticality == "critical")
-        .count();
-    let check1 = Check {
-        check: CHECK_CRITICAL_CLAIM,
-        passed: open_critical.is_empty(),
-        detail: if open_critical.is_empty() {
-            format!(
-                "none of {critical_count} critical claim(s) is unverified or insufficient_evidence"
-            )
-        } else {
-            format!(
-                "{} of {critical_count} critical claim(s) unverified or insufficient_evidence",
-                open_critical.len()
-            )
-        },
-        blockers: open_critical,
-    };
-
-    // Check 2: critical claims whose sources conflict, unresolved.
-    let contested: Vec<BlockingGap> = d
-        .claims
-        .iter()
-        .filter(|c| c.criticality == "critical" && c.status == "contested")
-        .map(|c| {
-            let t = tallies.get(&c.claim_id).cloned().unwrap_or_default();
-            blocker(
-                CHECK_SOURCE_CONFLICT,
-                Some(&c.claim_id),
-                format!(
-                    "{} (critical) is contested: {} group(s) support it and {} other group(s) \
-                     refute it, and no resolution is recorded",
-                    c.claim_id,
-                    t.support.len(),
-                    t.refute.len()
-                ),
-            )
-        })
-        .collect();
-    let check2 = Check {
-        check: CHECK_SOURCE_CONFLICT,
-        passed: contested.is_empty(),
-        detail: if contested.is_empty() {
-            "no critical claim has an unresolved source conflict".to_owned()
-        } else {
-            format!(
-                "{} critical claim(s) contested without a resolution",
-                contested.len()
-            )
-        },
-        blockers: contested,
-    };
-
-    // Check 3: blocking assumptions.
-    let blocking: Vec<BlockingGap> = d
-        .assumptions
-        .iter()
-        .filter(|a| assumption_blocks(&a.criticality, a.verifiable, &a.status))
-        .map(|a| {
-            blocker(
-                CHECK_ASSUMPTION,
-                Some(&a.assumption_id),
-                format!(
-                    "{} ({}, verifiable) is {}",
-                    a.assumption_id, a.criticality, a.status
-                ),
-            )
-        })
-        .collect();
-    let check3 = Check {
-        check: CHECK_ASSUMPTION,
-        passed: blocking.is_empty(),
-        detail: if blocking.is_empty() {
-            "no high or critical verifiable assumption is unverified or falsified".to_owned()
-        } else {
-            format!(
-                "{} high or critical verifiable assumption(s) unverified or falsified",
-                blocking.len()
-            )
-        },
-        blockers: blocking,
-    };
-
-    // Check 4: diversity among live candidate nodes.
-    let live_candidates: Vec<_> = d.live_nodes().filter(|n| is_candidate(&n.kind)).collect();
+    let live_candidates: Vec<&Node> = d.live_nodes().filter(|n| is_candidate(&n.kind)).collect();
     let branches = live_candidates
         .iter()
         .map(|n| n.branch_id.as_str())
         .collect::<BTreeSet<_>>()
         .len();
-    let check4 = if !deliberate {
-        Check {
-            check: CHECK_DIVERSITY,
-            passed: true,
-            detail: "not in deliberate mode".to_owned(),
-            blockers: Vec::new(),
-        }
-    } else {
-        let detail = format!(
-            "{branches} distinct branch(es) among {} live candidate node(s); the {} profile's \
-             floor is {floor}",
-            live_candidates.len(),
-            d.profile
-        );
-        let passed = branches >= floor;
-        Check {
-            check: CHECK_DIVERSITY,
-            passed,
-            blockers: if passed {
-                Vec::new()
-            } else {
-                vec![blocker(CHECK_DIVERSITY, None, detail.clone())]
-            },
-            detail,
-        }
-    };
-
-    // Check 5: a current route decision in governed mode.
-    let check5 = if !governed {
-        Check {
-            check: CHECK_ROUTE,
-            passed: true,
-            detail: "not in governed mode".to_owned(),
-            blockers: Vec::new(),
-        }
-    } else {
-        match latest_route(d) {
-            None => {
-                let detail = "no route decision has been recorded in this governed \
-                              deliberation"
-                    .to_owned();
-                Check {
-                    check: CHECK_ROUTE,
-                    passed: false,
-                    blockers: vec![blocker(CHECK_ROUTE, None, detail.clone())],
-                    detail,
-                }
-            }
-            Some((id, _, seq)) if seq < d.last_change.seq => {
-                let detail = format!(
-                    "the latest route decision {id} (seq {seq}) is stale: the deliberation \
-                     changed after it (seq {})",
-                    d.last_change.seq
-                );
-                Check {
-                    check: CHECK_ROUTE,
-                    passed: false,
-                    blockers: vec![blocker(CHECK_ROUTE, Some(id), detail.clone())],
-                    detail,
-                }
-            }
-            Some((id, _, seq)) => Check {
-                check: CHECK_ROUTE,
-                passed: true,
-                detail: format!(
-                    "route decision {id} (seq {seq}) is current: nothing changed after it"
-                ),
-                blockers: Vec::new(),
-            },
-        }
-    };
-
-    let checks = vec![check1, check2, check3, check4, check5];
+    let checks = vec![
+        check_critical_claims(d, &tallies),
+        check_source_conflicts(d, &tallies),
+        check_assumptions(d),
+        check_diversity(d, deliberate, floor, branches, live_candidates.len()),
+        check_route(d, governed),
+    ];
     let gates = checks[..3].iter().all(|c| c.passed);
-
-    let decided = d
-        .claims
-        .iter()
-        .filter(|c| matches!(c.status.as_str(), "verified" | "refuted"))
-        .count();
-    let (verification, verification_detail) = if d.claims.is_empty() {
-        let v = if governed { 0.0 } else { 1.0 };
-        let why = if governed {
-            "no claims recorded; governed mode expects claims under verification"
-        } else {
-            "no claims recorded"
-        };
-        (v, why.to_owned())
-    } else {
-        (
-            ratio(decided, d.claims.len()),
-            format!(
-                "{decided} of {} claim(s) verified or refuted",
-                d.claims.len()
-            ),
-        )
-    };
-    let examined = d
-        .assumptions
-        .iter()
-        .filter(|a| a.status != "unverified")
-        .count();
-    let (assumption, assumption_detail) = if d.assumptions.is_empty() {
-        (1.0, "no assumptions recorded".to_owned())
-    } else {
-        (
-            ratio(examined, d.assumptions.len()),
-            format!(
-                "{examined} of {} assumption(s) validated, falsified or retracted",
-                d.assumptions.len()
-            ),
-        )
-    };
     let effective_floor = if deliberate { floor } else { 1 };
-    let diversity = ratio(branches, effective_floor).min(1.0);
-    let scored = live_candidates.iter().filter(|n| n.score.is_some()).count();
-    let (scoring, scoring_detail) = if live_candidates.is_empty() {
-        (0.0, "no live candidate nodes to score".to_owned())
-    } else {
-        (
-            ratio(scored, live_candidates.len()),
-            format!(
-                "{scored} of {} live candidate node(s) scored",
-                live_candidates.len()
-            ),
-        )
-    };
-    let conflicted: Vec<_> = d
-        .claims
-        .iter()
-        .filter(|c| tallies.get(&c.claim_id).is_some_and(Tally::conflicted))
-        .collect();
-    let resolved = conflicted.iter().filter(|c| c.resolution.is_some()).count();
-    let (conflict, conflict_detail) = if conflicted.is_empty() {
-        (1.0, "no claim has a source conflict".to_owned())
-    } else {
-        (
-            ratio(resolved, conflicted.len()),
-            format!(
-                "{resolved} of {} claim(s) with a source conflict resolved",
-                conflicted.len()
-            ),
-        )
-    };
     let values = [
-        (verification, verification_detail),
-        (assumption, assumption_detail),
+        verification_value(d, governed),
+        assumption_value(d),
         (
             if gates { 1.0 } else { 0.0 },
             if gates {
@@ -468,11 +226,11 @@ pub(crate) fn assess(
             },
         ),
         (
-            diversity,
+            ratio(branches, effective_floor).min(1.0),
             format!("{branches} branch(es) for a floor of {effective_floor}"),
         ),
-        (scoring, scoring_detail),
-        (conflict, conflict_detail),
+        scoring_value(&live_candidates),
+        conflict_value(d, &tallies),
     ];
     let components: Vec<QualityComponent> = WEIGHTS
         .iter()
@@ -502,4 +260,279 @@ pub(crate) fn assess(
         branches,
         floor,
     }
+}
+
+/// Check 1: a critical claim still `unverified` or `insufficient_evidence` blocks, with what
+/// its evidence weighs and what verifying it needs.
+fn check_critical_claims(d: &Deliberation, tallies: &HashMap<String, Tally>) -> Check {
+    let open_critical: Vec<BlockingGap> = d
+        .claims
+        .iter()
+        .filter(|c| {
+            c.criticality == "critical"
+                && matches!(c.status.as_str(), "unverified" | "insufficient_evidence")
+        })
+        .map(|c| {
+            blocker(
+                CHECK_CRITICAL_CLAIM,
+                Some(&c.claim_id),
+                format!(
+                    "{} (critical) is {}: {}",
+                    c.claim_id,
+                    c.status,
+                    tally_detail(tallies.get(&c.claim_id), &c.criticality)
+                ),
+            )
+        })
+        .collect();
+    let critical_count = d
+        .claims
+        .iter()
+        .filter(|c| c.criticality == "critical")
+        .count();
+    Check {
+        check: CHECK_CRITICAL_CLAIM,
+        passed: open_critical.is_empty(),
+        detail: if open_critical.is_empty() {
+            format!(
+                "none of {critical_count} critical claim(s) is unverified or insufficient_evidence"
+            )
+        } else {
+            format!(
+                "{} of {critical_count} critical claim(s) unverified or insufficient_evidence",
+                open_critical.len()
+            )
+        },
+        blockers: open_critical,
+    }
+}
+
+/// Check 2: a critical claim whose sources conflict (`contested`) and that carries no
+/// resolution blocks.
+fn check_source_conflicts(d: &Deliberation, tallies: &HashMap<String, Tally>) -> Check {
+    let contested: Vec<BlockingGap> = d
+        .claims
+        .iter()
+        .filter(|c| c.criticality == "critical" && c.status == "contested")
+        .map(|c| {
+            let t = tallies.get(&c.claim_id).cloned().unwrap_or_default();
+            blocker(
+                CHECK_SOURCE_CONFLICT,
+                Some(&c.claim_id),
+                format!(
+                    "{} (critical) is contested: {} group(s) support it and {} other group(s) \
+                     refute it, and no resolution is recorded",
+                    c.claim_id,
+                    t.support.len(),
+                    t.refute.len()
+                ),
+            )
+        })
+        .collect();
+    Check {
+        check: CHECK_SOURCE_CONFLICT,
+        passed: contested.is_empty(),
+        detail: if contested.is_empty() {
+            "no critical claim has an unresolved source conflict".to_owned()
+        } else {
+            format!(
+                "{} critical claim(s) contested without a resolution",
+                contested.len()
+            )
+        },
+        blockers: contested,
+    }
+}
+
+/// Check 3: a high or critical verifiable assumption still unverified, or falsified, blocks.
+fn check_assumptions(d: &Deliberation) -> Check {
+    let blocking: Vec<BlockingGap> = d
+        .assumptions
+        .iter()
+        .filter(|a| assumption_blocks(&a.criticality, a.verifiable, &a.status))
+        .map(|a| {
+            blocker(
+                CHECK_ASSUMPTION,
+                Some(&a.assumption_id),
+                format!(
+                    "{} ({}, verifiable) is {}",
+                    a.assumption_id, a.criticality, a.status
+                ),
+            )
+        })
+        .collect();
+    Check {
+        check: CHECK_ASSUMPTION,
+        passed: blocking.is_empty(),
+        detail: if blocking.is_empty() {
+            "no high or critical verifiable assumption is unverified or falsified".to_owned()
+        } else {
+            format!(
+                "{} high or critical verifiable assumption(s) unverified or falsified",
+                blocking.len()
+            )
+        },
+        blockers: blocking,
+    }
+}
+
+/// Check 4: in deliberate mode, fewer distinct branches among the live candidate nodes than the
+/// profile's floor blocks; outside it the check passes.
+fn check_diversity(
+    d: &Deliberation,
+    deliberate: bool,
+    floor: usize,
+    branches: usize,
+    live_candidates: usize,
+) -> Check {
+    if !deliberate {
+        return Check {
+            check: CHECK_DIVERSITY,
+            passed: true,
+            detail: "not in deliberate mode".to_owned(),
+            blockers: Vec::new(),
+        };
+    }
+    let detail = format!(
+        "{branches} distinct branch(es) among {live_candidates} live candidate node(s); the {} \
+         profile's floor is {floor}",
+        d.profile
+    );
+    let passed = branches >= floor;
+    Check {
+        check: CHECK_DIVERSITY,
+        passed,
+        blockers: if passed {
+            Vec::new()
+        } else {
+            vec![blocker(CHECK_DIVERSITY, None, detail.clone())]
+        },
+        detail,
+    }
+}
+
+/// Check 5: in governed mode, a route decision must be recorded and current (nothing changed
+/// after it); outside it the check passes.
+fn check_route(d: &Deliberation, governed: bool) -> Check {
+    if !governed {
+        return Check {
+            check: CHECK_ROUTE,
+            passed: true,
+            detail: "not in governed mode".to_owned(),
+            blockers: Vec::new(),
+        };
+    }
+    match latest_route(d) {
+        None => {
+            let detail =
+                "no route decision has been recorded in this governed deliberation".to_owned();
+            Check {
+                check: CHECK_ROUTE,
+                passed: false,
+                blockers: vec![blocker(CHECK_ROUTE, None, detail.clone())],
+                detail,
+            }
+        }
+        Some((id, _, seq)) if seq < d.last_change.seq => {
+            let detail = format!(
+                "the latest route decision {id} (seq {seq}) is stale: the deliberation changed \
+                 after it (seq {})",
+                d.last_change.seq
+            );
+            Check {
+                check: CHECK_ROUTE,
+                passed: false,
+                blockers: vec![blocker(CHECK_ROUTE, Some(id), detail.clone())],
+                detail,
+            }
+        }
+        Some((id, _, seq)) => Check {
+            check: CHECK_ROUTE,
+            passed: true,
+            detail: format!("route decision {id} (seq {seq}) is current: nothing changed after it"),
+            blockers: Vec::new(),
+        },
+    }
+}
+
+/// Verification coverage: claims verified or refuted over claims; with no claims, 1, or 0 in
+/// governed mode, where claims are expected.
+fn verification_value(d: &Deliberation, governed: bool) -> (f64, String) {
+    if d.claims.is_empty() {
+        let v = if governed { 0.0 } else { 1.0 };
+        let why = if governed {
+            "no claims recorded; governed mode expects claims under verification"
+        } else {
+            "no claims recorded"
+        };
+        return (v, why.to_owned());
+    }
+    let decided = d
+        .claims
+        .iter()
+        .filter(|c| matches!(c.status.as_str(), "verified" | "refuted"))
+        .count();
+    (
+        ratio(decided, d.claims.len()),
+        format!(
+            "{decided} of {} claim(s) verified or refuted",
+            d.claims.len()
+        ),
+    )
+}
+
+/// Assumption coverage: assumptions no longer `unverified` over assumptions (1 if none).
+fn assumption_value(d: &Deliberation) -> (f64, String) {
+    if d.assumptions.is_empty() {
+        return (1.0, "no assumptions recorded".to_owned());
+    }
+    let examined = d
+        .assumptions
+        .iter()
+        .filter(|a| a.status != "unverified")
+        .count();
+    (
+        ratio(examined, d.assumptions.len()),
+        format!(
+            "{examined} of {} assumption(s) validated, falsified or retracted",
+            d.assumptions.len()
+        ),
+    )
+}
+
+/// Scoring coverage: scored live candidate nodes over live candidate nodes (0 when there are
+/// none: nothing has been deliberated).
+fn scoring_value(live_candidates: &[&Node]) -> (f64, String) {
+    if live_candidates.is_empty() {
+        return (0.0, "no live candidate nodes to score".to_owned());
+    }
+    let scored = live_candidates.iter().filter(|n| n.score.is_some()).count();
+    (
+        ratio(scored, live_candidates.len()),
+        format!(
+            "{scored} of {} live candidate node(s) scored",
+            live_candidates.len()
+        ),
+    )
+}
+
+/// Conflict handling: claims with a source conflict that carry a resolution over claims with a
+/// source conflict (1 if none).
+fn conflict_value(d: &Deliberation, tallies: &HashMap<String, Tally>) -> (f64, String) {
+    let conflicted: Vec<_> = d
+        .claims
+        .iter()
+        .filter(|c| tallies.get(&c.claim_id).is_some_and(Tally::conflicted))
+        .collect();
+    if conflicted.is_empty() {
+        return (1.0, "no claim has a source conflict".to_owned());
+    }
+    let resolved = conflicted.iter().filter(|c| c.resolution.is_some()).count();
+    (
+        ratio(resolved, conflicted.len()),
+        format!(
+            "{resolved} of {} claim(s) with a source conflict resolved",
+            conflicted.len()
+        ),
+    )
 }

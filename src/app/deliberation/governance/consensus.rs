@@ -9,12 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    CHECK_ASSUMPTION, CHECK_CRITICAL_CLAIM, CHECK_DIVERSITY, CHECK_SOURCE_CONFLICT, Check,
-    CheckOut, assess, empty_text, guard_checks, ratio, round3,
+    Assessment, CHECK_ASSUMPTION, CHECK_CRITICAL_CLAIM, CHECK_DIVERSITY, CHECK_SOURCE_CONFLICT,
+    Check, CheckOut, assess, empty_text, guard_checks, ratio, round3,
 };
 use crate::app::ErrorCode;
 use crate::app::Outcome;
-use crate::app::call::{Call, PathStep};
+use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::outputs::{
@@ -116,6 +116,9 @@ fn safety_notes(d: &Deliberation) -> Vec<String> {
     notes
 }
 
+/// Decides `consensus_answer`: refused, naming every blocker and its remedy, unless all five
+/// policy-guard checks pass; else the answer (the caller's, or the convergence node's) is
+/// recorded with a heuristic confidence and the deliberation concludes.
 pub(crate) fn decide_consensus(call: &mut Call<'_>) -> Outcome {
     let args: ConsensusArgs = call.parse("send {\"answer\": \"…\"} or nothing")?;
     let d = call.open_deliberation(args.session_id.as_deref())?;
@@ -130,85 +133,14 @@ pub(crate) fn decide_consensus(call: &mut Call<'_>) -> Outcome {
     let a = assess(state, d, None);
     let failed: Vec<&Check> = a.checks.iter().filter(|c| !c.passed).collect();
     if !failed.is_empty() {
-        let blockers: Vec<BlockingGapOut> = failed
-            .iter()
-            .flat_map(|c| c.blockers.iter().map(BlockingGapOut::from))
-            .collect();
-        let message = format!(
-            "consensus is blocked by {} of the 5 policy-guard checks: {}",
-            failed.len(),
-            failed
-                .iter()
-                .map(|c| {
-                    let items: Vec<&str> = c.blockers.iter().map(|b| b.detail.as_str()).collect();
-                    format!("{} — {}", c.check, items.join("; "))
-                })
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
-        let suggestion = failed
-            .iter()
-            .map(|c| check_remedy(c.check))
-            .collect::<Vec<_>>()
-            .join("; then ");
-        let mut details = Map::new();
-        details.insert(
-            "blockers".into(),
-            serde_json::to_value(blockers).unwrap_or(Value::Null),
-        );
-        details.insert(
-            "checks".into(),
-            serde_json::to_value(a.checks.iter().map(CheckOut::from).collect::<Vec<_>>())
-                .unwrap_or(Value::Null),
-        );
-        let (rejection, session) = refuse(d, ErrorCode::ConsensusBlocked, message, suggestion);
-        return Err((rejection.with_details(details), session));
+        return Err(blocked(d, &a, &failed));
     }
-    let (answer, answer_source, shown_answer) = match &args.answer {
-        Some(text) => (
-            call.scanned("answer", &[PathStep::Key("answer")], text),
-            "caller",
-            shown(text, "answer"),
-        ),
-        None => {
-            let content = d
-                .convergence_node_id
-                .as_deref()
-                .and_then(|id| d.node(id))
-                .and_then(|n| state.text(&n.content));
-            let Some(content) = content else {
-                return Err(refuse(
-                    d,
-                    ErrorCode::NoAnswer,
-                    "no answer was passed and the deliberation has no convergence node with \
-                     content",
-                    "run converge_reasoning first (its node's content becomes the answer), or \
-                     pass answer",
-                ));
-            };
-            (
-                ScannedText {
-                    text: call.derive_text(content),
-                    original: None,
-                    redactions: Vec::new(),
-                },
-                "convergence",
-                content.to_owned(),
-            )
-        }
-    };
-    let critical: Vec<_> = d
-        .claims
-        .iter()
-        .filter(|c| c.criticality == "critical")
-        .collect();
-    let verified = critical.iter().filter(|c| c.status == "verified").count();
-    let share = if critical.is_empty() {
-        1.0
-    } else {
-        ratio(verified, critical.len())
-    };
-    let confidence = round3(a.quality_score * share);
+    let Answer {
+        answer,
+        source: answer_source,
+        shown: shown_answer,
+    } = the_answer(call, d, args.answer.as_deref())?;
+    let confidence = confidence(d, a.quality_score);
     let decision = RouteDecision {
         decision: "answer".to_owned(),
         confidence,
@@ -259,6 +191,111 @@ pub(crate) fn decide_consensus(call: &mut Call<'_>) -> Outcome {
         analysis,
     });
     call.done(Some(d.session_id.clone()), vec![fact], body)
+}
+
+/// The refusal of a consensus the guard blocks: each failed check with its blockers in the
+/// message, their remedies in order as the suggestion, blockers and checks in the details.
+fn blocked(d: &Deliberation, a: &Assessment, failed: &[&Check]) -> Refusal {
+    let blockers: Vec<BlockingGapOut> = failed
+        .iter()
+        .flat_map(|c| c.blockers.iter().map(BlockingGapOut::from))
+        .collect();
+    let message = format!(
+        "consensus is blocked by {} of the 5 policy-guard checks: {}",
+        failed.len(),
+        failed
+            .iter()
+            .map(|c| {
+                let items: Vec<&str> = c.blockers.iter().map(|b| b.detail.as_str()).collect();
+                format!("{} — {}", c.check, items.join("; "))
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let suggestion = failed
+        .iter()
+        .map(|c| check_remedy(c.check))
+        .collect::<Vec<_>>()
+        .join("; then ");
+    let mut details = Map::new();
+    details.insert(
+        "blockers".into(),
+        serde_json::to_value(blockers).unwrap_or(Value::Null),
+    );
+    details.insert(
+        "checks".into(),
+        serde_json::to_value(a.checks.iter().map(CheckOut::from).collect::<Vec<_>>())
+            .unwrap_or(Value::Null),
+    );
+    let (rejection, session) = refuse(d, ErrorCode::ConsensusBlocked, message, suggestion);
+    (rejection.with_details(details), session)
+}
+
+/// The answer a consensus records, and where it came from.
+struct Answer {
+    answer: ScannedText,
+    /// `caller`, or `convergence` (the convergence node's content).
+    source: &'static str,
+    /// The answer as the response shows it.
+    shown: String,
+}
+
+/// The caller's answer (scanned), else the convergence node's content; refused when neither
+/// is there.
+fn the_answer(
+    call: &mut Call<'_>,
+    d: &Deliberation,
+    text: Option<&str>,
+) -> Result<Answer, Refusal> {
+    let state = call.app.deliberations();
+    if let Some(text) = text {
+        return Ok(Answer {
+            answer: call.scanned("answer", &[PathStep::Key("answer")], text),
+            source: "caller",
+            shown: shown(text, "answer"),
+        });
+    }
+    let content = d
+        .convergence_node_id
+        .as_deref()
+        .and_then(|id| d.node(id))
+        .and_then(|n| state.text(&n.content));
+    let Some(content) = content else {
+        return Err(refuse(
+            d,
+            ErrorCode::NoAnswer,
+            "no answer was passed and the deliberation has no convergence node with \
+             content",
+            "run converge_reasoning first (its node's content becomes the answer), or \
+             pass answer",
+        ));
+    };
+    Ok(Answer {
+        answer: ScannedText {
+            text: call.derive_text(content),
+            original: None,
+            redactions: Vec::new(),
+        },
+        source: "convergence",
+        shown: content.to_owned(),
+    })
+}
+
+/// The heuristic confidence: the quality score times the share of critical claims verified
+/// (1 with no critical claim), rounded to three decimals.
+fn confidence(d: &Deliberation, quality_score: f64) -> f64 {
+    let critical: Vec<_> = d
+        .claims
+        .iter()
+        .filter(|c| c.criticality == "critical")
+        .collect();
+    let verified = critical.iter().filter(|c| c.status == "verified").count();
+    let share = if critical.is_empty() {
+        1.0
+    } else {
+        ratio(verified, critical.len())
+    };
+    round3(quality_score * share)
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::claims::quote;
-use super::{assess, empty_text, is_candidate, threshold_or_refuse};
+use super::{Assessment, assess, empty_text, is_candidate, threshold_or_refuse};
 use crate::app::ErrorCode;
 use crate::app::Outcome;
-use crate::app::call::{Call, PathStep};
+use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::graph_edit::GraphEdit;
 use crate::app::deliberation::injection::shown;
@@ -100,6 +100,9 @@ fn convergence_sources(d: &Deliberation) -> Vec<String> {
         .collect()
 }
 
+/// Decides `converge_reasoning`: refused while a critical gate fails or the score is below the
+/// threshold; else one convergence node over the best-scored live leaf of each branch, which
+/// subsumes them, and the deliberation marked converged.
 pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
     let args: ConvergeArgs =
         call.parse("send {\"quality_threshold\": 0.8, \"summary\": \"…\"} or nothing")?;
@@ -111,39 +114,7 @@ pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
     }
     let a = assess(state, d, threshold);
     if !a.critical_gates_pass() || a.below_threshold() {
-        let mut blockers: Vec<BlockingGap> = a
-            .checks
-            .iter()
-            .take(3)
-            .flat_map(|c| c.blockers.iter().cloned())
-            .collect();
-        blockers.extend(a.quality_gap());
-        let named: Vec<String> = blockers
-            .iter()
-            .map(|b| format!("{} ({})", b.check, b.subject.as_deref().unwrap_or("score")))
-            .collect();
-        let mut details = Map::new();
-        details.insert(
-            "blockers".into(),
-            serde_json::to_value(
-                blockers
-                    .iter()
-                    .map(BlockingGapOut::from)
-                    .collect::<Vec<_>>(),
-            )
-            .unwrap_or(Value::Null),
-        );
-        details.insert("quality_score".into(), json!(a.quality_score));
-        details.insert("threshold".into(), json!(a.threshold));
-        let (rejection, session) = refuse(
-            d,
-            ErrorCode::ConvergenceBlocked,
-            format!("convergence is blocked: {}", named.join(", ")),
-            "clear the blockers first: verify_thoughts for claims and conflicts, \
-             set_assumption_status for assumptions; run_reasoning_checkpoint or \
-             evaluate_reasoning_quality shows what raises the score",
-        );
-        return Err((rejection.with_details(details), session));
+        return Err(blocked(d, &a));
     }
     let sources = convergence_sources(d);
     if sources.is_empty() {
@@ -155,43 +126,12 @@ pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
              consensus_answer directly",
         ));
     }
-    let (content, provider, method, shown_text) = match &args.summary {
-        Some(summary) => (
-            call.scanned("summary", &[PathStep::Key("summary")], summary),
-            "caller",
-            "converge.caller_summary",
-            shown(summary, "summary"),
-        ),
-        None => {
-            let mut text = format!(
-                "Convergence of {} (the best-scored live leaf of each branch):",
-                sources.join(", ")
-            );
-            for id in &sources {
-                let node = d.node(id);
-                let score = node
-                    .and_then(|n| n.score)
-                    .map_or("unscored".to_owned(), |s| format!("score {s:.2}"));
-                let content = node
-                    .and_then(|n| state.text(&n.content))
-                    .map_or("(content erased)".to_owned(), |c| {
-                        format!("\"{}\"", quote(c))
-                    });
-                text.push_str(&format!("\n- {id} ({score}): {content}"));
-            }
-            let derived = call.derive_text(&text);
-            (
-                ScannedText {
-                    text: derived,
-                    original: None,
-                    redactions: Vec::new(),
-                },
-                "heuristic",
-                "converge.best_leaf_per_branch",
-                text,
-            )
-        }
-    };
+    let Convergence {
+        content,
+        provider,
+        method,
+        shown_text,
+    } = convergence_content(call, d, &sources, args.summary.as_deref());
     let analysis = call.analysis(
         &d.user_mode,
         method,
@@ -254,6 +194,102 @@ pub(crate) fn decide_converge(call: &mut Call<'_>) -> Outcome {
         deliberation_id: d.deliberation_id.clone(),
     };
     call.done(Some(d.session_id.clone()), facts, body)
+}
+
+/// The refusal of a convergence the gates block: every blocker of checks 1–3 and the quality
+/// gap, named in the message and listed in the details with the score and threshold.
+fn blocked(d: &Deliberation, a: &Assessment) -> Refusal {
+    let mut blockers: Vec<BlockingGap> = a
+        .checks
+        .iter()
+        .take(3)
+        .flat_map(|c| c.blockers.iter().cloned())
+        .collect();
+    blockers.extend(a.quality_gap());
+    let named: Vec<String> = blockers
+        .iter()
+        .map(|b| format!("{} ({})", b.check, b.subject.as_deref().unwrap_or("score")))
+        .collect();
+    let mut details = Map::new();
+    details.insert(
+        "blockers".into(),
+        serde_json::to_value(
+            blockers
+                .iter()
+                .map(BlockingGapOut::from)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or(Value::Null),
+    );
+    details.insert("quality_score".into(), json!(a.quality_score));
+    details.insert("threshold".into(), json!(a.threshold));
+    let (rejection, session) = refuse(
+        d,
+        ErrorCode::ConvergenceBlocked,
+        format!("convergence is blocked: {}", named.join(", ")),
+        "clear the blockers first: verify_thoughts for claims and conflicts, \
+         set_assumption_status for assumptions; run_reasoning_checkpoint or \
+         evaluate_reasoning_quality shows what raises the score",
+    );
+    (rejection.with_details(details), session)
+}
+
+/// The convergence node's content, and what it shows.
+struct Convergence {
+    content: ScannedText,
+    /// `caller` (the caller's summary) or `heuristic` (the listing of the sources).
+    provider: &'static str,
+    method: &'static str,
+    /// The content as the response shows it.
+    shown_text: String,
+}
+
+/// The convergence node's content: the caller's summary (scanned), else a derived listing of
+/// each source with its score and its text quoted.
+fn convergence_content(
+    call: &mut Call<'_>,
+    d: &Deliberation,
+    sources: &[String],
+    summary: Option<&str>,
+) -> Convergence {
+    let state = call.app.deliberations();
+    match summary {
+        Some(summary) => Convergence {
+            content: call.scanned("summary", &[PathStep::Key("summary")], summary),
+            provider: "caller",
+            method: "converge.caller_summary",
+            shown_text: shown(summary, "summary"),
+        },
+        None => {
+            let mut text = format!(
+                "Convergence of {} (the best-scored live leaf of each branch):",
+                sources.join(", ")
+            );
+            for id in sources {
+                let node = d.node(id);
+                let score = node
+                    .and_then(|n| n.score)
+                    .map_or("unscored".to_owned(), |s| format!("score {s:.2}"));
+                let content = node
+                    .and_then(|n| state.text(&n.content))
+                    .map_or("(content erased)".to_owned(), |c| {
+                        format!("\"{}\"", quote(c))
+                    });
+                text.push_str(&format!("\n- {id} ({score}): {content}"));
+            }
+            let derived = call.derive_text(&text);
+            Convergence {
+                content: ScannedText {
+                    text: derived,
+                    original: None,
+                    redactions: Vec::new(),
+                },
+                provider: "heuristic",
+                method: "converge.best_leaf_per_branch",
+                shown_text: text,
+            }
+        }
+    }
 }
 
 #[cfg(test)]

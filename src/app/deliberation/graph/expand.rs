@@ -16,11 +16,14 @@ use crate::app::ErrorCode;
 use crate::app::call::model::ModelStep;
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::deliberation::context::refuse;
+use crate::app::deliberation::graph_edit::GraphEdit;
 use crate::app::deliberation::injection::shown;
 use crate::app::deliberation::model;
 use crate::app::deliberation::outputs::{AnalysisOut, NodeOut};
 use crate::app::{App, Command};
 use crate::app::{Outcome, lenient};
+use crate::events::deliberation::{AnalysisMetadata, ScannedText};
+use crate::projections::Deliberation;
 
 /// An expansion lens: a fixed way of opening a new line of thought from a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -195,14 +198,63 @@ pub(crate) fn plan_expand(app: &App, command: &Command) -> Result<Option<ModelSt
     ))))
 }
 
+/// Decides `expand_thoughts`: the node and how many children, then the children from the model
+/// (`model_backed`), from the lenses this node has not had (no candidates) or from the
+/// caller's candidates, each on a fresh branch.
 pub(crate) fn decide_expand(call: &mut Call<'_>) -> Outcome {
     let args: ExpandArgs = call.parse(EXPAND_USAGE)?;
     let d = call.open_deliberation(args.session_id.as_deref())?;
     let anchor = args.node_id.unwrap_or_else(|| d.root_node_id.clone());
-    let mut edit = edit_at_live_node(d, &anchor)?;
-    let max = d.budgets.max_expansions_per_call;
+    let edit = edit_at_live_node(d, &anchor)?;
     let candidates = args.candidates.unwrap_or_default();
-    let count = match args.count {
+    let count = child_count(d, args.count, &candidates)?;
+    let fresh = fresh_lenses(d, &anchor);
+    let mut children = Children {
+        anchor,
+        edit,
+        taken: BTreeSet::new(),
+        shown_text: HashMap::new(),
+    };
+    let mut lenses_used = Vec::new();
+    let analysis = if model::asks_model(call.args) {
+        if !candidates.is_empty() {
+            return Err(model::not_with_candidates(d));
+        }
+        expand_by_model(call, &mut children, count)?
+    } else if candidates.is_empty() {
+        expand_by_lenses(call, &mut children, count, &fresh, &mut lenses_used)?
+    } else {
+        expand_by_candidates(call, &mut children, count, &candidates)?
+    };
+    let lenses_remaining = fresh
+        .iter()
+        .map(|l| l.name.to_owned())
+        .filter(|n| !lenses_used.contains(n))
+        .collect();
+    let applied = finish(children.edit, &children.shown_text, call.at);
+    let body = ExpandOutput {
+        session_id: d.session_id.to_string(),
+        deliberation_id: d.deliberation_id.clone(),
+        node_id: children.anchor,
+        nodes: applied.nodes,
+        lenses_used,
+        lenses_remaining,
+        node_count: applied.node_count,
+        budget_remaining: applied.remaining,
+        analysis: AnalysisOut::from(&analysis),
+    };
+    call.done(Some(d.session_id.clone()), applied.facts, body)
+}
+
+/// How many children the call makes: as asked, else one per candidate, else min(3, budget).
+/// Refuses 0 and more than the deliberation allows per call.
+fn child_count(
+    d: &Deliberation,
+    asked: Option<u32>,
+    candidates: &[String],
+) -> Result<u32, Refusal> {
+    let max = d.budgets.max_expansions_per_call;
+    let count = match asked {
         Some(0) => {
             return Err(invalid(d, "count is 0", "ask for at least one child"));
         }
@@ -221,167 +273,190 @@ pub(crate) fn decide_expand(call: &mut Call<'_>) -> Outcome {
             ),
         ));
     }
+    Ok(count)
+}
+
+/// The lenses `anchor` has not had yet (no child of it carries their `lens:` tag), in order.
+fn fresh_lenses(d: &Deliberation, anchor: &str) -> Vec<&'static Lens> {
     let used: HashSet<&str> = d
-        .children(&anchor)
+        .children(anchor)
         .iter()
         .filter_map(|c| d.node(c))
         .flat_map(|n| n.tags.iter())
         .filter_map(|t| t.strip_prefix("lens:"))
         .collect();
-    let fresh: Vec<&Lens> = lenses().iter().filter(|l| !used.contains(l.name)).collect();
-    let mut taken = BTreeSet::new();
-    let mut shown_text = HashMap::new();
-    let mut lenses_used = Vec::new();
-    let analysis;
-    if model::asks_model(call.args) {
-        if !candidates.is_empty() {
-            return Err(model::not_with_candidates(d));
-        }
-        let answer = call.model_answers().first().cloned();
-        let written: ModelThoughts =
-            model::parse_answer(d, answer.as_ref(), &format!("{count} thoughts"))?;
-        if written.thoughts.len() != usize::try_from(count).unwrap_or(usize::MAX)
-            || written.thoughts.iter().any(|t| t.trim().is_empty())
-        {
-            return Err(refuse(
-                d,
-                ErrorCode::ModelAnswerUnusable,
-                format!(
-                    "the model wrote {} thought(s), some perhaps empty, where {count} were asked \
-                     for",
-                    written.thoughts.len()
-                ),
-                "retry, or pass your own candidates",
-            ));
-        }
-        let name = answer.as_ref().map(model::model_name).unwrap_or_default();
-        analysis = call.model_analysis(
-            &d.user_mode,
-            "expand.model_backed",
-            &name,
-            vec![anchor.clone()],
-            &[
-                "the children were written by the model named here from the goal and the \
-                 parent's text; nothing checked that they are true or sound",
-                "model text is scanned for prompt injection like caller text",
-            ],
-        );
-        for (i, text) in written.thoughts.iter().enumerate() {
-            let field = format!("model.thoughts[{i}]");
-            let content = call.model_text(&field, text);
-            let branch = fresh_branch(d, &anchor, &mut taken);
-            let id = edit.add_node(
-                vec![anchor.clone()],
-                content,
-                branch,
-                "expansion",
-                vec!["expansion".to_owned(), "model".to_owned()],
-                analysis.clone(),
-            )?;
-            shown_text.insert(id, shown(text, &field));
-        }
-    } else if candidates.is_empty() {
-        let wanted = usize::try_from(count).unwrap_or(usize::MAX);
-        if fresh.len() < wanted {
-            return Err(refuse(
-                d,
-                ErrorCode::LensesExhausted,
-                format!(
-                    "{count} lens expansions asked for; {anchor} has {} lens(es) left of {}",
-                    fresh.len(),
-                    LENSES.len()
-                ),
-                "pass your own candidates, ask for fewer, or apply a reasoning pattern or \
-                 algorithm template instead",
-            ));
-        }
-        analysis = call.analysis(
-            &d.user_mode,
-            "expand.lens_templates",
-            "heuristic",
-            vec![anchor.clone()],
-            LENS_LIMITATIONS,
-        );
-        let parent = node_text(call, d, &anchor);
-        for lens in fresh.iter().take(wanted) {
-            let text = format!("{}\n\nParent ({anchor}): \"{parent}\"", lens.prompt);
-            let content = derived(call, &text);
-            let branch = fresh_branch(d, &anchor, &mut taken);
-            let tags = vec!["expansion".to_owned(), format!("lens:{}", lens.name)];
-            let id = edit.add_node(
-                vec![anchor.clone()],
-                content,
-                branch,
-                "expansion",
-                tags,
-                analysis.clone(),
-            )?;
-            shown_text.insert(id, text);
-            lenses_used.push(lens.name.to_owned());
-        }
-    } else {
-        if usize::try_from(count).ok() != Some(candidates.len()) {
-            return Err(invalid(
-                d,
-                format!(
-                    "count is {count} but {} candidates were sent",
-                    candidates.len()
-                ),
-                "omit count when sending candidates (each candidate becomes one child)",
-            ));
-        }
-        if let Some(i) = candidates.iter().position(|c| c.trim().is_empty()) {
-            return Err(invalid(
-                d,
-                format!("candidates[{i}] is empty"),
-                "drop empty candidates",
-            ));
-        }
-        analysis = call.analysis(
-            &d.user_mode,
-            "expand.caller_candidates",
-            "caller",
-            vec![anchor.clone()],
-            &[
-                "the children are the caller's texts; the server only scanned them for prompt \
-               injection and gave each its own branch",
-            ],
-        );
-        for (i, text) in candidates.iter().enumerate() {
-            let field = format!("candidates[{i}]");
-            let content = call.scanned(
-                &field,
-                &[PathStep::Key("candidates"), PathStep::Index(i)],
-                text,
-            );
-            let branch = fresh_branch(d, &anchor, &mut taken);
-            let id = edit.add_node(
-                vec![anchor.clone()],
-                content,
-                branch,
-                "expansion",
-                vec!["expansion".to_owned(), "candidate".to_owned()],
-                analysis.clone(),
-            )?;
-            shown_text.insert(id, shown(text, &field));
-        }
+    lenses().iter().filter(|l| !used.contains(l.name)).collect()
+}
+
+/// The children one call plans under the expanded node, and what the response shows of them.
+struct Children<'a> {
+    /// The node expanded.
+    anchor: String,
+    edit: GraphEdit<'a>,
+    /// Branch ids this call has taken, so no two children share one.
+    taken: BTreeSet<String>,
+    /// Each new child's text as the response shows it.
+    shown_text: HashMap<String, String>,
+}
+
+impl Children<'_> {
+    /// Plans one child of the anchor on a fresh branch of its own; `shown` is its text as the
+    /// response shows it. Returns nothing: the edit keeps the child.
+    fn add(
+        &mut self,
+        content: ScannedText,
+        tags: Vec<String>,
+        analysis: &AnalysisMetadata,
+        shown: String,
+    ) -> Result<(), Refusal> {
+        let branch = fresh_branch(self.edit.d, &self.anchor, &mut self.taken);
+        let id = self.edit.add_node(
+            vec![self.anchor.clone()],
+            content,
+            branch,
+            "expansion",
+            tags,
+            analysis.clone(),
+        )?;
+        self.shown_text.insert(id, shown);
+        Ok(())
     }
-    let lenses_remaining = fresh
-        .iter()
-        .map(|l| l.name.to_owned())
-        .filter(|n| !lenses_used.contains(n))
-        .collect();
-    let applied = finish(edit, &shown_text, call.at);
-    let body = ExpandOutput {
-        session_id: d.session_id.to_string(),
-        deliberation_id: d.deliberation_id.clone(),
-        node_id: anchor,
-        nodes: applied.nodes,
-        lenses_used,
-        lenses_remaining,
-        node_count: applied.node_count,
-        budget_remaining: applied.remaining,
-        analysis: AnalysisOut::from(&analysis),
-    };
-    call.done(Some(d.session_id.clone()), applied.facts, body)
+}
+
+/// The children the model wrote (as [`plan_expand`] asked): exactly `count`, none empty, each
+/// scanned for prompt injection like caller text.
+fn expand_by_model(
+    call: &mut Call<'_>,
+    children: &mut Children<'_>,
+    count: u32,
+) -> Result<AnalysisMetadata, Refusal> {
+    let d = children.edit.d;
+    let answer = call.model_answers().first().cloned();
+    let written: ModelThoughts =
+        model::parse_answer(d, answer.as_ref(), &format!("{count} thoughts"))?;
+    if written.thoughts.len() != usize::try_from(count).unwrap_or(usize::MAX)
+        || written.thoughts.iter().any(|t| t.trim().is_empty())
+    {
+        return Err(refuse(
+            d,
+            ErrorCode::ModelAnswerUnusable,
+            format!(
+                "the model wrote {} thought(s), some perhaps empty, where {count} were asked \
+                 for",
+                written.thoughts.len()
+            ),
+            "retry, or pass your own candidates",
+        ));
+    }
+    let name = answer.as_ref().map(model::model_name).unwrap_or_default();
+    let analysis = call.model_analysis(
+        &d.user_mode,
+        "expand.model_backed",
+        &name,
+        vec![children.anchor.clone()],
+        &[
+            "the children were written by the model named here from the goal and the \
+             parent's text; nothing checked that they are true or sound",
+            "model text is scanned for prompt injection like caller text",
+        ],
+    );
+    for (i, text) in written.thoughts.iter().enumerate() {
+        let field = format!("model.thoughts[{i}]");
+        let content = call.model_text(&field, text);
+        let tags = vec!["expansion".to_owned(), "model".to_owned()];
+        children.add(content, tags, &analysis, shown(text, &field))?;
+    }
+    Ok(analysis)
+}
+
+/// Lens prompts quoting the anchor, one per fresh lens in order; refused when fewer lenses are
+/// left than children asked for. Each lens applied is pushed to `lenses_used`.
+fn expand_by_lenses(
+    call: &mut Call<'_>,
+    children: &mut Children<'_>,
+    count: u32,
+    fresh: &[&Lens],
+    lenses_used: &mut Vec<String>,
+) -> Result<AnalysisMetadata, Refusal> {
+    let d = children.edit.d;
+    let anchor = children.anchor.clone();
+    let wanted = usize::try_from(count).unwrap_or(usize::MAX);
+    if fresh.len() < wanted {
+        return Err(refuse(
+            d,
+            ErrorCode::LensesExhausted,
+            format!(
+                "{count} lens expansions asked for; {anchor} has {} lens(es) left of {}",
+                fresh.len(),
+                LENSES.len()
+            ),
+            "pass your own candidates, ask for fewer, or apply a reasoning pattern or \
+             algorithm template instead",
+        ));
+    }
+    let analysis = call.analysis(
+        &d.user_mode,
+        "expand.lens_templates",
+        "heuristic",
+        vec![anchor.clone()],
+        LENS_LIMITATIONS,
+    );
+    let parent = node_text(call, d, &anchor);
+    for lens in fresh.iter().take(wanted) {
+        let text = format!("{}\n\nParent ({anchor}): \"{parent}\"", lens.prompt);
+        let content = derived(call, &text);
+        let tags = vec!["expansion".to_owned(), format!("lens:{}", lens.name)];
+        children.add(content, tags, &analysis, text)?;
+        lenses_used.push(lens.name.to_owned());
+    }
+    Ok(analysis)
+}
+
+/// The caller's candidates, one child each (scanned); refused when `count` disagrees with
+/// them or one is empty.
+fn expand_by_candidates(
+    call: &mut Call<'_>,
+    children: &mut Children<'_>,
+    count: u32,
+    candidates: &[String],
+) -> Result<AnalysisMetadata, Refusal> {
+    let d = children.edit.d;
+    if usize::try_from(count).ok() != Some(candidates.len()) {
+        return Err(invalid(
+            d,
+            format!(
+                "count is {count} but {} candidates were sent",
+                candidates.len()
+            ),
+            "omit count when sending candidates (each candidate becomes one child)",
+        ));
+    }
+    if let Some(i) = candidates.iter().position(|c| c.trim().is_empty()) {
+        return Err(invalid(
+            d,
+            format!("candidates[{i}] is empty"),
+            "drop empty candidates",
+        ));
+    }
+    let analysis = call.analysis(
+        &d.user_mode,
+        "expand.caller_candidates",
+        "caller",
+        vec![children.anchor.clone()],
+        &[
+            "the children are the caller's texts; the server only scanned them for prompt \
+               injection and gave each its own branch",
+        ],
+    );
+    for (i, text) in candidates.iter().enumerate() {
+        let field = format!("candidates[{i}]");
+        let content = call.scanned(
+            &field,
+            &[PathStep::Key("candidates"), PathStep::Index(i)],
+            text,
+        );
+        let tags = vec!["expansion".to_owned(), "candidate".to_owned()];
+        children.add(content, tags, &analysis, shown(text, &field))?;
+    }
+    Ok(analysis)
 }

@@ -10,13 +10,14 @@ use serde_json::{Map, json};
 
 use super::invalid;
 use crate::app::ErrorCode;
-use crate::app::call::Call;
+use crate::app::call::{Call, Refusal};
 use crate::app::deliberation::context::refuse;
 use crate::app::deliberation::outputs::AnalysisOut;
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::NodesPruned;
 use crate::projections::Deliberation;
+use crate::projections::deliberation::Node;
 
 /// Arguments of `prune_thoughts`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -65,12 +66,14 @@ pub struct PruneOutput {
 const PRUNE_USAGE: &str = "send {\"beam_width\": 2, \"min_score\": 0.4}";
 
 /// Whether a node competes in the beam: live, not the goal, not a convergence summary.
-fn is_candidate(d: &Deliberation, n: &crate::projections::deliberation::Node) -> bool {
+fn is_candidate(d: &Deliberation, n: &Node) -> bool {
     n.pruned.is_none()
         && n.node_id != d.root_node_id
         && !matches!(n.kind.as_str(), "goal" | "convergence")
 }
 
+/// Decides `prune_thoughts`: the arguments, the candidates (every one scored), the beam level
+/// by level, then the fact and the response.
 pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
     let args: PruneArgs = call.parse(PRUNE_USAGE)?;
     let d = call.open_deliberation(args.session_id.as_deref())?;
@@ -90,6 +93,44 @@ pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
             "send min_score from 0 to 1, or omit it",
         ));
     }
+    let candidates = scored_candidates(d)?;
+    let width = usize::try_from(args.beam_width).unwrap_or(usize::MAX);
+    let Beam { pruned, kept } = beam(d, width, args.min_score);
+    let analysis = call.analysis(
+        &d.user_mode,
+        "prune.beam_by_level",
+        "heuristic",
+        candidates.iter().map(|n| n.node_id.clone()).collect(),
+        &[
+            "the beam ranks by the latest structural scores; a node changed since it was \
+             scored keeps its old score until score_thoughts runs again",
+            "a node is pruned with its ancestors only when every parent was pruned",
+            "pruned nodes stay in the graph and the ledger, marked pruned",
+        ],
+    );
+    let fact = Fact::NodesPruned(NodesPruned {
+        session_id: d.session_id.clone(),
+        node_ids: pruned.iter().map(|p| p.node_id.clone()).collect(),
+        kept: kept.clone(),
+        beam_width: args.beam_width,
+        min_score: args.min_score,
+    });
+    let body = PruneOutput {
+        session_id: d.session_id.to_string(),
+        deliberation_id: d.deliberation_id.clone(),
+        beam_width: args.beam_width,
+        min_score: args.min_score,
+        live_node_count: d.live_nodes().count().saturating_sub(pruned.len()),
+        pruned,
+        kept,
+        analysis: AnalysisOut::from(&analysis),
+    };
+    call.done(Some(d.session_id.clone()), vec![fact], body)
+}
+
+/// The nodes competing in the beam; refused when there is none, or when one has no score yet
+/// (the details list them).
+fn scored_candidates(d: &Deliberation) -> Result<Vec<&Node>, Refusal> {
     let candidates: Vec<_> = d.nodes.iter().filter(|n| is_candidate(d, n)).collect();
     if candidates.is_empty() {
         return Err(refuse(
@@ -118,13 +159,24 @@ pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
         );
         return Err((rejection.with_details(details), session));
     }
-    let width = usize::try_from(args.beam_width).unwrap_or(usize::MAX);
+    Ok(candidates)
+}
+
+/// What a prune keeps and drops, each in creation order.
+struct Beam {
+    pruned: Vec<PrunedNode>,
+    kept: Vec<String>,
+}
+
+/// The beam, level by level from the top, so a level's beam is chosen among the children of
+/// what survived above it: a node whose every parent was pruned goes with them
+/// (`ancestor_pruned`); of the rest, best score first (equal scores keep node order), one below
+/// `min_score` is pruned (`min_score`), and past the first `width` (`beam`).
+fn beam(d: &Deliberation, width: usize, min_score: Option<f64>) -> Beam {
     let mut pruned: Vec<PrunedNode> = Vec::new();
     let mut gone: HashSet<&str> = HashSet::new();
     let mut kept: Vec<&str> = Vec::new();
-    // Level by level from the top, so a level's beam is chosen among the children of what
-    // survived above it.
-    let mut by_depth: BTreeMap<u32, Vec<&crate::projections::deliberation::Node>> = BTreeMap::new();
+    let mut by_depth: BTreeMap<u32, Vec<&Node>> = BTreeMap::new();
     for n in d.live_nodes().filter(|n| n.node_id != d.root_node_id) {
         by_depth.entry(n.depth).or_default().push(n);
     }
@@ -149,7 +201,7 @@ pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
         contenders.sort_by(|a, b| b.score.unwrap_or(0.0).total_cmp(&a.score.unwrap_or(0.0)));
         for (rank, n) in contenders.into_iter().enumerate() {
             let score = n.score.unwrap_or(0.0);
-            let reason = if args.min_score.is_some_and(|m| score < m) {
+            let reason = if min_score.is_some_and(|m| score < m) {
                 Some("min_score")
             } else if rank >= width {
                 Some("beam")
@@ -180,35 +232,8 @@ pub(crate) fn decide_prune(call: &mut Call<'_>) -> Outcome {
     let order = |id: &str| position.get(id).copied();
     pruned.sort_by_key(|p| order(&p.node_id));
     kept.sort_by_key(|id| order(id));
-    let analysis = call.analysis(
-        &d.user_mode,
-        "prune.beam_by_level",
-        "heuristic",
-        candidates.iter().map(|n| n.node_id.clone()).collect(),
-        &[
-            "the beam ranks by the latest structural scores; a node changed since it was \
-             scored keeps its old score until score_thoughts runs again",
-            "a node is pruned with its ancestors only when every parent was pruned",
-            "pruned nodes stay in the graph and the ledger, marked pruned",
-        ],
-    );
-    let kept: Vec<String> = kept.into_iter().map(str::to_owned).collect();
-    let fact = Fact::NodesPruned(NodesPruned {
-        session_id: d.session_id.clone(),
-        node_ids: pruned.iter().map(|p| p.node_id.clone()).collect(),
-        kept: kept.clone(),
-        beam_width: args.beam_width,
-        min_score: args.min_score,
-    });
-    let body = PruneOutput {
-        session_id: d.session_id.to_string(),
-        deliberation_id: d.deliberation_id.clone(),
-        beam_width: args.beam_width,
-        min_score: args.min_score,
-        live_node_count: d.live_nodes().count().saturating_sub(pruned.len()),
+    Beam {
         pruned,
-        kept,
-        analysis: AnalysisOut::from(&analysis),
-    };
-    call.done(Some(d.session_id.clone()), vec![fact], body)
+        kept: kept.into_iter().map(str::to_owned).collect(),
+    }
 }

@@ -479,160 +479,30 @@ pub(crate) fn plan_score(app: &App, command: &Command) -> Result<Option<ModelSte
     ))))
 }
 
+/// Decides `score_thoughts`: the nodes to score, the model's judgement (`model_backed`), the
+/// caller's agent scores, each node's dimensions weighted by the rubric, then the ranking, the
+/// fact and the response.
 pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
     let args: ScoreArgs = call.parse(SCORE_USAGE)?;
     let d = call.open_deliberation(args.session_id.as_deref())?;
-    let targets: Vec<&str> = match &args.node_ids {
-        Some(ids) => {
-            let edit = GraphEdit::new(d);
-            for id in ids {
-                edit.require_node(id, "node_ids entry")?;
-            }
-            // Creation order, so ties rank the same whatever order the caller listed.
-            d.nodes
-                .iter()
-                .map(|n| n.node_id.as_str())
-                .filter(|n| ids.iter().any(|i| i == n))
-                .collect()
-        }
-        None => d
-            .live_nodes()
-            .filter(|n| n.node_id != d.root_node_id)
-            .map(|n| n.node_id.as_str())
-            .collect(),
-    };
-    if targets.is_empty() {
-        return Err(refuse(
-            d,
-            ErrorCode::NothingToScore,
-            "there is no node to score: the deliberation holds only its root (or every other \
-             node was pruned)",
-            "add thoughts first (add_thought_node, expand_thoughts, apply_algorithm_template)",
-        ));
-    }
+    let targets = targets_or_refuse(d, args.node_ids.as_deref())?;
     let judged = if model::asks_model(call.args) {
-        let answer = call.model_answers().first().cloned();
-        let written: ModelScores = model::parse_answer(d, answer.as_ref(), "a score per node")?;
-        let mut by_node = BTreeMap::new();
-        for s in written.scores {
-            if s.score > 10 || !targets.contains(&s.node_id.as_str()) {
-                return Err(refuse(
-                    d,
-                    ErrorCode::ModelAnswerUnusable,
-                    format!("the model scored {} as {}", s.node_id, s.score),
-                    "retry; the model must score each node it was shown from 0 to 10",
-                ));
-            }
-            by_node.insert(s.node_id, f64::from(s.score) / 10.0);
-        }
-        if let Some(missing) = targets.iter().find(|t| !by_node.contains_key(**t)) {
-            return Err(refuse(
-                d,
-                ErrorCode::ModelAnswerUnusable,
-                format!("the model gave no score for {missing}"),
-                "retry; the model must score each node it was shown",
-            ));
-        }
-        Some((
-            by_node,
-            answer.as_ref().map(model::model_name).unwrap_or_default(),
-        ))
+        Some(model_judgement(call, d, &targets)?)
     } else {
         None
     };
     let agent = args.agent_scores.unwrap_or_default();
-    for (id, v) in &agent {
-        if !targets.contains(&id.as_str()) {
-            return Err(invalid(
-                d,
-                format!("agent_scores names {id}, which is not being scored"),
-                "give agent scores only for nodes in node_ids (or live non-root nodes when \
-                 node_ids is omitted)",
-            ));
-        }
-        if !v.is_finite() || !(0.0..=1.0).contains(v) {
-            return Err(invalid(
-                d,
-                format!("the agent score of {id} is {v}; scores lie in [0, 1]"),
-                "send each agent score as a number from 0 to 1",
-            ));
-        }
-    }
+    check_agent_scores(d, &agent, &targets)?;
     let (weights, weights_source) = match &d.rubric {
         Some(r) => (r.clone(), "rubric"),
         None => (default_weights(), "default"),
     };
-    let app = call.app;
-    let text_of = |id: &str| {
-        d.node(id)
-            .and_then(|n| app.deliberations().text(&n.content))
-            .unwrap_or("")
-    };
-    // Novelty compares against live nodes only: pruned ones left the search.
-    let live_words = WordIndex::new(
-        d.live_nodes()
-            .map(|n| (n.node_id.as_str(), word_set(text_of(&n.node_id))))
-            .collect(),
-    );
-    let mut scores = Vec::with_capacity(targets.len());
-    let mut unweighted = Vec::new();
-    for id in &targets {
-        let text = text_of(id);
-        let mut dimensions = structural_dimensions(d, id, &live_words, text);
-        if let Some(v) = agent.get(*id) {
-            dimensions.insert("agent".to_owned(), round4(*v));
-        }
-        if let Some(v) = judged.as_ref().and_then(|(scores, _)| scores.get(*id)) {
-            dimensions.insert("model".to_owned(), round4(*v));
-        }
-        match weighted(&dimensions, &weights) {
-            Some(score) => scores.push(NodeScore {
-                node_id: (*id).to_owned(),
-                score,
-                dimensions,
-            }),
-            None => unweighted.push((*id).to_owned()),
-        }
-    }
-    if !unweighted.is_empty() {
-        return Err(refuse(
-            d,
-            ErrorCode::MissingAgentScores,
-            format!(
-                "the rubric weighs only dimensions these nodes lack (the agent score): {}",
-                unweighted.join(", ")
-            ),
-            "send agent_scores for these nodes, or set a rubric that also weighs a structural \
-             dimension",
-        ));
-    }
-    // Stable: equal scores keep node (creation) order.
-    scores.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let model_scores = judged.as_ref().map(|(scores, _)| scores);
+    let scores = score_nodes(call, d, &targets, &agent, model_scores, &weights)?;
     let score_run_id = format!("score-{}", d.score_runs.len() + 1);
     let sources: Vec<String> = targets.iter().map(|s| (*s).to_owned()).collect();
-    let analysis: AnalysisMetadata = match &judged {
-        Some((_, name)) => {
-            let mut limitations = SCORE_LIMITATIONS.to_vec();
-            limitations.push(
-                "the model dimension is the named model's 0-10 judgement of each thought \
-                 against the goal, taken as it answered; it weighs as the rubric says",
-            );
-            call.model_analysis(
-                &d.user_mode,
-                "score.weighted_structural_and_model",
-                name,
-                sources,
-                &limitations,
-            )
-        }
-        None => call.analysis(
-            &d.user_mode,
-            "score.weighted_structural",
-            "heuristic",
-            sources,
-            SCORE_LIMITATIONS,
-        ),
-    };
+    let model_name = judged.as_ref().map(|(_, name)| name.as_str());
+    let analysis = score_analysis(call, d, model_name, sources);
     let out: Vec<ScoredNode> = scores
         .iter()
         .enumerate()
@@ -666,4 +536,194 @@ pub(crate) fn decide_score(call: &mut Call<'_>) -> Outcome {
         analysis,
     });
     call.done(Some(d.session_id.clone()), vec![fact], body)
+}
+
+/// The nodes the call scores: those named (each must exist), in creation order so ties rank
+/// the same whatever order the caller listed; else every live node but the root. Refuses when
+/// there is none.
+fn targets_or_refuse<'a>(
+    d: &'a Deliberation,
+    node_ids: Option<&[String]>,
+) -> Result<Vec<&'a str>, Refusal> {
+    let targets: Vec<&str> = match node_ids {
+        Some(ids) => {
+            let edit = GraphEdit::new(d);
+            for id in ids {
+                edit.require_node(id, "node_ids entry")?;
+            }
+            d.nodes
+                .iter()
+                .map(|n| n.node_id.as_str())
+                .filter(|n| ids.iter().any(|i| i == n))
+                .collect()
+        }
+        None => d
+            .live_nodes()
+            .filter(|n| n.node_id != d.root_node_id)
+            .map(|n| n.node_id.as_str())
+            .collect(),
+    };
+    if targets.is_empty() {
+        return Err(refuse(
+            d,
+            ErrorCode::NothingToScore,
+            "there is no node to score: the deliberation holds only its root (or every other \
+             node was pruned)",
+            "add thoughts first (add_thought_node, expand_thoughts, apply_algorithm_template)",
+        ));
+    }
+    Ok(targets)
+}
+
+/// The model's judgement (as [`plan_score`] asked): each target's 0–10 score as a value in
+/// [0, 1], and the model's name. Refuses a score out of range, of a node not shown, or missing.
+fn model_judgement(
+    call: &Call<'_>,
+    d: &Deliberation,
+    targets: &[&str],
+) -> Result<(BTreeMap<String, f64>, String), Refusal> {
+    let answer = call.model_answers().first().cloned();
+    let written: ModelScores = model::parse_answer(d, answer.as_ref(), "a score per node")?;
+    let mut by_node = BTreeMap::new();
+    for s in written.scores {
+        if s.score > 10 || !targets.contains(&s.node_id.as_str()) {
+            return Err(refuse(
+                d,
+                ErrorCode::ModelAnswerUnusable,
+                format!("the model scored {} as {}", s.node_id, s.score),
+                "retry; the model must score each node it was shown from 0 to 10",
+            ));
+        }
+        by_node.insert(s.node_id, f64::from(s.score) / 10.0);
+    }
+    if let Some(missing) = targets.iter().find(|t| !by_node.contains_key(**t)) {
+        return Err(refuse(
+            d,
+            ErrorCode::ModelAnswerUnusable,
+            format!("the model gave no score for {missing}"),
+            "retry; the model must score each node it was shown",
+        ));
+    }
+    Ok((
+        by_node,
+        answer.as_ref().map(model::model_name).unwrap_or_default(),
+    ))
+}
+
+/// Refuses an agent score for a node not being scored, or one outside [0, 1].
+fn check_agent_scores(
+    d: &Deliberation,
+    agent: &BTreeMap<String, f64>,
+    targets: &[&str],
+) -> Result<(), Refusal> {
+    for (id, v) in agent {
+        if !targets.contains(&id.as_str()) {
+            return Err(invalid(
+                d,
+                format!("agent_scores names {id}, which is not being scored"),
+                "give agent scores only for nodes in node_ids (or live non-root nodes when \
+                 node_ids is omitted)",
+            ));
+        }
+        if !v.is_finite() || !(0.0..=1.0).contains(v) {
+            return Err(invalid(
+                d,
+                format!("the agent score of {id} is {v}; scores lie in [0, 1]"),
+                "send each agent score as a number from 0 to 1",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Each target's dimensions (structural, then the agent's and the model's where given) and
+/// weighted score, best first (equal scores keep creation order). Refuses when the rubric
+/// weighs only dimensions some node lacks.
+fn score_nodes(
+    call: &Call<'_>,
+    d: &Deliberation,
+    targets: &[&str],
+    agent: &BTreeMap<String, f64>,
+    judged: Option<&BTreeMap<String, f64>>,
+    weights: &BTreeMap<String, f64>,
+) -> Result<Vec<NodeScore>, Refusal> {
+    let app = call.app;
+    let text_of = |id: &str| {
+        d.node(id)
+            .and_then(|n| app.deliberations().text(&n.content))
+            .unwrap_or("")
+    };
+    // Novelty compares against live nodes only: pruned ones left the search.
+    let live_words = WordIndex::new(
+        d.live_nodes()
+            .map(|n| (n.node_id.as_str(), word_set(text_of(&n.node_id))))
+            .collect(),
+    );
+    let mut scores = Vec::with_capacity(targets.len());
+    let mut unweighted = Vec::new();
+    for id in targets {
+        let text = text_of(id);
+        let mut dimensions = structural_dimensions(d, id, &live_words, text);
+        if let Some(v) = agent.get(*id) {
+            dimensions.insert("agent".to_owned(), round4(*v));
+        }
+        if let Some(v) = judged.and_then(|scores| scores.get(*id)) {
+            dimensions.insert("model".to_owned(), round4(*v));
+        }
+        match weighted(&dimensions, weights) {
+            Some(score) => scores.push(NodeScore {
+                node_id: (*id).to_owned(),
+                score,
+                dimensions,
+            }),
+            None => unweighted.push((*id).to_owned()),
+        }
+    }
+    if !unweighted.is_empty() {
+        return Err(refuse(
+            d,
+            ErrorCode::MissingAgentScores,
+            format!(
+                "the rubric weighs only dimensions these nodes lack (the agent score): {}",
+                unweighted.join(", ")
+            ),
+            "send agent_scores for these nodes, or set a rubric that also weighs a structural \
+             dimension",
+        ));
+    }
+    // Stable: equal scores keep node (creation) order.
+    scores.sort_by(|a, b| b.score.total_cmp(&a.score));
+    Ok(scores)
+}
+
+/// The score run's analysis: structural, or structural and the named model's judgement.
+fn score_analysis(
+    call: &Call<'_>,
+    d: &Deliberation,
+    model_name: Option<&str>,
+    sources: Vec<String>,
+) -> AnalysisMetadata {
+    match model_name {
+        Some(name) => {
+            let mut limitations = SCORE_LIMITATIONS.to_vec();
+            limitations.push(
+                "the model dimension is the named model's 0-10 judgement of each thought \
+                 against the goal, taken as it answered; it weighs as the rubric says",
+            );
+            call.model_analysis(
+                &d.user_mode,
+                "score.weighted_structural_and_model",
+                name,
+                sources,
+                &limitations,
+            )
+        }
+        None => call.analysis(
+            &d.user_mode,
+            "score.weighted_structural",
+            "heuristic",
+            sources,
+            SCORE_LIMITATIONS,
+        ),
+    }
 }

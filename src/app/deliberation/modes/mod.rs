@@ -12,7 +12,8 @@
 //!
 //! Layout: `catalog` (mode contracts and costs), `packs` (prompt packs), `plans` (autopilot
 //! workflows), `router` (cues, classification, `reasoning_intent_router`), `run`
-//! (`run_thinking_mode`, `reasoning_autopilot`), `pipeline` (`run_reasonkit_pipeline`). The
+//! (`run_thinking_mode`, `reasoning_autopilot`), `scaffolds` (what each mode plans under a
+//! run's subject), `pipeline` (`run_reasonkit_pipeline`). The
 //! scaffolding they plan nodes with is shared with skeleton-of-thought in `super::scaffold`.
 
 mod catalog;
@@ -21,6 +22,7 @@ mod pipeline;
 mod plans;
 mod router;
 mod run;
+mod scaffolds;
 #[cfg(test)]
 mod tests;
 

@@ -24,6 +24,7 @@ use crate::app::deliberation::{
 };
 use crate::app::providers::HEURISTIC;
 use crate::projections::Deliberation;
+use crate::projections::deliberation::Node;
 
 /// The ReasonKit stages, in pipeline order: name, title, prompt.
 const STAGES: &[(&str, &str, &str)] = &[
@@ -146,140 +147,163 @@ pub struct PipelineOutput {
 
 /// A stage's findings and whether they need attention, from the graph's structure.
 fn stage_findings(d: &Deliberation, stage: &str, profile: &str) -> (bool, Value) {
-    let candidates: Vec<_> = d
+    let candidates: Vec<&Node> = d
         .live_nodes()
         .filter(|n| CANDIDATE_KINDS.contains(&n.kind.as_str()))
         .collect();
     let branches: BTreeSet<&str> = candidates.iter().map(|n| n.branch_id.as_str()).collect();
     match stage {
-        "gigathink" => {
-            let floor = diversity_floor(profile);
-            (
-                branches.len() < floor,
-                json!({
-                    "branches": branches.len(),
-                    "branch_ids": branches,
-                    "diversity_floor": floor,
-                    "live_candidate_nodes": candidates.len(),
-                }),
-            )
-        }
-        "laserlogic" => {
-            let conflicts: Vec<Value> = d
-                .edges
-                .iter()
-                .filter(|e| matches!(e.edge_type.as_str(), "conflicts" | "contradicts_fatally"))
-                .map(|e| json!({"from": e.from, "to": e.to, "edge_type": e.edge_type}))
-                .collect();
-            let fatal = d
-                .edges
-                .iter()
-                .filter(|e| e.edge_type == "contradicts_fatally")
-                .count();
-            let orphans: Vec<&str> = d
-                .nodes
-                .iter()
-                .filter(|n| n.node_id != d.root_node_id && n.parent_ids.is_empty())
-                .filter(|n| {
-                    !d.edges
-                        .iter()
-                        .any(|e| e.from == n.node_id || e.to == n.node_id)
-                })
-                .map(|n| n.node_id.as_str())
-                .collect();
-            (
-                !conflicts.is_empty() || !orphans.is_empty(),
-                json!({
-                    "strict_cycles": 0,
-                    "strict_cycles_note": "depends_on / refines cycles are refused when an edge \
-                                           is added, so none can exist",
-                    "conflict_edges": conflicts,
-                    "fatal_contradictions": fatal,
-                    "orphan_node_ids": orphans,
-                }),
-            )
-        }
-        "bedrock" => {
-            let ungrounded: Vec<&str> = candidates
-                .iter()
-                .filter(|n| {
-                    !d.edges.iter().any(|e| {
-                        e.from == n.node_id
-                            && matches!(
-                                e.edge_type.as_str(),
-                                "depends_on" | "requires_grounding" | "supports"
-                            )
-                    }) && !d.assumptions_by_node.contains_key(&n.node_id)
-                })
-                .map(|n| n.node_id.as_str())
-                .collect();
-            (
-                !ungrounded.is_empty(),
-                json!({
-                    "live_candidate_nodes": candidates.len(),
-                    "ungrounded_node_ids": ungrounded,
-                    "assumptions_recorded": d.assumptions.len(),
-                    "grounding_edges": d.edges.iter().filter(|e| matches!(e.edge_type.as_str(),
-                        "depends_on" | "requires_grounding")).count(),
-                }),
-            )
-        }
-        "proofguard" => {
-            let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
-            for c in &d.claims {
-                *by_status.entry(c.status.as_str()).or_default() += 1;
-            }
-            let with = |statuses: &[&str]| -> Vec<&str> {
-                d.claims
-                    .iter()
-                    .filter(|c| statuses.contains(&c.status.as_str()))
-                    .map(|c| c.claim_id.as_str())
-                    .collect()
-            };
-            let open = ["unverified", "insufficient_evidence", "contested"];
-            let pending = d
-                .questions
-                .iter()
-                .filter(|q| {
-                    d.claim(&q.claim_id)
-                        .is_some_and(|c| open.contains(&c.status.as_str()))
-                })
-                .count();
-            let unverified = with(&["unverified", "insufficient_evidence"]);
-            let contested = with(&["contested"]);
-            (
-                !unverified.is_empty() || !contested.is_empty() || d.claims.is_empty(),
-                json!({
-                    "claims": d.claims.len(),
-                    "by_status": by_status,
-                    "unverified_claim_ids": unverified,
-                    "contested_claim_ids": contested,
-                    "questions_pending": pending,
-                }),
-            )
-        }
-        _ => {
-            let unexamined: Vec<&str> = d
-                .assumptions
-                .iter()
-                .filter(|a| {
-                    matches!(a.criticality.as_str(), "high" | "critical")
-                        && a.status == "unverified"
-                })
-                .map(|a| a.assumption_id.as_str())
-                .collect();
-            let anchoring = !candidates.is_empty() && branches.len() <= 1;
-            (
-                !unexamined.is_empty() || anchoring,
-                json!({
-                    "unexamined_high_assumption_ids": unexamined,
-                    "single_branch_anchoring": anchoring,
-                    "branches": branches.len(),
-                    "live_candidate_nodes": candidates.len(),
-                }),
-            )
-        }
+        "gigathink" => gigathink(profile, &branches, candidates.len()),
+        "laserlogic" => laserlogic(d),
+        "bedrock" => bedrock(d, &candidates),
+        "proofguard" => proofguard(d),
+        _ => brutalhonesty(d, &branches, candidates.len()),
     }
+}
+
+/// GigaThink: needs attention while the live candidates span fewer branches than the
+/// profile's diversity floor.
+fn gigathink(profile: &str, branches: &BTreeSet<&str>, live_candidates: usize) -> (bool, Value) {
+    let floor = diversity_floor(profile);
+    (
+        branches.len() < floor,
+        json!({
+            "branches": branches.len(),
+            "branch_ids": branches,
+            "diversity_floor": floor,
+            "live_candidate_nodes": live_candidates,
+        }),
+    )
+}
+
+/// LaserLogic: needs attention when a conflict edge or an orphan node (no parent and no edge)
+/// exists; strict cycles cannot.
+fn laserlogic(d: &Deliberation) -> (bool, Value) {
+    let conflicts: Vec<Value> = d
+        .edges
+        .iter()
+        .filter(|e| matches!(e.edge_type.as_str(), "conflicts" | "contradicts_fatally"))
+        .map(|e| json!({"from": e.from, "to": e.to, "edge_type": e.edge_type}))
+        .collect();
+    let fatal = d
+        .edges
+        .iter()
+        .filter(|e| e.edge_type == "contradicts_fatally")
+        .count();
+    let orphans: Vec<&str> = d
+        .nodes
+        .iter()
+        .filter(|n| n.node_id != d.root_node_id && n.parent_ids.is_empty())
+        .filter(|n| {
+            !d.edges
+                .iter()
+                .any(|e| e.from == n.node_id || e.to == n.node_id)
+        })
+        .map(|n| n.node_id.as_str())
+        .collect();
+    (
+        !conflicts.is_empty() || !orphans.is_empty(),
+        json!({
+            "strict_cycles": 0,
+            "strict_cycles_note": "depends_on / refines cycles are refused when an edge \
+                                   is added, so none can exist",
+            "conflict_edges": conflicts,
+            "fatal_contradictions": fatal,
+            "orphan_node_ids": orphans,
+        }),
+    )
+}
+
+/// BedRock: needs attention while a live candidate neither depends on, is grounded by or
+/// supports anything, nor carries an assumption.
+fn bedrock(d: &Deliberation, candidates: &[&Node]) -> (bool, Value) {
+    let ungrounded: Vec<&str> = candidates
+        .iter()
+        .filter(|n| {
+            !d.edges.iter().any(|e| {
+                e.from == n.node_id
+                    && matches!(
+                        e.edge_type.as_str(),
+                        "depends_on" | "requires_grounding" | "supports"
+                    )
+            }) && !d.assumptions_by_node.contains_key(&n.node_id)
+        })
+        .map(|n| n.node_id.as_str())
+        .collect();
+    (
+        !ungrounded.is_empty(),
+        json!({
+            "live_candidate_nodes": candidates.len(),
+            "ungrounded_node_ids": ungrounded,
+            "assumptions_recorded": d.assumptions.len(),
+            "grounding_edges": d.edges.iter().filter(|e| matches!(e.edge_type.as_str(),
+                "depends_on" | "requires_grounding")).count(),
+        }),
+    )
+}
+
+/// ProofGuard: needs attention while a claim is unverified, short of evidence or contested, or
+/// when no claim is recorded.
+fn proofguard(d: &Deliberation) -> (bool, Value) {
+    let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in &d.claims {
+        *by_status.entry(c.status.as_str()).or_default() += 1;
+    }
+    let with = |statuses: &[&str]| -> Vec<&str> {
+        d.claims
+            .iter()
+            .filter(|c| statuses.contains(&c.status.as_str()))
+            .map(|c| c.claim_id.as_str())
+            .collect()
+    };
+    let open = ["unverified", "insufficient_evidence", "contested"];
+    let pending = d
+        .questions
+        .iter()
+        .filter(|q| {
+            d.claim(&q.claim_id)
+                .is_some_and(|c| open.contains(&c.status.as_str()))
+        })
+        .count();
+    let unverified = with(&["unverified", "insufficient_evidence"]);
+    let contested = with(&["contested"]);
+    (
+        !unverified.is_empty() || !contested.is_empty() || d.claims.is_empty(),
+        json!({
+            "claims": d.claims.len(),
+            "by_status": by_status,
+            "unverified_claim_ids": unverified,
+            "contested_claim_ids": contested,
+            "questions_pending": pending,
+        }),
+    )
+}
+
+/// BrutalHonesty: needs attention while a high or critical assumption is unexamined, or every
+/// live candidate sits on one branch (anchoring).
+fn brutalhonesty(
+    d: &Deliberation,
+    branches: &BTreeSet<&str>,
+    live_candidates: usize,
+) -> (bool, Value) {
+    let unexamined: Vec<&str> = d
+        .assumptions
+        .iter()
+        .filter(|a| {
+            matches!(a.criticality.as_str(), "high" | "critical") && a.status == "unverified"
+        })
+        .map(|a| a.assumption_id.as_str())
+        .collect();
+    let anchoring = live_candidates != 0 && branches.len() <= 1;
+    (
+        !unexamined.is_empty() || anchoring,
+        json!({
+            "unexamined_high_assumption_ids": unexamined,
+            "single_branch_anchoring": anchoring,
+            "branches": branches.len(),
+            "live_candidate_nodes": live_candidates,
+        }),
+    )
 }
 
 const PIPELINE_LIMITATIONS: &[&str] = &[

@@ -21,7 +21,8 @@ use crate::app::deliberation::{
 use crate::app::providers::SOT_HEURISTIC_SCAFFOLD;
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
-use crate::events::deliberation::SkeletonElaborated;
+use crate::events::deliberation::{AnalysisMetadata, SkeletonElaborated};
+use crate::projections::Deliberation;
 use crate::projections::deliberation::SkeletonPhase;
 
 /// Elaborations one call may carry (the node budget applies too).
@@ -123,7 +124,15 @@ fn phase_or_refuse<'d>(
     Ok(phase)
 }
 
-/// Decides `run_skeleton_elaboration`.
+/// What an elaboration or merge prompt admits about itself.
+const SCAFFOLD_LIMITATIONS: &[&str] = &[
+    "scaffold, not semantic model output",
+    "a fixed instruction per point; the point's meaning is not read",
+];
+
+/// Decides `run_skeleton_elaboration`: the checks, the caller's elaborations, the prompts for
+/// points still bare (only when none was sent), whether to merge, the merge node, then the
+/// phase's new state, the fact and the response.
 pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
     let args: ElaborationArgs = call.parse(
         "run_skeleton_elaboration takes {phase_id: string, elaborations?: [{skeleton_node_id, \
@@ -132,6 +141,102 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
     let d = call.open_deliberation(args.session_id.as_deref())?;
     let phase = phase_or_refuse(d, args.phase_id.trim())?;
     let elaborations = args.elaborations.unwrap_or_default();
+    let summary = args.merge_summary.as_deref();
+    check_elaborations(d, phase, &elaborations, summary, args.merge)?;
+
+    let mut s = Scaffold::new(d);
+    let caller_analysis = call.analysis(
+        "Sketch",
+        "sot.caller_elaboration",
+        "caller",
+        phase.skeleton_node_ids.clone(),
+        &["elaborations as the caller wrote them"],
+    );
+    let (by_skeleton, new_by_skeleton) =
+        add_elaborations(call, &mut s, phase, &elaborations, &caller_analysis)?;
+    let elaboration_count = s.edit.planned().len();
+    let scaffold_analysis = call.analysis(
+        "Sketch",
+        "sot.elaboration_prompts",
+        SOT_HEURISTIC_SCAFFOLD,
+        phase.skeleton_node_ids.clone(),
+        SCAFFOLD_LIMITATIONS,
+    );
+    if elaborations.is_empty() {
+        add_prompts(call, &mut s, phase, &by_skeleton, &scaffold_analysis)?;
+    }
+    let prompt_count = s.edit.planned().len() - elaboration_count;
+    let plan = plan_merge(
+        d,
+        phase,
+        &by_skeleton,
+        args.merge,
+        summary,
+        elaboration_count + prompt_count,
+    )?;
+    let notes = plan.notes();
+    let (merge_node_id, merge_analysis) = if plan.merge {
+        let (id, analysis) = add_merge(call, &mut s, phase, &plan.all_elaborations, summary)?;
+        (Some(id), Some(analysis))
+    } else {
+        (None, None)
+    };
+    let state = if plan.merge {
+        "merged"
+    } else if plan.all_elaborations.is_empty() {
+        "skeleton"
+    } else {
+        "elaborating"
+    };
+    let (elaboration_nodes, prompt_nodes, merge_node) =
+        split_nodes(&s, call.at, merge_node_id.as_deref());
+    let analysis = merge_analysis.unwrap_or(if elaboration_count > 0 {
+        caller_analysis
+    } else {
+        scaffold_analysis
+    });
+    let mut facts = s.into_facts();
+    if elaboration_count > 0 || plan.merge {
+        facts.push(Fact::SkeletonElaborated(SkeletonElaborated {
+            session_id: d.session_id.clone(),
+            phase_id: phase.phase_id.clone(),
+            elaboration_node_ids_by_skeleton: new_by_skeleton,
+            merge_node_id: merge_node_id.clone(),
+            state: state.to_owned(),
+        }));
+    }
+    let next_tools = if plan.merge {
+        vec![RUN_REASONING_CHECKPOINT_TOOL, CONVERGE_REASONING_TOOL]
+    } else {
+        vec![RUN_SKELETON_ELABORATION_TOOL, SCORE_THOUGHTS_TOOL]
+    };
+    let body = ElaborationOutput {
+        session_id: d.session_id.to_string(),
+        deliberation_id: d.deliberation_id.clone(),
+        phase_id: phase.phase_id.clone(),
+        state: state.to_owned(),
+        elaboration_nodes,
+        prompt_nodes,
+        merge_node,
+        elaboration_node_ids_by_skeleton: by_skeleton,
+        unelaborated_skeleton_node_ids: plan.unelaborated,
+        safety_notes: notes,
+        next_tools: next_tools.into_iter().map(str::to_owned).collect(),
+        analysis: AnalysisOut::from(&analysis),
+    };
+    call.done(Some(d.session_id.clone()), facts, body)
+}
+
+/// Refuses, before anything is planned: too many elaborations, one under a node that is not a
+/// skeleton point of the phase or with no content, an empty merge summary, or a summary sent
+/// with `merge: false`.
+fn check_elaborations(
+    d: &Deliberation,
+    phase: &SkeletonPhase,
+    elaborations: &[ElaborationArg],
+    summary: Option<&str>,
+    merge: Option<bool>,
+) -> Result<(), Refusal> {
     if elaborations.len() > MAX_ELABORATIONS_PER_CALL {
         return Err(refuse(
             d,
@@ -164,7 +269,6 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
             ));
         }
     }
-    let summary = args.merge_summary.as_deref();
     if summary.is_some_and(|t| t.trim().is_empty()) {
         return Err(refuse(
             d,
@@ -173,7 +277,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
             "write the merged answer, or omit merge_summary for a merge prompt",
         ));
     }
-    if args.merge == Some(false) && summary.is_some() {
+    if merge == Some(false) && summary.is_some() {
         return Err(refuse(
             d,
             ErrorCode::InvalidArguments,
@@ -181,17 +285,21 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
             "drop merge_summary, or set merge true (or omit it)",
         ));
     }
+    Ok(())
+}
 
-    let mut s = Scaffold::new(d);
+/// Plans the caller's elaborations, each under its skeleton point on that point's branch.
+/// Returns every elaboration of the phase by point (recorded and new), and this call's alone.
+fn add_elaborations(
+    call: &mut Call<'_>,
+    s: &mut Scaffold<'_>,
+    phase: &SkeletonPhase,
+    elaborations: &[ElaborationArg],
+    analysis: &AnalysisMetadata,
+) -> Result<(ByPoint, ByPoint), Refusal> {
+    let d = s.edit.d;
     let mut by_skeleton = phase.elaboration_node_ids_by_skeleton.clone();
-    let mut new_by_skeleton: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let caller_analysis = call.analysis(
-        "Sketch",
-        "sot.caller_elaboration",
-        "caller",
-        phase.skeleton_node_ids.clone(),
-        &["elaborations as the caller wrote them"],
-    );
+    let mut new_by_skeleton: ByPoint = BTreeMap::new();
     for (i, e) in elaborations.iter().enumerate() {
         let branch_id = d
             .node(&e.skeleton_node_id)
@@ -205,7 +313,7 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
                 "elaboration".to_owned(),
                 phase.phase_id.clone(),
             ],
-            analysis: caller_analysis.clone(),
+            analysis: analysis.clone(),
         };
         let field = format!("elaborations[{i}].content");
         let path = [
@@ -223,66 +331,99 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
             .or_default()
             .push(id);
     }
-    let elaboration_count = s.edit.planned().len();
+    Ok((by_skeleton, new_by_skeleton))
+}
 
-    // Elaboration prompts: only when no elaboration was sent, under points that have neither
-    // an elaboration nor a prompt already (so repeating the call adds nothing twice).
-    let scaffold_limitations = [
-        "scaffold, not semantic model output",
-        "a fixed instruction per point; the point's meaning is not read",
-    ];
-    let scaffold_analysis = call.analysis(
-        "Sketch",
-        "sot.elaboration_prompts",
-        SOT_HEURISTIC_SCAFFOLD,
-        phase.skeleton_node_ids.clone(),
-        &scaffold_limitations,
-    );
-    if elaborations.is_empty() {
-        for (position, skeleton_id) in phase.skeleton_node_ids.iter().enumerate() {
-            let elaborated = by_skeleton.get(skeleton_id).is_some_and(|v| !v.is_empty());
-            let prompted = d.children(skeleton_id).iter().any(|c| {
-                d.node(c)
-                    .is_some_and(|n| n.tags.iter().any(|t| t == "elaboration_prompt"))
-            });
-            if elaborated || prompted {
-                continue;
-            }
-            let branch_id = d
-                .node(skeleton_id)
-                .map_or_else(|| "main".to_owned(), |n| n.branch_id.clone());
-            let spec = NodeSpec {
-                parents: vec![skeleton_id.clone()],
-                branch_id,
-                kind: "template",
-                tags: vec![
-                    "sot".to_owned(),
-                    "elaboration_prompt".to_owned(),
-                    phase.phase_id.clone(),
-                ],
-                analysis: scaffold_analysis.clone(),
-            };
-            let text = format!(
-                "Elaborate point {} of {}: expand it into a short, self-contained paragraph \
-                 that does not lean on the other points; send it with run_skeleton_elaboration \
-                 (skeleton_node_id {skeleton_id}).",
-                position + 1,
-                phase.phase_id
-            );
-            s.derived(call, spec, &text)?;
+/// Plans an elaboration prompt under each point that has neither an elaboration nor a prompt
+/// already, so repeating the call adds nothing twice. (Only when no elaboration was sent.)
+fn add_prompts(
+    call: &mut Call<'_>,
+    s: &mut Scaffold<'_>,
+    phase: &SkeletonPhase,
+    by_skeleton: &ByPoint,
+    analysis: &AnalysisMetadata,
+) -> Result<(), Refusal> {
+    let d = s.edit.d;
+    for (position, skeleton_id) in phase.skeleton_node_ids.iter().enumerate() {
+        let elaborated = by_skeleton.get(skeleton_id).is_some_and(|v| !v.is_empty());
+        let prompted = d.children(skeleton_id).iter().any(|c| {
+            d.node(c)
+                .is_some_and(|n| n.tags.iter().any(|t| t == "elaboration_prompt"))
+        });
+        if elaborated || prompted {
+            continue;
         }
+        let branch_id = d
+            .node(skeleton_id)
+            .map_or_else(|| "main".to_owned(), |n| n.branch_id.clone());
+        let spec = NodeSpec {
+            parents: vec![skeleton_id.clone()],
+            branch_id,
+            kind: "template",
+            tags: vec![
+                "sot".to_owned(),
+                "elaboration_prompt".to_owned(),
+                phase.phase_id.clone(),
+            ],
+            analysis: analysis.clone(),
+        };
+        let text = format!(
+            "Elaborate point {} of {}: expand it into a short, self-contained paragraph that \
+             does not lean on the other points; send it with run_skeleton_elaboration \
+             (skeleton_node_id {skeleton_id}).",
+            position + 1,
+            phase.phase_id
+        );
+        s.derived(call, spec, &text)?;
     }
-    let prompt_count = s.edit.planned().len() - elaboration_count;
+    Ok(())
+}
 
+/// Node ids by the skeleton point they elaborate.
+type ByPoint = BTreeMap<String, Vec<String>>;
+
+/// Whether a call merges its phase, and what the phase's elaborations cover.
+struct MergePlan {
+    /// Whether the call merges (as asked, else when every point is elaborated or a summary
+    /// was sent).
+    merge: bool,
+    /// Points still without an elaboration.
+    unelaborated: Vec<String>,
+    /// Every elaboration of the phase, point by point: what a merge subsumes.
+    all_elaborations: Vec<String>,
+}
+
+impl MergePlan {
+    /// What the response notes: a merge that leaves points unelaborated names them.
+    fn notes(&self) -> Vec<String> {
+        if !self.merge || self.unelaborated.is_empty() {
+            return Vec::new();
+        }
+        vec![format!(
+            "merged with {} point(s) not elaborated: {}",
+            self.unelaborated.len(),
+            self.unelaborated.join(", ")
+        )]
+    }
+}
+
+/// Decides whether the call merges; refuses a merge with nothing to merge, and a call that
+/// neither merges nor added any node (`added`: elaborations and prompts planned).
+fn plan_merge(
+    d: &Deliberation,
+    phase: &SkeletonPhase,
+    by_skeleton: &ByPoint,
+    merge: Option<bool>,
+    summary: Option<&str>,
+    added: usize,
+) -> Result<MergePlan, Refusal> {
     let unelaborated: Vec<String> = phase
         .skeleton_node_ids
         .iter()
         .filter(|id| by_skeleton.get(*id).is_none_or(Vec::is_empty))
         .cloned()
         .collect();
-    let merge = args
-        .merge
-        .unwrap_or(unelaborated.is_empty() || summary.is_some());
+    let merge = merge.unwrap_or(unelaborated.is_empty() || summary.is_some());
     let all_elaborations: Vec<String> = phase
         .skeleton_node_ids
         .iter()
@@ -296,13 +437,13 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
             "send elaborations first (run_skeleton_elaboration with elaborations)",
         ));
     }
-    if !merge && elaboration_count == 0 && prompt_count == 0 {
+    if !merge && added == 0 {
         return Err(refuse(
             d,
             ErrorCode::NothingToElaborate,
             format!(
-                "every point of {} already has an elaboration or a prompt, and no \
-                 elaboration was sent",
+                "every point of {} already has an elaboration or a prompt, and no elaboration \
+                 was sent",
                 phase.phase_id
             ),
             format!(
@@ -311,115 +452,83 @@ pub(crate) fn decide_elaboration(call: &mut Call<'_>) -> Outcome {
             ),
         ));
     }
-    let mut notes = Vec::new();
-    let mut merge_node_id = None;
-    let mut merge_analysis = None;
-    if merge {
-        if !unelaborated.is_empty() {
-            notes.push(format!(
-                "merged with {} point(s) not elaborated: {}",
-                unelaborated.len(),
-                unelaborated.join(", ")
-            ));
-        }
-        let spec = |analysis| NodeSpec {
-            parents: all_elaborations.clone(),
-            branch_id: format!("{}-merge", phase.phase_id),
-            kind: "merge",
-            tags: vec!["sot".to_owned(), "merge".to_owned(), phase.phase_id.clone()],
-            analysis,
-        };
-        let id = match summary {
-            Some(text) => {
-                let analysis = call.analysis(
-                    "Sketch",
-                    "sot.caller_merge",
-                    "caller",
-                    all_elaborations.clone(),
-                    &["the merged answer as the caller wrote it"],
-                );
-                merge_analysis = Some(analysis.clone());
-                s.caller(
-                    call,
-                    spec(analysis),
-                    "merge_summary",
-                    &[PathStep::Key("merge_summary")],
-                    text,
-                )?
-            }
-            None => {
-                let analysis = call.analysis(
-                    "Sketch",
-                    "sot.merge_prompt",
-                    SOT_HEURISTIC_SCAFFOLD,
-                    all_elaborations.clone(),
-                    &scaffold_limitations,
-                );
-                merge_analysis = Some(analysis.clone());
-                let text = format!(
-                    "Merge of {}: combine the elaborations of its {} point(s), in {} order, \
-                     into one answer; remove overlap and name any contradiction between \
-                     points.",
-                    phase.phase_id,
-                    phase.skeleton_node_ids.len(),
-                    phase.style
-                );
-                s.derived(call, spec(analysis), &text)?
-            }
-        };
-        for e in &all_elaborations {
-            s.edge(&id, e, "subsumes")?;
-        }
-        merge_node_id = Some(id);
-    }
-    let state = if merge {
-        "merged"
-    } else if all_elaborations.is_empty() {
-        "skeleton"
-    } else {
-        "elaborating"
+    Ok(MergePlan {
+        merge,
+        unelaborated,
+        all_elaborations,
+    })
+}
+
+/// Plans the merge node over every elaboration (the caller's summary, or a scaffold prompt to
+/// write one) with a `subsumes` edge to each; returns its id and analysis.
+fn add_merge(
+    call: &mut Call<'_>,
+    s: &mut Scaffold<'_>,
+    phase: &SkeletonPhase,
+    all_elaborations: &[String],
+    summary: Option<&str>,
+) -> Result<(String, AnalysisMetadata), Refusal> {
+    let spec = |analysis| NodeSpec {
+        parents: all_elaborations.to_vec(),
+        branch_id: format!("{}-merge", phase.phase_id),
+        kind: "merge",
+        tags: vec!["sot".to_owned(), "merge".to_owned(), phase.phase_id.clone()],
+        analysis,
     };
-    let nodes = s.nodes_out(call.at);
-    let (elaboration_nodes, mut rest): (Vec<NodeOut>, Vec<NodeOut>) =
-        nodes.into_iter().partition(|n| n.kind == "elaboration");
+    let (id, analysis) = match summary {
+        Some(text) => {
+            let analysis = call.analysis(
+                "Sketch",
+                "sot.caller_merge",
+                "caller",
+                all_elaborations.to_vec(),
+                &["the merged answer as the caller wrote it"],
+            );
+            let id = s.caller(
+                call,
+                spec(analysis.clone()),
+                "merge_summary",
+                &[PathStep::Key("merge_summary")],
+                text,
+            )?;
+            (id, analysis)
+        }
+        None => {
+            let analysis = call.analysis(
+                "Sketch",
+                "sot.merge_prompt",
+                SOT_HEURISTIC_SCAFFOLD,
+                all_elaborations.to_vec(),
+                SCAFFOLD_LIMITATIONS,
+            );
+            let text = format!(
+                "Merge of {}: combine the elaborations of its {} point(s), in {} order, into \
+                 one answer; remove overlap and name any contradiction between points.",
+                phase.phase_id,
+                phase.skeleton_node_ids.len(),
+                phase.style
+            );
+            (s.derived(call, spec(analysis.clone()), &text)?, analysis)
+        }
+    };
+    for e in all_elaborations {
+        s.edge(&id, e, "subsumes")?;
+    }
+    Ok((id, analysis))
+}
+
+/// The planned nodes as the response shows them: the elaborations, the prompts, the merge node.
+fn split_nodes(
+    s: &Scaffold<'_>,
+    at: &str,
+    merge_node_id: Option<&str>,
+) -> (Vec<NodeOut>, Vec<NodeOut>, Option<NodeOut>) {
+    let (elaboration_nodes, mut rest): (Vec<NodeOut>, Vec<NodeOut>) = s
+        .nodes_out(at)
+        .into_iter()
+        .partition(|n| n.kind == "elaboration");
     let merge_node = merge_node_id
-        .as_ref()
-        .and_then(|id| rest.iter().position(|n| &n.node_id == id))
+        .and_then(|id| rest.iter().position(|n| n.node_id == id))
         .map(|i| rest.remove(i));
-    let prompt_nodes = std::mem::take(&mut rest);
-    let analysis = merge_analysis.unwrap_or(if elaboration_count > 0 {
-        caller_analysis
-    } else {
-        scaffold_analysis
-    });
-    let mut facts = s.into_facts();
-    if elaboration_count > 0 || merge {
-        facts.push(Fact::SkeletonElaborated(SkeletonElaborated {
-            session_id: d.session_id.clone(),
-            phase_id: phase.phase_id.clone(),
-            elaboration_node_ids_by_skeleton: new_by_skeleton,
-            merge_node_id: merge_node_id.clone(),
-            state: state.to_owned(),
-        }));
-    }
-    let next_tools = if merge {
-        vec![RUN_REASONING_CHECKPOINT_TOOL, CONVERGE_REASONING_TOOL]
-    } else {
-        vec![RUN_SKELETON_ELABORATION_TOOL, SCORE_THOUGHTS_TOOL]
-    };
-    let body = ElaborationOutput {
-        session_id: d.session_id.to_string(),
-        deliberation_id: d.deliberation_id.clone(),
-        phase_id: phase.phase_id.clone(),
-        state: state.to_owned(),
-        elaboration_nodes,
-        prompt_nodes,
-        merge_node,
-        elaboration_node_ids_by_skeleton: by_skeleton,
-        unelaborated_skeleton_node_ids: unelaborated,
-        safety_notes: notes,
-        next_tools: next_tools.into_iter().map(str::to_owned).collect(),
-        analysis: AnalysisOut::from(&analysis),
-    };
-    call.done(Some(d.session_id.clone()), facts, body)
+    (elaboration_nodes, rest, merge_node)
 }

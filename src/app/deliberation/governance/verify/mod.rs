@@ -5,32 +5,33 @@
 //!
 //! Must not know: where evidence comes from. This server retrieves nothing; it weighs what the
 //! caller sends.
+//!
+//! Layout: this file holds the arguments, the response, the decision's order and the statuses
+//! it settles; `plan` checks and plans the claims, evidence and resolutions; `questions` writes
+//! the verification questions (templates, or the model's) within the budget.
+
+mod plan;
+mod questions;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use self::plan::{check_counts, plan_claims, plan_evidence, plan_resolutions};
+pub(crate) use self::questions::plan_verify;
+use self::questions::{Questions, model_questions, plan_questions};
 use super::claims::{
-    ClaimView, EvidenceView, QUESTION_TEMPLATES, matrix, planned_evidence, questions_for, quote,
-    recorded_evidence, tallies,
+    ClaimView, EvidenceView, matrix, planned_evidence, recorded_evidence, tallies,
 };
-use super::{
-    MAX_CLAIMS_PER_CALL, MAX_EVIDENCE_PER_CALL, MAX_IDS, Tally, VerificationMatrix, claim_status,
-    criticality_or_refuse, empty_text, require_nodes, tier_weight, too_many,
-};
-use crate::app::ErrorCode;
-use crate::app::call::model::ModelStep;
-use crate::app::call::{Call, PathStep, Refusal};
-use crate::app::deliberation::context::refuse;
-use crate::app::deliberation::injection::shown;
+use super::{Tally, VerificationMatrix, claim_status};
+use crate::app::call::{Call, PathStep};
 use crate::app::deliberation::model;
 use crate::app::deliberation::outputs::{AnalysisOut, RedactionOut};
-use crate::app::{App, Command};
 use crate::app::{Outcome, lenient};
 use crate::events::Fact;
 use crate::events::deliberation::{
-    ClaimRecorded, ConflictResolved, EvidenceRecorded, VerificationQuestion, VerificationRecorded,
+    AnalysisMetadata, ClaimRecorded, ConflictResolved, EvidenceRecorded, VerificationRecorded,
 };
 use crate::projections::Deliberation;
 
@@ -238,46 +239,7 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
     };
     let (recorded_claims, redactions) =
         record_claims(call, &claims, new_claims, &planned, &planned_resolutions);
-    let source_node_ids: Vec<String> = views
-        .iter()
-        .filter(|v| statuses.touched.contains(&v.claim_id))
-        .flat_map(|v| v.node_ids.iter().cloned())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let evidence_limits = [
-        "evaluates only caller-supplied evidence; no retrieval or fact-checking provider is \
-         configured",
-        "statuses follow the tiers (primary 1.0, secondary 0.6, tertiary 0.3) and \
-         independence groups as the caller declared them; neither is checked",
-    ];
-    let model_name = call.model_answers().first().map(model::model_name);
-    let analysis = match model_name.filter(|_| asked) {
-        Some(name) => call.model_analysis(
-            &d.user_mode,
-            "verify.tiered_independent_evidence",
-            &name,
-            source_node_ids,
-            &[
-                evidence_limits[0],
-                evidence_limits[1],
-                "verification questions were written by the model named here; nothing \
-                 answers them, and the model judged no claim",
-            ],
-        ),
-        None => call.analysis(
-            &d.user_mode,
-            "verify.tiered_independent_evidence",
-            "heuristic",
-            source_node_ids,
-            &[
-                evidence_limits[0],
-                evidence_limits[1],
-                "verification questions are fixed templates quoting the claim; nothing answers \
-                 them",
-            ],
-        ),
-    };
+    let analysis = verify_analysis(call, d, asked, &views, &statuses);
     let verification_id = format!("verif-{}", d.verifications.len() + 1);
     let body = VerifyOutput {
         verification_id: verification_id.clone(),
@@ -312,293 +274,6 @@ pub(crate) fn decide_verify(call: &mut Call<'_>) -> Outcome {
         analysis,
     });
     call.done(Some(d.session_id.clone()), vec![fact], body)
-}
-
-/// Refuses a call that sends nothing, or more than a call may hold.
-fn check_counts(
-    d: &Deliberation,
-    claims: &[ClaimArg],
-    evidence: &[EvidenceArg],
-    resolutions: &[ResolutionArg],
-) -> Result<(), Refusal> {
-    if claims.is_empty() && evidence.is_empty() && resolutions.is_empty() {
-        return Err(refuse(
-            d,
-            ErrorCode::NothingToVerify,
-            "no claims, evidence or resolutions were sent",
-            "send new claims, evidence on claims (new or existing), or resolutions of contested \
-             claims",
-        ));
-    }
-    if claims.len() > MAX_CLAIMS_PER_CALL {
-        return Err(too_many(d, "claims", claims.len(), MAX_CLAIMS_PER_CALL));
-    }
-    if evidence.len() > MAX_EVIDENCE_PER_CALL {
-        return Err(too_many(
-            d,
-            "evidence",
-            evidence.len(),
-            MAX_EVIDENCE_PER_CALL,
-        ));
-    }
-    if resolutions.len() > MAX_CLAIMS_PER_CALL {
-        return Err(too_many(
-            d,
-            "resolutions",
-            resolutions.len(),
-            MAX_CLAIMS_PER_CALL,
-        ));
-    }
-    Ok(())
-}
-
-/// The recorded claims, then the new ones with their ids (checked: text, criticality, nodes).
-fn plan_claims(
-    call: &Call<'_>,
-    d: &Deliberation,
-    claims: &[ClaimArg],
-) -> Result<(Vec<ClaimView>, Vec<NewClaim>), Refusal> {
-    let state = call.app.deliberations();
-    let mut views: Vec<ClaimView> = d
-        .claims
-        .iter()
-        .map(|c| ClaimView {
-            claim_id: c.claim_id.clone(),
-            criticality: c.criticality.clone(),
-            text: state.text(&c.text).map(str::to_owned),
-            status: c.status.clone(),
-            resolution: c.resolution.as_ref().map(|(o, _)| o.clone()),
-            node_ids: c.node_ids.clone(),
-            new: false,
-        })
-        .collect();
-    let mut new_claims = Vec::with_capacity(claims.len());
-    for (i, c) in claims.iter().enumerate() {
-        let field = format!("claims[{i}].text");
-        if c.text.trim().is_empty() {
-            return Err(empty_text(d, &field, "the claim as a checkable statement"));
-        }
-        let criticality = criticality_or_refuse(
-            d,
-            c.criticality.as_deref(),
-            &format!("claims[{i}].criticality"),
-        )?;
-        let node_ids = c.node_ids.clone().unwrap_or_default();
-        if node_ids.len() > MAX_IDS {
-            return Err(too_many(
-                d,
-                &format!("claims[{i}].node_ids"),
-                node_ids.len(),
-                MAX_IDS,
-            ));
-        }
-        require_nodes(d, &node_ids, "claim node")?;
-        let claim_id = format!("claim-{}", d.claims.len() + i + 1);
-        views.push(ClaimView {
-            claim_id: claim_id.clone(),
-            criticality: criticality.clone(),
-            text: Some(shown(&c.text, &field)),
-            status: "unverified".to_owned(),
-            resolution: None,
-            node_ids: node_ids.clone(),
-            new: true,
-        });
-        new_claims.push((i, claim_id, criticality, node_ids));
-    }
-    Ok((views, new_claims))
-}
-
-/// The refusal of a claim id that is neither recorded nor new in this call.
-fn unknown_claim(d: &Deliberation, id: &str, role: &str) -> Refusal {
-    refuse(
-        d,
-        ErrorCode::UnknownClaim,
-        format!("{role} names \"{id}\", which is not a claim of this deliberation"),
-        format!(
-            "use an existing claim id (claim-1 … claim-{}) or claim-{} … for the claims of \
-             this call, in order",
-            d.claims.len(),
-            d.claims.len() + 1
-        ),
-    )
-}
-
-/// The evidence, checked and planned with its ids.
-fn plan_evidence(
-    call: &mut Call<'_>,
-    d: &Deliberation,
-    views: &[ClaimView],
-    evidence: &[EvidenceArg],
-) -> Result<Vec<EvidenceRecorded>, Refusal> {
-    let known = |id: &str| views.iter().any(|v| v.claim_id == id);
-    let mut planned: Vec<EvidenceRecorded> = Vec::with_capacity(evidence.len());
-    for (i, e) in evidence.iter().enumerate() {
-        let at = format!("evidence[{i}]");
-        if e.source.trim().is_empty() {
-            return Err(empty_text(
-                d,
-                &format!("{at}.source"),
-                "where the evidence comes from",
-            ));
-        }
-        let tier = lower(&e.tier);
-        if tier_weight(&tier).is_none() {
-            return Err(refuse(
-                d,
-                ErrorCode::InvalidTier,
-                format!("{at}.tier \"{tier}\" is not an evidence tier"),
-                "use primary (weight 1.0), secondary (0.6) or tertiary (0.3)",
-            ));
-        }
-        let group = e.independence_group.trim().to_owned();
-        if group.is_empty() {
-            return Err(refuse(
-                d,
-                ErrorCode::InvalidEvidence,
-                format!("{at}.independence_group is empty"),
-                "name the source's independence group; sources sharing an origin share a group",
-            ));
-        }
-        let supports = e.supports_claims.clone().unwrap_or_default();
-        let refutes = e.refutes_claims.clone().unwrap_or_default();
-        if supports.is_empty() && refutes.is_empty() {
-            return Err(refuse(
-                d,
-                ErrorCode::InvalidEvidence,
-                format!("{at} neither supports nor refutes a claim"),
-                "list the claims it bears on in supports_claims or refutes_claims",
-            ));
-        }
-        if supports.len() + refutes.len() > MAX_IDS {
-            return Err(too_many(
-                d,
-                &format!("{at} claims"),
-                supports.len() + refutes.len(),
-                MAX_IDS,
-            ));
-        }
-        if let Some(both) = supports.iter().find(|c| refutes.contains(c)) {
-            return Err(refuse(
-                d,
-                ErrorCode::InvalidEvidence,
-                format!("{at} both supports and refutes {both}"),
-                "send the supporting and the refuting parts as two pieces of evidence, in \
-                 different independence groups if they come from different sources",
-            ));
-        }
-        for id in supports.iter().chain(&refutes) {
-            if !known(id) {
-                return Err(unknown_claim(d, id, &at));
-            }
-        }
-        let source = call.scanned(
-            &format!("{at}.source"),
-            &[
-                PathStep::Key("evidence"),
-                PathStep::Index(i),
-                PathStep::Key("source"),
-            ],
-            &e.source,
-        );
-        let excerpt = e
-            .excerpt
-            .as_deref()
-            .filter(|x| !x.trim().is_empty())
-            .map(|x| {
-                call.scanned(
-                    &format!("{at}.excerpt"),
-                    &[
-                        PathStep::Key("evidence"),
-                        PathStep::Index(i),
-                        PathStep::Key("excerpt"),
-                    ],
-                    x,
-                )
-            });
-        planned.push(EvidenceRecorded {
-            evidence_id: format!("ev-{}", d.evidence.len() + i + 1),
-            source,
-            excerpt,
-            tier,
-            independence_group: group,
-            supports_claims: supports,
-            refutes_claims: refutes,
-        });
-    }
-    Ok(planned)
-}
-
-/// The resolutions, only for claims whose sources conflict.
-fn plan_resolutions(
-    call: &mut Call<'_>,
-    d: &Deliberation,
-    views: &[ClaimView],
-    all_tallies: &HashMap<String, Tally>,
-    resolutions: &[ResolutionArg],
-) -> Result<Vec<ConflictResolved>, Refusal> {
-    let mut planned_resolutions: Vec<ConflictResolved> = Vec::with_capacity(resolutions.len());
-    for (i, r) in resolutions.iter().enumerate() {
-        let at = format!("resolutions[{i}]");
-        let Some(view) = views.iter().find(|v| v.claim_id == r.claim_id) else {
-            return Err(unknown_claim(d, &r.claim_id, &at));
-        };
-        if planned_resolutions.iter().any(|p| p.claim_id == r.claim_id) {
-            return Err(refuse(
-                d,
-                ErrorCode::InvalidArguments,
-                format!("{} is resolved twice in this call", r.claim_id),
-                "send one resolution per claim",
-            ));
-        }
-        let outcome = lower(&r.outcome);
-        if !matches!(outcome.as_str(), "verified" | "refuted") {
-            return Err(refuse(
-                d,
-                ErrorCode::InvalidOutcome,
-                format!("{at}.outcome \"{outcome}\" is not a resolution outcome"),
-                "use verified or refuted",
-            ));
-        }
-        if !all_tallies
-            .get(&view.claim_id)
-            .is_some_and(Tally::conflicted)
-        {
-            return Err(refuse(
-                d,
-                ErrorCode::NoConflict,
-                format!(
-                    "{} has no source conflict to resolve: no group supports it while another \
-                     refutes it",
-                    view.claim_id
-                ),
-                "resolutions are for contested claims; add evidence instead, and its status \
-                 follows the tier and independence rules",
-            ));
-        }
-        if r.rationale.trim().is_empty() {
-            return Err(refuse(
-                d,
-                ErrorCode::RationaleRequired,
-                format!("{at}.rationale is empty"),
-                "say why one side of the conflict prevails",
-            ));
-        }
-        let rationale = call.scanned(
-            &format!("{at}.rationale"),
-            &[
-                PathStep::Key("resolutions"),
-                PathStep::Index(i),
-                PathStep::Key("rationale"),
-            ],
-            &r.rationale,
-        );
-        planned_resolutions.push(ConflictResolved {
-            claim_id: view.claim_id.clone(),
-            outcome,
-            rationale,
-        });
-    }
-    Ok(planned_resolutions)
 }
 
 /// The claims a call touches, with their statuses after it.
@@ -653,195 +328,56 @@ fn settle_statuses(
     }
 }
 
-/// The verification questions of a call, within the deliberation's budget.
-struct Questions {
-    /// As recorded (the question text committed).
-    recorded: Vec<VerificationQuestion>,
-    /// As shown in the response.
-    shown: Vec<QuestionOut>,
-    /// Whether the budget cut some.
-    truncated: bool,
-    /// Questions asked before this call.
-    used: u32,
-    /// The deliberation's question budget.
-    budget: u32,
-}
-
-impl Questions {
-    /// No questions (the caller asked for none).
-    fn none(d: &Deliberation) -> Self {
-        Self {
-            recorded: Vec::new(),
-            shown: Vec::new(),
-            truncated: false,
-            used: u32::try_from(d.questions.len()).unwrap_or(u32::MAX),
-            budget: d.budgets.max_verification_questions,
-        }
-    }
-}
-
-/// The questions for the new claims (more for more critical ones), until the budget runs out.
-fn plan_questions(
-    call: &mut Call<'_>,
+/// The call's analysis metadata: who wrote the questions (the model named, or the templates),
+/// drawn from the nodes of the claims the call touches, with the limits of weighing
+/// caller-supplied evidence.
+fn verify_analysis(
+    call: &Call<'_>,
     d: &Deliberation,
+    asked: bool,
     views: &[ClaimView],
-    new_claims: &[NewClaim],
-) -> Questions {
-    let mut out = Questions::none(d);
-    let mut remaining = out.budget.saturating_sub(out.used);
-    for (_, claim_id, criticality, _) in new_claims {
-        let text = views
-            .iter()
-            .find(|v| &v.claim_id == claim_id)
-            .and_then(|v| v.text.clone())
-            .unwrap_or_default();
-        for template in QUESTION_TEMPLATES.iter().take(questions_for(criticality)) {
-            if remaining == 0 {
-                out.truncated = true;
-                break;
-            }
-            remaining -= 1;
-            let question = template.replacen("{}", &quote(&text), 1);
-            out.recorded.push(VerificationQuestion {
-                claim_id: claim_id.clone(),
-                question: call.derive_text(&question),
-            });
-            out.shown.push(QuestionOut {
-                claim_id: claim_id.clone(),
-                question,
-            });
-        }
-    }
-    out
-}
-
-/// How many questions each new claim of a call gets, in order (more for more critical ones),
-/// until the deliberation's budget runs out; and whether the budget cut some.
-fn question_counts(d: &Deliberation, criticalities: &[String]) -> (Vec<usize>, bool) {
-    let used = u32::try_from(d.questions.len()).unwrap_or(u32::MAX);
-    let mut remaining =
-        usize::try_from(d.budgets.max_verification_questions.saturating_sub(used)).unwrap_or(0);
-    let mut truncated = false;
-    let counts = criticalities
+    statuses: &Statuses,
+) -> AnalysisMetadata {
+    let source_node_ids: Vec<String> = views
         .iter()
-        .map(|c| {
-            let wanted = questions_for(c);
-            let k = wanted.min(remaining);
-            truncated |= k < wanted;
-            remaining -= k;
-            k
-        })
+        .filter(|v| statuses.touched.contains(&v.claim_id))
+        .flat_map(|v| v.node_ids.iter().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect();
-    (counts, truncated)
-}
-
-/// The model's questions for one claim.
-#[derive(Debug, Deserialize)]
-struct ModelQuestions {
-    questions: Vec<String>,
-}
-
-/// The model calls of `verify_thoughts` with `provider: "model_backed"`: one per new claim
-/// that gets questions within the budget, asking for that many verification questions as JSON.
-pub(crate) fn plan_verify(app: &App, command: &Command) -> Result<Option<ModelStep>, Refusal> {
-    let Some(args) = model::plan_args::<VerifyArgs>(command) else {
-        return Ok(None);
-    };
-    let claims = args.claims.unwrap_or_default();
-    if !model::asks_model(&command.arguments)
-        || !args.generate_questions.unwrap_or(true)
-        || claims.is_empty()
-    {
-        return Ok(None);
+    let evidence_limits = [
+        "evaluates only caller-supplied evidence; no retrieval or fact-checking provider is \
+         configured",
+        "statuses follow the tiers (primary 1.0, secondary 0.6, tertiary 0.3) and \
+         independence groups as the caller declared them; neither is checked",
+    ];
+    let model_name = call.model_answers().first().map(model::model_name);
+    match model_name.filter(|_| asked) {
+        Some(name) => call.model_analysis(
+            &d.user_mode,
+            "verify.tiered_independent_evidence",
+            &name,
+            source_node_ids,
+            &[
+                evidence_limits[0],
+                evidence_limits[1],
+                "verification questions were written by the model named here; nothing \
+                 answers them, and the model judged no claim",
+            ],
+        ),
+        None => call.analysis(
+            &d.user_mode,
+            "verify.tiered_independent_evidence",
+            "heuristic",
+            source_node_ids,
+            &[
+                evidence_limits[0],
+                evidence_limits[1],
+                "verification questions are fixed templates quoting the claim; nothing answers \
+                 them",
+            ],
+        ),
     }
-    let Some(d) = model::deliberation_of(app, command, args.session_id.as_deref()) else {
-        return Ok(None);
-    };
-    let criticalities: Vec<String> = claims
-        .iter()
-        .map(|c| lower(c.criticality.as_deref().unwrap_or("medium")))
-        .collect();
-    let (counts, _) = question_counts(d, &criticalities);
-    let asked = command.prepared.model.answers.len();
-    let Some((i, k)) = counts
-        .iter()
-        .enumerate()
-        .filter(|(_, k)| **k > 0)
-        .nth(asked)
-    else {
-        return Ok(None);
-    };
-    let text = shown(&claims[i].text, &format!("claims[{i}].text"));
-    let prompt = format!(
-        "Goal: {}\n\nClaim: {text}\n\nWrite {k} questions whose answers would verify or \
-         refute this claim; each must be answerable by checking a source.",
-        model::text_or_erased(app, &d.goal)
-    );
-    Ok(Some(ModelStep::Chat(model::json_request(
-        "You write chain-of-verification questions. Answer only with JSON.",
-        &prompt,
-        "verification_questions",
-        serde_json::json!({
-            "type": "object",
-            "properties": {
-                "questions": {
-                    "type": "array",
-                    "items": {"type": "string", "maxLength": 240},
-                    "minItems": k,
-                    "maxItems": k,
-                }
-            },
-            "required": ["questions"],
-            "additionalProperties": false,
-        }),
-    ))))
-}
-
-/// The questions for the new claims written by the model, one answer per claim that gets
-/// questions within the budget (as [`plan_verify`] asked).
-fn model_questions(
-    call: &mut Call<'_>,
-    d: &Deliberation,
-    new_claims: &[NewClaim],
-) -> Result<Questions, Refusal> {
-    let mut out = Questions::none(d);
-    let criticalities: Vec<String> = new_claims.iter().map(|c| c.2.clone()).collect();
-    let (counts, truncated) = question_counts(d, &criticalities);
-    out.truncated = truncated;
-    let answers = call.model_answers().to_vec();
-    let mut answers = answers.iter();
-    for ((_, claim_id, _, _), k) in new_claims.iter().zip(counts) {
-        if k == 0 {
-            continue;
-        }
-        let written: ModelQuestions =
-            model::parse_answer(d, answers.next(), &format!("{k} questions on {claim_id}"))?;
-        if written.questions.len() != k || written.questions.iter().any(|q| q.trim().is_empty()) {
-            return Err(refuse(
-                d,
-                ErrorCode::ModelAnswerUnusable,
-                format!(
-                    "the model wrote {} question(s) on {claim_id}, some perhaps empty, where {k} \
-                     were asked for",
-                    written.questions.len()
-                ),
-                "retry, or verify without provider model_backed (template questions)",
-            ));
-        }
-        for (j, question) in written.questions.iter().enumerate() {
-            let field = format!("model.questions[{claim_id}][{j}]");
-            let question = shown(question, &field);
-            out.recorded.push(VerificationQuestion {
-                claim_id: claim_id.clone(),
-                question: call.derive_text(&question),
-            });
-            out.shown.push(QuestionOut {
-                claim_id: claim_id.clone(),
-                question,
-            });
-        }
-    }
-    Ok(out)
 }
 
 /// The new claims as recorded (their text scanned), and every redaction of the call's texts.
