@@ -5,7 +5,8 @@
 //! divergence, and show it exactly as the committed snapshots say (`snapshots/fixture_ledger__*`):
 //! any change to how a stored event is decoded, replayed, re-executed or shown fails here.
 //!
-//! The fixture is copied into a temp dir first: opening a ledger writes to its directory.
+//! The fixture is copied into a temp dir first (owner-only, as it was written): opening a
+//! ledger writes to its directory.
 //! Only what the test run itself adds is masked in the snapshots (the temp dir's path); every
 //! recorded time, id and hash is the fixture's own. `write_the_fixture_ledger_when_asked`
 //! writes the fixture again, and only when asked (see the fixture's README).
@@ -91,6 +92,24 @@ impl Transcript {
     }
 }
 
+/// Makes the copy's directories 0700 and files 0600, as the build that wrote them left them:
+/// git keeps no modes but the executable bit, and a signing key others may read is refused.
+fn owner_only(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    };
+    mode(dir, 0o700);
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            owner_only(&path);
+        } else {
+            mode(&path, 0o600);
+        }
+    }
+}
+
 /// Every session of the fixture, in the order of its first event.
 fn sessions_in_log_order(data: &Path) -> Vec<String> {
     let mut seen = BTreeSet::new();
@@ -110,6 +129,7 @@ async fn the_fixture_ledger_verifies_replays_and_re_executes_as_it_was_recorded(
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
     copy_dir(Path::new(FIXTURE), &data);
+    owner_only(&data);
     let events = stored_events(&data).len();
     let sessions = sessions_in_log_order(&data);
     assert_eq!(
