@@ -12,6 +12,7 @@ mod common;
 mod deliberation;
 mod durability;
 mod erasure;
+mod fixture_ledger;
 mod framing;
 mod idempotency;
 mod lux;
