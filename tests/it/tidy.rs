@@ -627,7 +627,6 @@ const LONG_FILES: &[&str] = &[
     "index/memory/text.rs",
     "ledger/pg.rs",
     "projections/deliberation.rs",
-    "projections/memory.rs",
 ];
 
 #[test]
