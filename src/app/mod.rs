@@ -51,8 +51,7 @@ use crate::index::memory::DerivedIndex;
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::{
-    AgentState, BODY_CACHE_BYTES, CognitionState, DeliberationState, LuxState, MemoryState,
-    Telemetry, ThinkingState,
+    AgentState, CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
 };
 
 pub use agent::{
@@ -453,8 +452,7 @@ impl Decider for App {
     }
 
     fn attach_log(&mut self, log: std::sync::Arc<dyn crate::ledger::SessionLog>) {
-        self.state
-            .load_bodies_from(Box::new(bodies::LogBodies(log)), BODY_CACHE_BYTES);
+        self.state.load_bodies_from(bodies::from_log(log));
     }
 
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {
