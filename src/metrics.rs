@@ -2,7 +2,7 @@
 //! happen: the ledger's writer once a batch is durable (calls by tool and outcome, events per
 //! batch, sync time), the tools layer when a call is answered (latency by tool, calls that
 //! could not be recorded), the model client around each call (latency, failures by kind) and
-//! the owner's socket as relays come and go. `server/metrics.rs` serves them at `/metrics`,
+//! the owner's socket as relays come and go, the memory index when it fails and is rebuilt. `server/metrics.rs` serves them at `/metrics`,
 //! with what it reads of the ledger at each scrape (its size, queue and latest checkpoint).
 //!
 //! Knows no other module of the crate, so every layer may record into it; it reads no clock,
@@ -66,6 +66,11 @@ struct ReasonLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StageLabel {
+    stage: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EndpointLabel {
     endpoint: &'static str,
 }
@@ -107,6 +112,11 @@ pub struct Metrics {
     model_failures: Family<ModelFailureLabels, Counter>,
     /// Relays connected to this process's socket now.
     relays: Gauge,
+    /// Failures of the memory index (a derived index: dropped and rebuilt from the state), by
+    /// what was being done.
+    memory_index_failures: Family<StageLabel, Counter>,
+    /// 1 from a failure of the memory index until it is next built, else 0.
+    memory_index_failed: Gauge,
 }
 
 impl Default for Metrics {
@@ -176,6 +186,19 @@ impl Metrics {
             "Relays (other processes' MCP clients) connected to this process's socket",
             relays.clone(),
         );
+        let memory_index_failures = Family::<StageLabel, Counter>::default();
+        registry.register(
+            "memory_index_failures",
+            "Failures of the memory index, a derived index that is then dropped and rebuilt \
+             from the state at its next use, by stage (build, feed, commit)",
+            memory_index_failures.clone(),
+        );
+        let memory_index_failed = Gauge::default();
+        registry.register(
+            "memory_index_failed",
+            "1 from a failure of the memory index until it is built again, else 0",
+            memory_index_failed.clone(),
+        );
         Self {
             registry,
             calls,
@@ -186,6 +209,8 @@ impl Metrics {
             model_seconds,
             model_failures,
             relays,
+            memory_index_failures,
+            memory_index_failed,
         }
     }
 
@@ -235,6 +260,19 @@ impl Metrics {
                 .get_or_create(&ModelFailureLabels { endpoint, kind })
                 .inc();
         }
+    }
+
+    /// The memory index failed while at `stage` (`build`, `feed`, `commit`) and was dropped.
+    pub fn memory_index_failed(&self, stage: &'static str) {
+        self.memory_index_failures
+            .get_or_create(&StageLabel { stage })
+            .inc();
+        self.memory_index_failed.set(1);
+    }
+
+    /// The memory index was built (or reopened) and holds the state's memories.
+    pub fn memory_index_built(&self) {
+        self.memory_index_failed.set(0);
     }
 
     /// A relay connected: counted until the returned guard is dropped (its connection ended,
@@ -287,6 +325,7 @@ mod tests {
         metrics.call_unrecorded("ledger_opening");
         metrics.model_call("chat", Duration::from_secs(1), Some("timed_out"));
         let relay = metrics.relay_connected();
+        metrics.memory_index_failed("commit");
         let out = text(&metrics);
         for line in [
             "thinkledger_calls_total{tool=\"sequentialthinking\",outcome=\"ok\"} 2",
@@ -299,6 +338,8 @@ mod tests {
             "thinkledger_model_call_duration_seconds_count{endpoint=\"chat\"} 1",
             "thinkledger_model_call_failures_total{endpoint=\"chat\",kind=\"timed_out\"} 1",
             "thinkledger_relays_connected 1",
+            "thinkledger_memory_index_failures_total{stage=\"commit\"} 1",
+            "thinkledger_memory_index_failed 1",
         ] {
             assert!(out.lines().any(|l| l == line), "no {line:?} in\n{out}");
         }

@@ -47,11 +47,11 @@ use crate::events::{
     Actor, Call, ErrorRecord, Event, Fact, OutcomeStatus, Provenance, RecordedEffects,
     RecordedEmbedding, RecordedModelCall, SessionId, TextLookup, TraceContext,
 };
+use crate::index::memory::DerivedIndex;
 use crate::ledger::canonical::canonical_bytes;
 use crate::ledger::{Decider, Draft, LogView, NewText};
 use crate::projections::{
-    AgentState, BODY_CACHE_BYTES, CognitionState, DeliberationState, LuxState, MemoryState,
-    Telemetry, ThinkingState,
+    AgentState, CognitionState, DeliberationState, LuxState, MemoryState, Telemetry, ThinkingState,
 };
 
 pub use agent::{
@@ -217,6 +217,9 @@ pub struct App {
     telemetry: std::sync::Arc<Telemetry>,
     idempotency: idempotency::IdempotencyIndex,
     config: AppConfig,
+    /// The memory index, derived from `memory` and fed by the writer ([`Decider::derive`]);
+    /// never part of the state or of a snapshot, shared by every view.
+    memory_index: DerivedIndex,
 }
 
 impl App {
@@ -231,6 +234,7 @@ impl App {
             telemetry: std::sync::Arc::default(),
             idempotency: idempotency::IdempotencyIndex::default(),
             config,
+            memory_index: DerivedIndex::in_ram(),
         }
     }
 
@@ -243,11 +247,11 @@ impl App {
             .map_or(crate::metrics::UNKNOWN_TOOL_LABEL, |spec| spec.name)
     }
 
-    /// The application with its memory index in `dir` (a cache of the memory projection,
-    /// emptied and rebuilt from it on first use) instead of in memory.
+    /// The application with its memory index in `dir` (derived from the memory projection:
+    /// reopened, or emptied and rebuilt from it, on first use) instead of in memory.
     #[must_use]
     pub fn with_memory_index_dir(mut self, dir: std::path::PathBuf) -> Self {
-        self.memory = MemoryState::with_index_dir(dir);
+        self.memory_index = DerivedIndex::in_dir(dir);
         self
     }
 
@@ -266,6 +270,11 @@ impl App {
 
     pub fn memories(&self) -> &MemoryState {
         &self.memory
+    }
+
+    /// The memory index, lent to decisions current with [`App::memories`].
+    pub fn memory_index(&self) -> &DerivedIndex {
+        &self.memory_index
     }
 
     pub fn state(&self) -> &ThinkingState {
@@ -430,7 +439,12 @@ impl Decider for App {
     }
 
     fn close(&mut self) {
-        self.memory.close_index();
+        self.memory_index.close();
+    }
+
+    fn derive(&mut self) {
+        self.memory_index.feed(&self.memory);
+        self.memory.forget_changes();
     }
 
     fn counted_as(&self, command: &Command) -> &'static str {
@@ -438,8 +452,7 @@ impl Decider for App {
     }
 
     fn attach_log(&mut self, log: std::sync::Arc<dyn crate::ledger::SessionLog>) {
-        self.state
-            .load_bodies_from(Box::new(bodies::LogBodies(log)), BODY_CACHE_BYTES);
+        self.state.load_bodies_from(bodies::from_log(log));
     }
 
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>) {

@@ -46,7 +46,7 @@ impl App {
     pub(super) fn save_snapshot(&self) -> Result<Vec<u8>, String> {
         // The memory index on disk as current as the snapshot, so that an open from it
         // reopens the index instead of rebuilding it.
-        self.memory.commit_index();
+        self.memory_index.commit();
         serde_json::to_vec(&Saved {
             thinking: &self.state,
             deliberation: &self.deliberation,
@@ -66,9 +66,9 @@ impl App {
         // First, so that a snapshot this state cannot take changes nothing.
         self.state.adopt(loaded.thinking)?;
         self.deliberation = loaded.deliberation;
-        let mut memory = loaded.memory;
-        memory.adopt_index(&self.memory);
-        self.memory = memory;
+        // The memory index, built for the state replaced (if at all), is rebuilt or reopened
+        // for this one when first lent: its anchor is not this state's.
+        self.memory = loaded.memory;
         self.lux = loaded.lux;
         self.agent = loaded.agent;
         self.cognition = loaded.cognition;
@@ -88,20 +88,25 @@ mod tests {
     /// when it was last set.
     const PINNED: (&str, &str) = (
         "app-state/11",
-        "389ccbbfdc200a231a2b92b1e086646e4d5bb3902a9c234a6349246cadaf32a7",
+        "7afd25d0c8577e84734c693fc809cdf7d63728a80744e6925a9d0606fe766f99",
     );
 
     /// The files whose change may change what a snapshot means: the projections, the facts
-    /// they fold, the idempotency index and this module.
+    /// they fold (their directories' too), the idempotency index and this module.
     fn state_sources(root: &Path) -> Vec<PathBuf> {
-        let mut files = Vec::new();
-        for dir in ["src/projections", "src/events"] {
-            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+        fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
                 let path = entry.unwrap().path();
-                if path.extension().is_some_and(|e| e == "rs") {
+                if path.is_dir() {
+                    rust_files(&path, files);
+                } else if path.extension().is_some_and(|e| e == "rs") {
                     files.push(path);
                 }
             }
+        }
+        let mut files = Vec::new();
+        for dir in ["src/projections", "src/events"] {
+            rust_files(&root.join(dir), &mut files);
         }
         files.push(root.join("src/app/idempotency.rs"));
         files.push(root.join("src/app/snapshot.rs"));

@@ -24,6 +24,6 @@ pub use lux::LuxState;
 pub use memory::MemoryState;
 pub use telemetry::Telemetry;
 pub use thinking::{
-    BODY_CACHE_BYTES, BodySource, Branch, LoadError, Session, SessionHead, SessionStatus,
-    ThinkingState, Thought,
+    BODY_CACHE_BYTES, Branch, LoadError, Session, SessionBodies, SessionHead, SessionStatus,
+    ThinkingState, Thought, thought_bytes,
 };

@@ -18,10 +18,9 @@
 //! share the body cache; a body there is only handed to a view whose head it matches.
 
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use imbl::{HashMap, HashSet, Vector};
-use lru::LruCache;
 use serde::{Deserialize, Serialize};
 
 use crate::events::{Event, Fact, SessionId, TextLookup, TextRef, ThoughtRecorded};
@@ -62,7 +61,7 @@ impl Thought {
 
 /// What a thought holds in memory, roughly: its fields, its strings and a share of the
 /// persistent vector's node.
-fn thought_bytes(thought: &Thought) -> usize {
+pub fn thought_bytes(thought: &Thought) -> usize {
     std::mem::size_of::<Thought>()
         + 16
         + thought.recorded_at.len()
@@ -246,7 +245,7 @@ impl Session {
     }
 
     /// The session `event` starts, with the rest of that event folded in.
-    fn starting(id: &SessionId, event: &Event, texts: &TextLookup<'_>) -> Option<Self> {
+    pub fn starting(id: &SessionId, event: &Event, texts: &TextLookup<'_>) -> Option<Self> {
         let mut session = Self::new(SessionHead::starting(id, event)?);
         for fact in &event.facts {
             session.fold_fact(fact, event, texts);
@@ -263,7 +262,7 @@ impl Session {
     }
 
     /// Folds a later event recorded against this session.
-    fn fold(&mut self, event: &Event, texts: &TextLookup<'_>) {
+    pub fn fold(&mut self, event: &Event, texts: &TextLookup<'_>) {
         self.head.touch(event);
         for fact in &event.facts {
             self.fold_fact(fact, event, texts);
@@ -318,7 +317,8 @@ impl Session {
         self.thoughts.push_back(thought);
     }
 
-    fn bytes(&self) -> usize {
+    /// Its estimated size in memory (for a cache's byte budget).
+    pub fn bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.thoughts.iter().map(thought_bytes).sum::<usize>()
     }
 }
@@ -341,12 +341,30 @@ fn recorded_thought(event: &Event, recorded: &ThoughtRecorded, texts: &TextLooku
     }
 }
 
-/// Where a session's events and texts are read again from: the log.
-pub trait BodySource: Send + Sync {
-    /// The events recorded against `session` with seq ≤ `through`, in seq order.
-    fn events(&self, session: &SessionId, through: u64) -> Result<Vec<Event>, String>;
-    /// The stored text behind `text`; `None` when it was erased (or never stored).
-    fn text(&self, text: &TextRef) -> Result<Option<Arc<str>>, String>;
+/// Where the bodies a state does not hold are had: a cache kept beside the state
+/// (`app::bodies`), which reads them back from the log, shared by every view. The fold tells it
+/// what it folded, so that it holds the bodies of events not yet durable too (the log cannot
+/// give those back); it holds no lock and reads nothing itself.
+pub trait SessionBodies: Send + Sync + std::fmt::Debug {
+    /// The body of the session `head` stands for, as of that head, with no text of an `erased`
+    /// commitment.
+    fn body(&self, head: &SessionHead, erased: &HashSet<String>)
+    -> Result<Arc<Session>, LoadError>;
+    /// The writer started a session with `body`, under `epoch` erasures.
+    fn started(&self, body: Session, epoch: usize);
+    /// The writer folded `event` into the head of `id`, which stood at `prior`.
+    fn advanced(
+        &self,
+        id: &SessionId,
+        prior: u64,
+        epoch: usize,
+        event: &Event,
+        texts: &TextLookup<'_>,
+    );
+    /// Erasures now number `epoch`: no body folded under fewer may be handed out.
+    fn erased(&self, epoch: usize);
+    /// Forgets every body (the state was replaced).
+    fn clear(&self);
 }
 
 /// A session's body could not be read again from the log.
@@ -371,7 +389,7 @@ pub struct ThinkingState {
     resident: Option<HashMap<SessionId, Arc<Session>>>,
     /// Bodies read from the log on demand, once one is attached; shared by every view.
     #[serde(skip)]
-    bodies: Option<Arc<Bodies>>,
+    bodies: Option<Arc<dyn SessionBodies>>,
 }
 
 impl Default for ThinkingState {
@@ -387,11 +405,11 @@ impl Default for ThinkingState {
 }
 
 impl ThinkingState {
-    /// From now on, bodies are read from `source` when asked for and kept in a cache of
-    /// `budget` bytes, instead of all in memory. Bodies already folded are dropped.
-    pub fn load_bodies_from(&mut self, source: Box<dyn BodySource>, budget: usize) {
+    /// From now on, bodies are had from `bodies` when asked for (read from the log and
+    /// cached), instead of all kept in memory. Bodies already folded are dropped.
+    pub fn load_bodies_from(&mut self, bodies: Arc<dyn SessionBodies>) {
         self.resident = None;
-        self.bodies = Some(Arc::new(Bodies::new(source, budget)));
+        self.bodies = Some(bodies);
     }
 
     /// Takes `loaded` (from a snapshot) as the state, keeping how bodies are had. A state with
@@ -447,7 +465,7 @@ impl ThinkingState {
             session: head.id.clone(),
             reason: "no log is attached".into(),
         })?;
-        bodies.get(head, &self.erased)
+        bodies.body(head, &self.erased)
     }
 
     /// Folds one event. Facts about a session count only in an event recorded against it;
@@ -473,7 +491,7 @@ impl ThinkingState {
                 Arc::make_mut(body).fold(event, texts);
             }
             if let Some(bodies) = &self.bodies {
-                bodies.advance(id, prior, epoch, event, texts);
+                bodies.advanced(id, prior, epoch, event, texts);
             }
             return;
         }
@@ -485,7 +503,7 @@ impl ThinkingState {
         if let Some(resident) = &mut self.resident {
             resident.insert(id.clone(), Arc::new(body));
         } else if let Some(bodies) = &self.bodies {
-            bodies.start(body, epoch);
+            bodies.started(body, epoch);
         }
     }
 
@@ -497,7 +515,7 @@ impl ThinkingState {
             // Cached bodies folded before the erasure no longer match the count; they are
             // dropped now rather than when evicted, so the erased texts leave memory.
             if let Some(bodies) = &self.bodies {
-                bodies.forget_before(self.erased.len());
+                bodies.erased(self.erased.len());
             }
             return;
         };
@@ -522,458 +540,5 @@ impl ThinkingState {
                 }
             }
         }
-    }
-}
-
-/// Session bodies read from the log, the most recently used kept up to a byte budget.
-pub struct Bodies {
-    source: Box<dyn BodySource>,
-    budget: usize,
-    cache: Mutex<Cache>,
-}
-
-impl std::fmt::Debug for Bodies {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let cache = self.lock();
-        f.debug_struct("Bodies")
-            .field("budget", &self.budget)
-            .field("sessions", &cache.lru.len())
-            .field("bytes", &cache.bytes)
-            .finish()
-    }
-}
-
-struct Cache {
-    lru: LruCache<SessionId, Cached>,
-    bytes: usize,
-    /// Bodies folded under fewer erasures than this are not taken in (a read from a view
-    /// published before an erasure may finish after it).
-    floor: usize,
-}
-
-/// A cached body, with the one before the writer's last fold of it (a view published before
-/// that fold still asks for it).
-struct Cached {
-    current: Arc<Session>,
-    previous: Option<Arc<Session>>,
-    /// Erasures counted when it was folded.
-    epoch: usize,
-    bytes: usize,
-}
-
-impl Bodies {
-    fn new(source: Box<dyn BodySource>, budget: usize) -> Self {
-        Self {
-            source,
-            budget,
-            cache: Mutex::new(Cache {
-                lru: LruCache::unbounded(),
-                bytes: 0,
-                floor: 0,
-            }),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Cache> {
-        // A panic while holding the lock leaves at worst a body missing or stale by count,
-        // which every lookup checks.
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn clear(&self) {
-        let mut cache = self.lock();
-        cache.lru.clear();
-        cache.bytes = 0;
-    }
-
-    /// Drops every body folded before the `epoch`-th erasure, and takes none in later.
-    fn forget_before(&self, epoch: usize) {
-        let mut cache = self.lock();
-        cache.floor = cache.floor.max(epoch);
-        let stale: Vec<SessionId> = cache
-            .lru
-            .iter()
-            .filter(|(_, c)| c.epoch < epoch)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &stale {
-            cache.remove(id);
-        }
-    }
-
-    /// The body as of `head`: cached, else folded from the session's events.
-    fn get(&self, head: &SessionHead, erased: &HashSet<String>) -> Result<Arc<Session>, LoadError> {
-        let epoch = erased.len();
-        if let Some(cached) = self.lock().lru.get(&head.id)
-            && cached.epoch == epoch
-        {
-            if cached.current.last_seq == head.last_seq {
-                return Ok(cached.current.clone());
-            }
-            if let Some(previous) = &cached.previous
-                && previous.last_seq == head.last_seq
-            {
-                return Ok(previous.clone());
-            }
-        }
-        let body = Arc::new(self.load(head, erased)?);
-        let mut cache = self.lock();
-        let newer = epoch >= cache.floor
-            && cache.lru.peek(&head.id).is_none_or(|c| {
-                c.epoch < epoch || (c.epoch == epoch && c.current.last_seq < head.last_seq)
-            });
-        if newer {
-            let bytes = body.bytes();
-            cache.put(
-                head.id.clone(),
-                Cached {
-                    current: body.clone(),
-                    previous: None,
-                    epoch,
-                    bytes,
-                },
-            );
-            cache.evict(self.budget);
-        }
-        Ok(body)
-    }
-
-    /// Folds the session's events from the log, up to the head's last one.
-    fn load(&self, head: &SessionHead, erased: &HashSet<String>) -> Result<Session, LoadError> {
-        let fail = |reason: String| LoadError {
-            session: head.id.clone(),
-            reason,
-        };
-        let events = self.source.events(&head.id, head.last_seq).map_err(fail)?;
-        let failure = std::cell::RefCell::new(None);
-        let texts = |text: &TextRef| -> Option<Arc<str>> {
-            if erased.contains(&text.commitment) {
-                return None;
-            }
-            self.source.text(text).unwrap_or_else(|e| {
-                failure.borrow_mut().get_or_insert(e);
-                None
-            })
-        };
-        let mut body: Option<Session> = None;
-        for event in &events {
-            match &mut body {
-                Some(session) => session.fold(event, &texts),
-                None => body = Session::starting(&head.id, event, &texts),
-            }
-        }
-        if let Some(reason) = failure.into_inner() {
-            return Err(fail(reason));
-        }
-        let body = body.ok_or_else(|| fail("the log holds no event that starts it".into()))?;
-        if body.last_seq != head.last_seq || body.events != head.events {
-            return Err(fail(format!(
-                "its events in the log (through {}, {} of them) do not match the state (through \
-                 {}, {})",
-                body.last_seq, body.events, head.last_seq, head.events
-            )));
-        }
-        Ok(body)
-    }
-
-    /// A session just started by the writer: cached from its first event.
-    fn start(&self, body: Session, epoch: usize) {
-        let bytes = body.bytes();
-        let mut cache = self.lock();
-        cache.put(
-            body.id.clone(),
-            Cached {
-                current: Arc::new(body),
-                previous: None,
-                epoch,
-                bytes,
-            },
-        );
-        cache.evict(self.budget);
-    }
-
-    /// The writer folded `event` into the head of `id`, which stood at `prior`: a body cached
-    /// as of that head is folded too; one that is not is dropped.
-    fn advance(
-        &self,
-        id: &SessionId,
-        prior: u64,
-        epoch: usize,
-        event: &Event,
-        texts: &TextLookup<'_>,
-    ) {
-        let mut guard = self.lock();
-        let cache = &mut *guard;
-        let Some(cached) = cache.lru.get_mut(id) else {
-            return;
-        };
-        if cached.epoch != epoch || cached.current.last_seq != prior {
-            cache.remove(id);
-            return;
-        }
-        let mut next = Session::clone(&cached.current);
-        let before = next.thoughts.len();
-        next.fold(event, texts);
-        // `skip` on the vector, not its iterator: that steps through every thought before.
-        let added: usize = next.thoughts.skip(before).iter().map(thought_bytes).sum();
-        cached.previous = Some(std::mem::replace(&mut cached.current, Arc::new(next)));
-        cached.bytes += added;
-        cache.bytes += added;
-        cache.evict(self.budget);
-    }
-}
-
-impl Cache {
-    fn put(&mut self, id: SessionId, cached: Cached) {
-        self.bytes += cached.bytes;
-        if let Some(old) = self.lru.put(id, cached) {
-            self.bytes -= old.bytes;
-        }
-    }
-
-    fn remove(&mut self, id: &SessionId) {
-        if let Some(old) = self.lru.pop(id) {
-            self.bytes -= old.bytes;
-        }
-    }
-
-    /// Drops the least recently used bodies until the rest fit `budget` (the last one used
-    /// is kept even when it alone is larger).
-    fn evict(&mut self, budget: usize) {
-        while self.bytes > budget && self.lru.len() > 1 {
-            let Some((_, old)) = self.lru.pop_lru() else {
-                break;
-            };
-            self.bytes -= old.bytes;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use serde_json::Value;
-
-    use super::*;
-    use crate::events::{Actor, Call, ENVELOPE_VERSION, KIND_TOOL_CALL_RECORDED, Outcome};
-
-    /// The log as a source: events by seq, texts by commitment (removed when erased), and how
-    /// many times a session was read back.
-    #[derive(Default)]
-    struct Log {
-        events: Mutex<Vec<Event>>,
-        texts: Mutex<BTreeMap<String, Arc<str>>>,
-        loads: Mutex<usize>,
-    }
-
-    impl BodySource for Arc<Log> {
-        fn events(&self, session: &SessionId, through: u64) -> Result<Vec<Event>, String> {
-            *self.loads.lock().unwrap() += 1;
-            Ok(self
-                .events
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|e| e.session_id.as_ref() == Some(session) && e.seq <= through)
-                .cloned()
-                .collect())
-        }
-
-        fn text(&self, text: &TextRef) -> Result<Option<Arc<str>>, String> {
-            Ok(self.texts.lock().unwrap().get(&text.commitment).cloned())
-        }
-    }
-
-    fn event(seq: u64, session: &SessionId, facts: Vec<Fact>) -> Event {
-        Event {
-            v: ENVELOPE_VERSION,
-            kind: KIND_TOOL_CALL_RECORDED.to_owned(),
-            seq,
-            ledger_id: "test".into(),
-            session_id: Some(session.clone()),
-            recorded_at: format!("2026-11-26T10:00:{:02}.000000Z", seq % 60),
-            actor: Actor {
-                principal: "alice".into(),
-                transport: "stdio".into(),
-                client_name: None,
-                client_version: None,
-                role: Default::default(),
-                user_ids: Vec::new(),
-            },
-            call: Call {
-                tool: "sequentialthinking".into(),
-                arguments: Value::Null,
-                idempotency_key: None,
-                effects: None,
-            },
-            facts,
-            outcome: Outcome {
-                status: crate::events::OutcomeStatus::Ok,
-                response_digest: String::new(),
-                error: None,
-                response_ref: None,
-                decide_micros: None,
-            },
-            provenance: crate::events::Provenance::rules("test"),
-            trace: None,
-            prev_hash: String::new(),
-            hash: String::new(),
-        }
-    }
-
-    fn thought(session: &SessionId, seq: u64, number: u32) -> Fact {
-        Fact::ThoughtRecorded(ThoughtRecorded {
-            session_id: session.clone(),
-            text: TextRef {
-                commitment: format!("{seq:064x}"),
-            },
-            thought_number: number,
-            total_thoughts: number.max(3),
-            next_thought_needed: true,
-            is_revision: false,
-            revises_thought: None,
-            branch_from_thought: number.is_multiple_of(4).then_some(1),
-            branch_id: number.is_multiple_of(4).then(|| format!("b{}", number % 8)),
-            needs_more_thoughts: false,
-            tags: Vec::new(),
-        })
-    }
-
-    /// Folds `event` into the states the way the writer does, with the text it carries. An
-    /// erasure's texts stay in the log here: the writer folds an erasure before it removes
-    /// them from disk, so a body read back in between must not show them either.
-    fn fold(log: &Arc<Log>, states: &mut [&mut ThinkingState], event: Event) {
-        let mut pending = BTreeMap::new();
-        for fact in &event.facts {
-            if let Fact::ThoughtRecorded(r) = fact {
-                let text: Arc<str> = Arc::from(format!("thought at {}", event.seq));
-                pending.insert(r.text.commitment.clone(), text.clone());
-                log.texts
-                    .lock()
-                    .unwrap()
-                    .insert(r.text.commitment.clone(), text);
-            }
-        }
-        let lookup = |r: &TextRef| pending.get(&r.commitment).cloned();
-        for state in states.iter_mut() {
-            state.apply(&event, &lookup);
-        }
-        log.events.lock().unwrap().push(event);
-    }
-
-    fn all(state: &ThinkingState) -> Vec<Session> {
-        state
-            .heads()
-            .map(|h| Session::clone(&state.body(h).unwrap()))
-            .collect()
-    }
-
-    #[test]
-    fn bodies_read_back_from_the_log_equal_the_resident_ones() {
-        let log = Arc::new(Log::default());
-        let mut resident = ThinkingState::default();
-        let mut on_demand = ThinkingState::default();
-        // A budget of a few sessions: most bodies are evicted and read back.
-        on_demand.load_bodies_from(Box::new(log.clone()), 6_000);
-        let sessions: Vec<SessionId> = (0..12).map(|_| SessionId::random()).collect();
-        let mut seq = 0;
-        let mut next = || {
-            seq += 1;
-            seq
-        };
-        let mut earlier_views = Vec::new();
-        for round in 0..10u32 {
-            for (i, id) in sessions.iter().enumerate() {
-                let s = next();
-                let mut facts = Vec::new();
-                if round == 0 {
-                    facts.push(Fact::SessionStarted {
-                        session_id: id.clone(),
-                    });
-                }
-                facts.push(thought(id, s, round + 1));
-                if round == 5 && i % 3 == 0 {
-                    facts.push(Fact::ThoughtTagged {
-                        session_id: id.clone(),
-                        thought_seq: s - 12,
-                        added: vec!["kept".into()],
-                        removed: Vec::new(),
-                    });
-                }
-                if round == 9 && i == 0 {
-                    facts.push(Fact::SessionClosed {
-                        session_id: id.clone(),
-                        reason: "done".into(),
-                    });
-                }
-                fold(
-                    &log,
-                    &mut [&mut resident, &mut on_demand],
-                    event(s, id, facts),
-                );
-            }
-            if round == 7 {
-                // Erase two texts of session 1, recorded in an event of session 2.
-                let erased = vec![format!("{:064x}", 2u64), format!("{:064x}", 14u64)];
-                let s = next();
-                let erase = event(
-                    s,
-                    &sessions[2],
-                    vec![Fact::TextsErased {
-                        commitments: erased,
-                        reason: "asked".into(),
-                        session_id: Some(sessions[1].clone()),
-                    }],
-                );
-                fold(&log, &mut [&mut resident, &mut on_demand], erase);
-            }
-            assert_eq!(all(&on_demand), all(&resident), "round {round}");
-            earlier_views.push((on_demand.clone(), all(&resident)));
-        }
-        // A view published earlier still reads its sessions as they stood then.
-        for (view, expected) in earlier_views {
-            assert_eq!(all(&view), expected);
-        }
-        assert!(
-            resident.heads().all(|h| h.thought_count == 10),
-            "every thought counted"
-        );
-        // No body folded before the erasure (two texts) is cached, though earlier views read
-        // some back since.
-        {
-            let cache = on_demand.bodies.as_ref().unwrap().lock();
-            assert!(cache.lru.iter().all(|(_, cached)| cached.epoch >= 2));
-        }
-        let erased = on_demand.session(&sessions[1]).unwrap().unwrap();
-        assert!(erased.thoughts[0].text.is_none() && erased.thoughts[1].text.is_none());
-        assert!(erased.thoughts[2].text.is_some());
-        let cache = on_demand.bodies.as_ref().unwrap().lock();
-        assert!(
-            cache.bytes <= 6_000 || cache.lru.len() == 1,
-            "{} bytes",
-            cache.bytes
-        );
-        assert!(*log.loads.lock().unwrap() > 0, "bodies were read back");
-    }
-
-    #[test]
-    fn a_body_that_does_not_match_its_head_is_an_error_not_an_answer() {
-        let log = Arc::new(Log::default());
-        let mut state = ThinkingState::default();
-        state.load_bodies_from(Box::new(log.clone()), 0);
-        let id = SessionId::random();
-        let other = SessionId::random();
-        let start = |s: &SessionId| {
-            vec![Fact::SessionStarted {
-                session_id: s.clone(),
-            }]
-        };
-        fold(&log, &mut [&mut state], event(1, &id, start(&id)));
-        fold(&log, &mut [&mut state], event(2, &other, start(&other)));
-        // The budget of 0 keeps only the last one used.
-        log.events.lock().unwrap().retain(|e| e.seq != 1);
-        let err = state.session(&id).unwrap_err();
-        assert!(err.to_string().contains("no event that starts it"), "{err}");
     }
 }

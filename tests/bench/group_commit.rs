@@ -102,6 +102,12 @@ impl Decider for TimedApp {
             .apply_nanos
             .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
     }
+    fn derive(&mut self) {
+        self.inner.derive();
+    }
+    fn close(&mut self) {
+        self.inner.close();
+    }
     fn view(&self) -> Self::View {
         self.inner.view()
     }

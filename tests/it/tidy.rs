@@ -626,7 +626,6 @@ const LONG_FILES: &[&str] = &[
     "index/memory/text.rs",
     "ledger/pg.rs",
     "projections/deliberation.rs",
-    "projections/memory.rs",
 ];
 
 #[test]
@@ -779,6 +778,104 @@ fn the_effects_guard_sees_what_it_must() {
     assert!(!names(&code, "SystemTime::now") && !names(&code, "getrandom"));
     assert!(names("rand::random()", "rand::") && !names("operand::x", "rand::"));
     assert!(names("std::env::var(x)", "env::var") && names("env::var_os(x)", "env::var"));
+}
+
+/// What a fold or a decision must never do itself: read the clock, randomness, the environment
+/// or the filesystem (`effects.rs` takes a call's effects on the caller's side; the ledger's
+/// views and the derived indexes do their own reading and writing).
+const IO: &[&str] = &[
+    "Instant::now",
+    "SystemTime",
+    "Utc::now",
+    "Local::now",
+    "getrandom",
+    "rand::",
+    "Uuid::new_v4",
+    "SessionId::random",
+    "env::var",
+    "env::args",
+    "std::fs",
+    "fs::",
+    "File::",
+    "OpenOptions",
+    "thread::sleep",
+    "thread::spawn",
+];
+
+/// What a fold must not hold besides: a lock, shared by every view of the state (a cache the
+/// fold keeps in step lives outside `projections/`, lent through a trait).
+const LOCKS: &[&str] = &["Mutex", "RwLock"];
+
+/// Each file under `app/` and `projections/`, not test code, that names one of [`IO`] (or, in
+/// `projections/`, [`LOCKS`]), and what it names.
+fn io_in_folds_and_decisions(sources: &[(String, String)]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (file, code) in production_code(sources) {
+        let banned: Vec<&str> = if file.starts_with("projections/") {
+            IO.iter().chain(LOCKS).copied().collect()
+        } else if file.starts_with("app/") {
+            IO.to_vec()
+        } else {
+            continue;
+        };
+        for needle in banned {
+            if names(&code, needle) {
+                violations.push(format!("{file} names {needle}"));
+            }
+        }
+    }
+    violations
+}
+
+#[test]
+fn folds_and_decisions_do_no_io() {
+    let violations = io_in_folds_and_decisions(&sources());
+    assert!(
+        violations.is_empty(),
+        "a fold or a decision reads the clock, randomness, the environment or the filesystem, \
+         or a fold holds a lock: take effects in `Effects::prepare`, and keep what is derived \
+         from the state (an index, a cache) outside `projections/` and `app/`, fed by the \
+         writer (`Decider::derive`) or lent through a trait: {violations:#?}"
+    );
+}
+
+#[test]
+fn the_fold_and_decision_guard_sees_what_it_must() {
+    let sources = vec![
+        (
+            "projections/x.rs".to_owned(),
+            "use std::sync::Mutex;\nfn f() { let _ = std::fs::remove_dir_all(\"d\"); }\n\
+             #[cfg(test)]\nmod tests {\n fn t() { std::time::Instant::now(); } }"
+                .to_owned(),
+        ),
+        (
+            "app/y.rs".to_owned(),
+            "// Instant::now in a comment\nstatic C: std::sync::Mutex<u8> = Mutex::new(0);\n\
+             fn g() -> u128 { std::time::Instant::now().elapsed().as_nanos() }"
+                .to_owned(),
+        ),
+        (
+            "app/mod.rs".to_owned(),
+            "#[cfg(test)]\nmod tests;".to_owned(),
+        ),
+        (
+            "app/tests.rs".to_owned(),
+            "fn t() { std::fs::read(\"x\").ok(); }".to_owned(),
+        ),
+        (
+            "index/z.rs".to_owned(),
+            "fn h() { std::fs::remove_dir_all(\"d\").ok(); }".to_owned(),
+        ),
+    ];
+    assert_eq!(
+        io_in_folds_and_decisions(&sources),
+        [
+            "projections/x.rs names std::fs",
+            "projections/x.rs names fs::",
+            "projections/x.rs names Mutex",
+            "app/y.rs names Instant::now",
+        ]
+    );
 }
 
 /// The tool names, read from their declarations (`pub const <NAME>_TOOL: &str = "<name>";`,

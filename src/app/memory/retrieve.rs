@@ -254,7 +254,11 @@ pub(super) fn decide_retrieve(call: &mut Call<'_>) -> Outcome {
             embedding.dimension()
         );
         components.extend(["embeddingEngine", "fullTextIndex", "graphBuilder"]);
-        let index = memories.index().map_err(|e| internal(&e))?;
+        let index = call
+            .app
+            .memory_index()
+            .lend(memories)
+            .map_err(|e| internal(&e.to_string()))?;
         let ranked = index
             .rank(&MemoryQuery {
                 owner: &user,
@@ -415,7 +419,11 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
         search_type = "full-text";
         method = "bm25 under the owner's statistics; rank = bm25 / best bm25".to_owned();
         if let Some(owner) = owner {
-            let index = memories.index().map_err(|e| internal(&e))?;
+            let index = call
+                .app
+                .memory_index()
+                .lend(memories)
+                .map_err(|e| internal(&e.to_string()))?;
             let matches = index
                 .count_matches(&user, text)
                 .map_err(|e| index_failure(&e))?;
@@ -468,7 +476,11 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
     let explained = if chosen.is_empty() {
         Vec::new()
     } else {
-        let index = memories.index().map_err(|e| internal(&e))?;
+        let index = call
+            .app
+            .memory_index()
+            .lend(memories)
+            .map_err(|e| internal(&e.to_string()))?;
         let keywords: Vec<Vec<String>> = chosen
             .iter()
             .map(|(m, ..)| {

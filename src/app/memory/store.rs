@@ -130,7 +130,7 @@ pub(crate) fn precompute(view: &crate::app::App, command: &mut crate::app::Comma
         return;
     };
     command.precomputed.nearest =
-        view.memories()
+        view.memory_index()
             .nearest_hint(user, embedding, WAYPOINT_CANDIDATES);
 }
 
@@ -156,7 +156,11 @@ pub(super) fn waypoints(
         // embedded again with this model.
         return Ok(Vec::new());
     }
-    let index = memories.vectors().map_err(|e| internal(&e))?;
+    let index = call
+        .app
+        .memory_index()
+        .lend_vectors(memories)
+        .map_err(|e| internal(&e.to_string()))?;
     let hint = call.command.precomputed.nearest.as_ref();
     let nearest = index
         .nearest_after(user, embedding, WAYPOINT_CANDIDATES, hint)

@@ -1,6 +1,7 @@
 //! The memory index: hybrid retrieval over memories (id, owner, content, keywords, sector,
 //! creation time) for the memory family. Derived from the log and never the truth: the family's
-//! events feed it ([`MemoryIndex::upsert`], [`MemoryIndex::delete`]) and a replay rebuilds it.
+//! events feed it ([`MemoryIndex::upsert`], [`MemoryIndex::delete`]) and a replay rebuilds it;
+//! `derived` keeps it beside a server's state ([`DerivedIndex`]).
 //!
 //! Two halves, one answer: `text` (tantivy: BM25 under the owner's own statistics, the boolean
 //! syntax of `query` — AND, OR, NOT, `+`, `-`, parentheses, phrases — read leniently, `<b>`
@@ -19,6 +20,7 @@
 //! bytes are in the index's files (a hard delete runs it; a test searches the files for them).
 //! What the file system does with freed blocks is beyond the index.
 
+mod derived;
 mod episodes;
 mod fusion;
 mod query;
@@ -33,6 +35,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use derived::{Change, DerivedIndex, Lent, Source};
 pub use fusion::{CosineScaling, Fusion};
 pub use vectors::{NearestHint, RowsToSearch};
 
@@ -54,6 +57,13 @@ pub enum IndexError {
     /// The index directory could not be opened.
     #[error("index directory: {0}")]
     Directory(String),
+    /// The index failed while it was made current for a query, and was dropped: the next use
+    /// rebuilds it from the state.
+    #[error("the memory index failed and will be rebuilt: {0}")]
+    Dropped(Box<IndexError>),
+    /// The ledger is shutting down: the index was let go of for good.
+    #[error("the memory index is closed: the ledger is shutting down")]
+    Closed,
     /// A vector of another model (or dimension) than the owner's stored vectors. A tool error
     /// that names both models: the memories must be re-embedded before they can be compared.
     #[error("vector of {given} cannot be compared with stored vectors of {stored}")]

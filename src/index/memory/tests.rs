@@ -539,3 +539,146 @@ fn a_directory_index_reopens_at_its_anchor_only_and_answers_the_same() {
     let after = search(&index, "alice", "puppy beach", Retrieval::default());
     assert_eq!(bits(&after), before);
 }
+
+/// A state's memories as the derived index reads them: memories, an anchor and a journal of
+/// changes (each with its event), trimmed from the front as a writer that feeds would trim it.
+#[derive(Default)]
+struct Held {
+    memories: Vec<(MemoryDocument, Embedding)>,
+    anchor: (u64, String),
+    journal: Vec<(u64, String, Change)>,
+    /// The anchor before the journal's first change; `None`: unknown.
+    from: Option<(u64, String)>,
+}
+
+impl Held {
+    fn store(&mut self, seq: u64, id: &str, text: &str) {
+        let document = doc("alice", id, text);
+        let embedding = embedder().embed_one(text).expect("embeds");
+        self.memories.retain(|(d, _)| d.id != id);
+        self.memories.push((document.clone(), embedding.clone()));
+        self.changed(
+            seq,
+            Change::Upsert {
+                document,
+                embedding,
+            },
+        );
+    }
+
+    fn erase(&mut self, seq: u64, id: &str) {
+        self.memories.retain(|(d, _)| d.id != id);
+        let (owner, id) = ("alice".to_owned(), id.to_owned());
+        self.changed(seq, Change::Erase { owner, id });
+    }
+
+    fn changed(&mut self, seq: u64, change: Change) {
+        self.anchor = (seq, format!("hash-{seq}"));
+        self.journal.push((seq, self.anchor.1.clone(), change));
+    }
+
+    /// What the writer does once the index is fed.
+    fn forget(&mut self) {
+        self.journal.clear();
+        self.from = Some(self.anchor.clone());
+    }
+}
+
+impl Source for Held {
+    fn anchor(&self) -> (u64, &str) {
+        (self.anchor.0, &self.anchor.1)
+    }
+    fn memories(&self) -> u64 {
+        self.memories.len() as u64
+    }
+    fn each(
+        &self,
+        feed: &mut dyn FnMut(&MemoryDocument, &Embedding) -> Result<(), IndexError>,
+    ) -> Result<(), IndexError> {
+        self.memories.iter().try_for_each(|(d, e)| feed(d, e))
+    }
+    fn changes_since(&self, seq: u64, hash: &str) -> Option<Vec<(u64, String, Change)>> {
+        let start = if self
+            .from
+            .as_ref()
+            .is_some_and(|(s, h)| *s == seq && h == hash)
+        {
+            0
+        } else {
+            1 + self
+                .journal
+                .iter()
+                .rposition(|(s, h, _)| *s == seq && h == hash)?
+        };
+        Some(self.journal[start..].to_vec())
+    }
+}
+
+fn answer(index: &MemoryIndex, text: &str) -> Vec<(String, u64)> {
+    search(index, "alice", text, Retrieval::default())
+        .hits
+        .into_iter()
+        .map(|h| (h.id, h.similarity.to_bits()))
+        .collect()
+}
+
+/// Fed by a writer after each change, caught up by its lends alone (a driver that feeds
+/// nothing), or rebuilt from the memories: a lend answers the same, bit for bit; a state it
+/// cannot follow from (a snapshot loaded) is built again, and a closed index lends nothing.
+#[test]
+fn a_derived_index_lends_the_state_it_is_derived_from_however_it_was_fed() {
+    let fed = DerivedIndex::in_ram();
+    let unfed = DerivedIndex::in_ram();
+    let mut held = Held {
+        from: Some((0, String::new())),
+        ..Held::default()
+    };
+    let mut kept = Held::default();
+    let steps: &[(u64, Option<&str>, &str)] = &[
+        (
+            1,
+            Some("a1"),
+            "Alice: I adopted a puppy from the shelter last week",
+        ),
+        (2, Some("a2"), "Alice: we walked on the beach at sunset"),
+        (3, Some("a1"), "Alice: the puppy is a beagle now"),
+        (4, None, "a2"),
+        (5, Some("a3"), "Alice: my red car broke down on the highway"),
+    ];
+    for (seq, id, text) in steps {
+        match id {
+            Some(id) => {
+                held.store(*seq, id, text);
+                kept.store(*seq, id, text);
+            }
+            None => {
+                held.erase(*seq, text);
+                kept.erase(*seq, text);
+            }
+        }
+        fed.feed(&kept);
+        kept.forget();
+        let rebuilt = DerivedIndex::in_ram();
+        let fed_answer = answer(&fed.lend(&kept).expect("lends"), "puppy beach car");
+        assert_eq!(
+            answer(&unfed.lend(&held).expect("lends"), "puppy beach car"),
+            fed_answer,
+            "after {seq}"
+        );
+        assert_eq!(
+            answer(&rebuilt.lend(&kept).expect("lends"), "puppy beach car"),
+            fed_answer
+        );
+    }
+    assert_eq!(fed.lend(&kept).expect("lends").live_documents(), 2);
+    // A state it does not follow from (loaded from a snapshot: its journal's start unknown).
+    let loaded = Held {
+        memories: held.memories[..1].to_vec(),
+        anchor: (9, "hash-9".into()),
+        ..Held::default()
+    };
+    fed.feed(&loaded);
+    assert_eq!(fed.lend(&loaded).expect("lends").live_documents(), 1);
+    fed.close();
+    assert!(matches!(fed.lend(&loaded), Err(IndexError::Closed)));
+}

@@ -334,6 +334,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
                 .map(|(_, t)| t.clone())
         };
         self.decider.apply(&event, &lookup);
+        self.decider.derive();
         self.tree.push_leaf(&leaf);
         let erasing = note_erasures(&event, &mut self.erased);
         self.pending_erasures.extend(erasing);

@@ -90,8 +90,16 @@ pub trait Decider: Send + 'static {
     /// The draft of a command whose decision panicked (a bug): recorded with outcome `failed`
     /// and no facts, so the call is still accounted for and nothing changes.
     fn failed(&self, command: &Self::Command, reason: &str) -> Draft;
-    /// Folds one event into state. Cannot fail: a recorded event is a fact.
+    /// Folds one event into state. Cannot fail: a recorded event is a fact. A fold only folds:
+    /// it touches no file, lock or clock (what is derived from the state is fed by
+    /// [`Decider::derive`]).
     fn apply(&mut self, event: &Event, texts: &TextLookup<'_>);
+    /// Brings what the decider derives from its state (indexes kept beside it, which may live
+    /// on disk) up to date with every event folded so far. The writer calls it after each
+    /// [`Decider::apply`] (its own events, a replay's, other writers'), so that the next
+    /// decision finds them current; their failures are the decider's to report. The default
+    /// derives nothing.
+    fn derive(&mut self) {}
     /// The tool `command`'s event is counted under in the process's metrics
     /// (`thinkledger_calls_total`): its tool's name when the decider has that tool, else
     /// [`crate::metrics::UNKNOWN_TOOL_LABEL`], so that callers naming tools that do not exist

@@ -284,6 +284,7 @@ fn fold_stored<S: Store, D: Decider>(
             .map(|rec| Arc::from(rec.text))
     };
     decider.apply(&event, &lookup);
+    decider.derive();
     tree.push_leaf(&leaf_data(&event.hash)?);
     note_erasures(&event, erased);
     *head = Head {

@@ -1,21 +1,24 @@
 //! The memory projection: every owner's current memories (content, metadata, sectors, strength
-//! anchors, waypoints, vector) folded from the memory facts, and the memory index derived from
-//! them.
+//! anchors, waypoints, vector) folded from the memory facts, and a journal of what those folds
+//! changed of the memory index.
 //!
 //! The memories are plain state, in persistent maps (cheap to clone for publication, like the
 //! other projections), saved in snapshots. The index (`index::memory`: tantivy full text and
-//! exact vectors) is a cache of them: it is never saved with the state, it is rebuilt from the
-//! memories when first needed after an open, and kept in step by the same folds afterwards. An
-//! index that failed (an I/O error, a corrupt directory) is dropped and rebuilt the same way.
-//! It lives in a directory when the server gives one (`MemoryState::with_index_dir`), else in
-//! memory.
+//! exact vectors) is derived from them and kept outside the state by
+//! `index::memory::DerivedIndex`: the fold only journals each change to what the index holds
+//! (a memory stored, re-indexed or erased, with the event that made it) and moves the index's
+//! anchor; the writer hands the journal to the index after each fold
+//! ([`MemoryState::forget_changes`]), and the index reads the memories and the journal through
+//! [`Source`]. The fold touches no file, lock or clock.
 //!
 //! **Architecture Invariant:** a memory's texts leave every derived copy when it is erased: the
-//! memory is removed from the state, and its documents are deleted from the index and the
-//! index's files are rewritten without them before the fold returns (`purge_deleted`).
+//! memory is removed from the state, and the fold journals its erasure, which the index carries
+//! out (its documents deleted and its files rewritten without them, `purge_deleted`) before the
+//! writer moves on to the next call.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+mod journal;
+
+use std::sync::Arc;
 
 use imbl::{HashMap, OrdMap};
 use serde::{Deserialize, Serialize};
@@ -23,7 +26,8 @@ use serde::{Deserialize, Serialize};
 use crate::embed::Embedding;
 use crate::events::memory::{MemoryStored, MemorySuperseded, WaypointLink};
 use crate::events::{Event, Fact, TextLookup, TextRef};
-use crate::index::memory::{MemoryDocument, MemoryIndex, MemoryIndexConfig};
+use crate::index::memory::MemoryDocument;
+use journal::{IndexChange, Journal, Journaled};
 
 /// A memory's metadata as stored (`metadata` texts hold its canonical JSON).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -389,33 +393,23 @@ impl From<SavedOwner> for Owner {
     }
 }
 
-/// Every owner's memories, and the index derived from them.
+/// Every owner's memories, and what their folds changed of the memory index.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MemoryState {
     owners: HashMap<String, Arc<Owner>>,
     /// The seq and hash of the last event that changed what the index holds (a memory stored,
-    /// its content or metadata superseded, or erased): a directory index committed at that
-    /// event is reopened instead of rebuilt ([`MemoryIndex::reopen`]). The hash tells that
-    /// event from another that took its seq after a crash (an index may be committed before
-    /// its batch is synced).
+    /// its content or metadata superseded, or erased): the index's anchor
+    /// ([`Source::anchor`]). A directory index committed at that event is reopened instead of
+    /// rebuilt; the hash tells that event from another that took its seq after a crash (an
+    /// index may be committed before its batch is synced).
     #[serde(default)]
     index_seq: u64,
     #[serde(default)]
     index_hash: String,
-    #[serde(skip)]
-    index: Arc<Mutex<IndexCache>>,
-}
-
-/// The index, when built, and where it lives.
-#[derive(Debug, Default)]
-struct IndexCache {
-    dir: Option<PathBuf>,
-    index: Option<MemoryIndex>,
-    /// Text changes staged since the last commit.
-    dirty: bool,
-    /// Closed with its ledger: never built again (its directory may be another ledger's by
-    /// then).
-    closed: bool,
+    /// What the folds changed of what the index holds since it was last fed: data for the
+    /// index's keeper (`index::memory::DerivedIndex`), never applied here.
+    #[serde(skip, default = "Journal::unknown")]
+    journal: Journal,
 }
 
 /// Milliseconds since the Unix epoch of an RFC 3339 time (0 if it does not parse).
@@ -424,15 +418,6 @@ pub fn millis(at: &str) -> i64 {
 }
 
 impl MemoryState {
-    /// The state with its index in `dir` (emptied and rebuilt on first use).
-    pub fn with_index_dir(dir: PathBuf) -> Self {
-        let state = Self::default();
-        if let Ok(mut cache) = state.index.lock() {
-            cache.dir = Some(dir);
-        }
-        state
-    }
-
     /// The owner's memories, if they have any.
     pub fn owner(&self, user_id: &str) -> Option<&Owner> {
         self.owners.get(user_id).map(Arc::as_ref)
@@ -443,125 +428,11 @@ impl MemoryState {
         self.owner(user_id)?.memories.get(id)
     }
 
-    /// The index, caught up with the memories (built when missing, committed when changes are
-    /// staged): for full-text queries.
-    pub fn index(&self) -> Result<IndexGuard<'_>, String> {
-        self.index_with(true)
-    }
-
-    /// The index built but text changes possibly uncommitted: for vector queries, which see
-    /// every change at once (a store's waypoints need no commit).
-    pub fn vectors(&self) -> Result<IndexGuard<'_>, String> {
-        self.index_with(false)
-    }
-
-    /// The owner's `k` nearest memories to `embedding` as the index has them now, for a
-    /// decision to check ([`MemoryIndex::nearest_after`]): `None` when the index is not built
-    /// (the decision builds it), the owner has no vectors, or they are of another model. The
-    /// index's lock is held only to copy the owner's rows (a pointer per chunk of them); the
-    /// search runs after, beside the writer.
-    pub fn nearest_hint(
-        &self,
-        user_id: &str,
-        embedding: &Embedding,
-        k: usize,
-    ) -> Option<crate::index::memory::NearestHint> {
-        let rows = {
-            let cache = self.index.lock().ok()?;
-            cache.index.as_ref()?.rows_for(user_id, embedding).ok()??
-        };
-        Some(rows.hint(embedding, k))
-    }
-
-    fn index_with(&self, commit: bool) -> Result<IndexGuard<'_>, String> {
-        let mut cache = self
-            .index
-            .lock()
-            .map_err(|_| "the memory index lock is poisoned".to_owned())?;
-        if cache.closed {
-            return Err("the memory index is closed: the ledger is shutting down".to_owned());
-        }
-        if cache.index.is_none() {
-            let built = self.build(cache.dir.as_ref()).map_err(|e| e.to_string())?;
-            cache.index = Some(built);
-            cache.dirty = false;
-        }
-        if commit && cache.dirty {
-            let committed = cache.index.as_mut().map(MemoryIndex::commit);
-            if let Some(Err(e)) = committed {
-                cache.index = None;
-                return Err(format!("the memory index failed and will be rebuilt: {e}"));
-            }
-            cache.dirty = false;
-        }
-        Ok(IndexGuard(cache))
-    }
-
-    /// Commits the index's staged changes, if it is built and has any, so that a directory
-    /// index on disk is as current as it can be (called when a snapshot is saved: the next open
-    /// then reopens it instead of rebuilding). A failure drops the index (rebuilt on next use).
-    /// An index not built is left so (it is built from the writer's state, never a view's).
-    pub fn commit_index(&self) {
-        let Ok(mut cache) = self.index.lock() else {
-            return;
-        };
-        if !cache.dirty {
-            return;
-        }
-        if let Some(Err(e)) = cache.index.as_mut().map(MemoryIndex::commit) {
-            tracing::warn!(error = %e, "memory index dropped; it is rebuilt on next use");
-            cache.index = None;
-        }
-        cache.dirty = false;
-    }
-
-    /// Commits the index and lets go of it (and of its directory's lock), for good: the
-    /// ledger is shutting down. Later uses of the index fail.
-    pub fn close_index(&self) {
-        self.commit_index();
-        if let Ok(mut cache) = self.index.lock() {
-            cache.index = None;
-            cache.closed = true;
-        }
-    }
-
-    /// Keeps `other`'s index (and its directory) for this state: after a snapshot is loaded,
-    /// the index is the server's, reopened or rebuilt for the loaded memories on first use.
-    pub fn adopt_index(&mut self, other: &MemoryState) {
-        self.index = other.index.clone();
-        if let Ok(mut cache) = self.index.lock() {
-            // Built from the state it replaces: drop it (and its directory lock).
-            cache.index = None;
-            cache.dirty = false;
-        }
-    }
-
-    fn build(
-        &self,
-        dir: Option<&PathBuf>,
-    ) -> Result<MemoryIndex, crate::index::memory::IndexError> {
-        let config = MemoryIndexConfig::default();
-        if let Some(dir) = dir
-            && let Some(index) = self.reopen(dir, config)
-        {
-            return Ok(index);
-        }
-        let mut index = match dir {
-            Some(dir) => {
-                // A cache: whatever the directory held is replaced by what the state says.
-                let _ = std::fs::remove_dir_all(dir);
-                crate::ledger::private::dir(dir)
-                    .map_err(|e| crate::index::memory::IndexError::Directory(e.to_string()))?;
-                MemoryIndex::in_dir(dir, config)?
-            }
-            None => MemoryIndex::in_ram(config)?,
-        };
-        for memory in self.in_stored_order() {
-            index.upsert(&memory.document(), Some(&memory.embedding()))?;
-        }
-        index.anchor_at(self.index_seq, &self.index_hash);
-        index.commit()?;
-        Ok(index)
+    /// Notes that the memory index was fed every change folded so far (the writer, once
+    /// `index::memory::DerivedIndex::feed` took them): the journal starts again from here.
+    pub fn forget_changes(&mut self) {
+        self.journal.from = Some((self.index_seq, Arc::from(self.index_hash.as_str())));
+        self.journal.changes.clear();
     }
 
     /// Every memory, owner by owner, each owner's in the order they were stored: fed so, each
@@ -574,74 +445,19 @@ impl MemoryState {
         })
     }
 
-    /// The index in `dir` as its last commit left it, when that was anchored at this state's
-    /// `index_seq` and holds as many documents as there are memories: only the vectors and
-    /// sessions are fed (in memory), not the text. `None` (logged) otherwise: rebuild.
-    fn reopen(&self, dir: &std::path::Path, config: MemoryIndexConfig) -> Option<MemoryIndex> {
-        if self.index_seq == 0 || !dir.exists() {
-            return None;
-        }
-        let started = std::time::Instant::now();
-        let mut index = match MemoryIndex::reopen(dir, config, self.index_seq, &self.index_hash) {
-            Ok(Some(index)) => index,
-            Ok(None) => {
-                tracing::info!(
-                    seq = self.index_seq,
-                    "memory index on disk is not at this state's seq; rebuilding it"
-                );
-                return None;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "memory index on disk does not open; rebuilding it");
-                return None;
-            }
-        };
-        let memories: usize = self.owners.values().map(|o| o.memories.len()).sum();
-        if index.live_documents() != memories as u64 {
-            tracing::warn!(
-                documents = index.live_documents(),
-                memories,
-                "memory index on disk holds another set of memories; rebuilding it"
-            );
-            return None;
-        }
-        for memory in self.in_stored_order() {
-            if let Err(e) = index.adopt(&memory.document(), Some(&memory.embedding())) {
-                tracing::warn!(error = %e, "memory index on disk not adopted; rebuilding it");
-                return None;
-            }
-        }
-        tracing::info!(
-            seq = self.index_seq,
-            memories,
-            ms = started.elapsed().as_millis(),
-            "memory index reopened from disk"
-        );
-        Some(index)
-    }
-
-    /// Runs `change` (the index's part of event `seq`) on the index when it is built, and
-    /// records `seq` as the last change of what it holds; an index that fails is dropped
-    /// (rebuilt on next use).
-    fn with_index(
-        &mut self,
-        event: &Event,
-        change: impl FnOnce(&mut MemoryIndex) -> Result<(), crate::index::memory::IndexError>,
-    ) {
+    /// Records `change` to what the index holds, made by `event`: the index's new anchor.
+    fn journal(&mut self, event: &Event, change: IndexChange) {
         self.index_seq = event.seq;
         self.index_hash.clone_from(&event.hash);
-        let Ok(mut cache) = self.index.lock() else {
-            return;
+        let hash = match self.journal.changes.last() {
+            Some(last) if last.seq == event.seq => Arc::clone(&last.hash),
+            _ => Arc::from(event.hash.as_str()),
         };
-        if let Some(index) = cache.index.as_mut() {
-            index.anchor_at(event.seq, &event.hash);
-            if let Err(e) = change(index) {
-                tracing::warn!(error = %e, "memory index dropped; it is rebuilt on next use");
-                cache.index = None;
-            } else {
-                cache.dirty = true;
-            }
-        }
+        self.journal.changes.push(Journaled {
+            seq: event.seq,
+            hash,
+            change,
+        });
     }
 
     fn upsert_owner(&mut self, user_id: &str) -> &mut Owner {
@@ -783,12 +599,11 @@ impl MemoryState {
             ),
         };
         self.link_back(&f.user_id, &id, &f.links);
-        let document = memory.document();
-        let embedding = memory.embedding();
+        let memory = Arc::new(memory);
         let owner = self.upsert_owner(&f.user_id);
         owner.stored += 1;
-        owner.memories.insert(id, Arc::new(memory));
-        self.with_index(event, |index| index.upsert(&document, Some(&embedding)));
+        owner.memories.insert(id, Arc::clone(&memory));
+        self.journal(event, IndexChange::Upsert(memory));
     }
 
     fn superseded(&mut self, event: &Event, f: &MemorySuperseded, texts: &TextLookup<'_>) {
@@ -845,13 +660,12 @@ impl MemoryState {
                 .collect();
             self.link_back(&f.user_id, &m.id, links);
         }
-        let document = m.document();
-        let embedding = m.embedding();
+        let m = Arc::new(m);
         self.upsert_owner(&f.user_id)
             .memories
-            .insert(Arc::clone(&m.id), Arc::new(m));
+            .insert(Arc::clone(&m.id), Arc::clone(&m));
         if reindex {
-            self.with_index(event, |index| index.upsert(&document, Some(&embedding)));
+            self.journal(event, IndexChange::Upsert(m));
         }
     }
 
@@ -884,10 +698,13 @@ impl MemoryState {
         let others: Vec<Arc<str>> = memory.links.keys().cloned().collect();
         self.unlink(user_id, id, &others);
         self.upsert_owner(user_id).memories.remove(id);
-        self.with_index(event, |index| {
-            index.delete(user_id, id);
-            index.purge_deleted()
-        });
+        self.journal(
+            event,
+            IndexChange::Erase {
+                owner: Arc::clone(&memory.user_id),
+                id: Arc::clone(&memory.id),
+            },
+        );
     }
 }
 
@@ -920,21 +737,6 @@ fn sector_name(name: &str) -> Arc<str> {
 /// A memory's sectors, each name shared ([`sector_name`]).
 fn sector_names(names: &[String]) -> Arc<[Arc<str>]> {
     names.iter().map(|n| sector_name(n)).collect()
-}
-
-/// The index, locked for one decision.
-pub struct IndexGuard<'a>(MutexGuard<'a, IndexCache>);
-
-impl std::ops::Deref for IndexGuard<'_> {
-    type Target = MemoryIndex;
-
-    fn deref(&self) -> &MemoryIndex {
-        // `MemoryState::index` returns a guard only once the index is built.
-        self.0
-            .index
-            .as_ref()
-            .unwrap_or_else(|| unreachable!("the guard holds a built index"))
-    }
 }
 
 /// The vector the event's call recorded, with its model and the commitment of its text.
