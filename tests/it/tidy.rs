@@ -813,7 +813,7 @@ const NOT_A_TOOL: &[(&str, &str, &str)] = &[
         "the hedge word \"think\" (as in \"I think\") of the confidence features",
     ),
     (
-        "app/cognition/argument.rs",
+        "app/cognition/argument/concepts.rs",
         "\"think\",",
         "the word \"think\" of the argument rules (\"think so\" is no inference; a stop word)",
     ),
