@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::events::{Event, Fact, OutcomeStatus, agent, cognition, deliberation, lux, memory};
+use crate::events::{Event, Fact, OutcomeStatus};
 
 /// One change a call made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
@@ -194,6 +194,11 @@ fn change(seq: u64, fact: &Fact, numbers: &mut HashMap<u64, u32>) -> Change {
 /// A fact's name, the subject it concerns (if any) and what it did, in one line.
 type Said = (&'static str, Option<String>, String);
 
+/// What a fact says here when `change` summarizes it instead (the thinking family's).
+fn other() -> Said {
+    ("Other", None, String::new())
+}
+
 /// ` (n span(s) redacted)`, or nothing when no span of a caller's text was redacted.
 fn redacted(n: usize) -> String {
     if n == 0 {
@@ -206,48 +211,274 @@ fn redacted(n: usize) -> String {
 /// A deliberation fact's name, subject and one-line summary (ids and rule wording only: caller
 /// text stays out of timelines, which may be shown where erased text must not reappear).
 ///
-/// One arm per fact, so a new fact cannot be left out; the longer summaries are written by the
-/// helpers below, one per fact, grouped by family.
+/// Every fact is named here, so a new fact cannot be left out; each family's facts are
+/// summarized by a helper of its own below.
 fn deliberation_change(fact: &Fact) -> Said {
     match fact {
-        Fact::DeliberationStarted(d) => deliberation_started(d),
-        Fact::NodeAdded(n) => node_added(n),
+        Fact::DeliberationStarted(_)
+        | Fact::NodeAdded(_)
+        | Fact::EdgeAdded(_)
+        | Fact::RubricSet(_)
+        | Fact::NodesScored(_)
+        | Fact::NodesPruned(_) => graph_change(fact),
+        Fact::AssumptionRecorded(_)
+        | Fact::AssumptionStatusSet(_)
+        | Fact::VerificationRecorded(_)
+        | Fact::RouteDecided(_)
+        | Fact::CheckpointRecorded(_)
+        | Fact::DeliberationStatusChanged(_)
+        | Fact::ConsensusReached(_) => governance_change(fact),
+        Fact::SkeletonPhaseStarted(_) | Fact::SkeletonElaborated(_) => skeleton_change(fact),
+        Fact::MemoryStored(_)
+        | Fact::MemorySuperseded(_)
+        | Fact::MemoriesRetrieved(_)
+        | Fact::MemorySoftDeleted(_)
+        | Fact::MemoryErased(_) => memory_change(fact),
+        Fact::ModelConferred(_)
+        | Fact::TracedThoughtRecorded(_)
+        | Fact::PlanStepRecorded(_)
+        | Fact::BiasedStepRecorded(_) => model_change(fact),
+        Fact::AgentRunStarted(_)
+        | Fact::AgentModelRequested(_)
+        | Fact::AgentModelResponded(_)
+        | Fact::AgentModelFailed(_)
+        | Fact::AgentToolRequested(_)
+        | Fact::AgentToolReturned(_)
+        | Fact::AgentBreakerTripped(_)
+        | Fact::AgentIntentDetected(_)
+        | Fact::AgentNudged(_)
+        | Fact::AgentRunEnded(_) => agent_change(fact),
+        Fact::CognitionRecorded(f) => (
+            "CognitionRecorded",
+            None,
+            // The result holds numbers, labels and ids only (never caller or model text).
+            format!(
+                "{} decided by {}{}: {}",
+                f.tool,
+                f.rules,
+                f.model
+                    .as_ref()
+                    .map_or_else(String::new, |m| format!(" with {m}")),
+                one_line(&f.result)
+            ),
+        ),
+        // The thinking facts are summarized by `change`.
+        Fact::SessionStarted { .. }
+        | Fact::ThoughtRecorded(_)
+        | Fact::ThoughtTagged { .. }
+        | Fact::SessionClosed { .. }
+        | Fact::TextsErased { .. } => other(),
+    }
+}
+
+/// The thought graph's facts: a deliberation's start, its nodes, edges, rubric, scores and prunes. Any other fact says nothing here (`deliberation_change` sends none).
+fn graph_change(fact: &Fact) -> Said {
+    match fact {
+        Fact::DeliberationStarted(d) => (
+            "DeliberationStarted",
+            Some(d.deliberation_id.clone()),
+            format!(
+                "deliberation {} started: mode {} ({}), profile {}, budgets {} nodes / depth {}",
+                d.deliberation_id,
+                d.user_mode,
+                d.internal_method,
+                d.profile,
+                d.budgets.max_nodes,
+                d.budgets.max_depth
+            ),
+        ),
+        Fact::NodeAdded(n) => (
+            "NodeAdded",
+            Some(n.node_id.clone()),
+            format!(
+                "{} node {} on branch {} at depth {}{}{}",
+                n.kind,
+                n.node_id,
+                n.branch_id,
+                n.depth,
+                if n.parent_ids.is_empty() {
+                    String::new()
+                } else {
+                    format!(" under {}", n.parent_ids.join(", "))
+                },
+                redacted(n.content.redactions.len())
+            ),
+        ),
         Fact::EdgeAdded(e) => (
             "EdgeAdded",
             Some(e.from.clone()),
             format!("edge {} {} {}", e.from, e.edge_type, e.to),
         ),
-        Fact::RubricSet(r) => rubric_set(r),
+        Fact::RubricSet(r) => (
+            "RubricSet",
+            None,
+            format!(
+                "rubric set: {}",
+                r.weights
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
         Fact::NodesScored(s) => (
             "NodesScored",
             Some(s.score_run_id.clone()),
             format!("{} scored {} node(s)", s.score_run_id, s.scores.len()),
         ),
-        Fact::NodesPruned(p) => nodes_pruned(p),
-        Fact::AssumptionRecorded(a) => assumption_recorded(a),
+        Fact::NodesPruned(p) => (
+            "NodesPruned",
+            None,
+            format!(
+                "pruned {} node(s) with beam width {}, kept {}",
+                p.node_ids.len(),
+                p.beam_width,
+                p.kept.len()
+            ),
+        ),
+        _ => other(),
+    }
+}
+
+/// The governance facts: assumptions, verification, routes, checkpoints, status and consensus. Any other fact says nothing here (`deliberation_change` sends none).
+fn governance_change(fact: &Fact) -> Said {
+    match fact {
+        Fact::AssumptionRecorded(a) => (
+            "AssumptionRecorded",
+            Some(a.assumption_id.clone()),
+            format!(
+                "assumption {} recorded ({}, {}){}",
+                a.assumption_id,
+                a.criticality,
+                if a.verifiable {
+                    "verifiable"
+                } else {
+                    "not verifiable"
+                },
+                redacted(a.text.redactions.len())
+            ),
+        ),
         Fact::AssumptionStatusSet(a) => (
             "AssumptionStatusSet",
             Some(a.assumption_id.clone()),
             format!("assumption {} is now {}", a.assumption_id, a.status),
         ),
-        Fact::VerificationRecorded(v) => verification_recorded(v),
-        Fact::RouteDecided(r) => route_decided(r),
-        Fact::CheckpointRecorded(c) => checkpoint_recorded(c),
+        Fact::VerificationRecorded(v) => (
+            "VerificationRecorded",
+            Some(v.verification_id.clone()),
+            format!(
+                "{}: {} new claim(s), {} evidence item(s), {} resolution(s); {}",
+                v.verification_id,
+                v.claims.len(),
+                v.evidence.len(),
+                v.resolutions.len(),
+                v.statuses
+                    .iter()
+                    .map(|(k, s)| format!("{k} {s}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        Fact::RouteDecided(r) => (
+            "RouteDecided",
+            Some(r.route_id.clone()),
+            format!(
+                "route {} by {}: {} ({} / {})",
+                r.route_id, r.source, r.decision.decision, r.user_mode, r.internal_method
+            ),
+        ),
+        Fact::CheckpointRecorded(c) => (
+            "CheckpointRecorded",
+            Some(c.checkpoint_id.clone()),
+            format!(
+                "checkpoint {}: quality {:.2} ({}), route {}, {} blocking gap(s)",
+                c.checkpoint_id,
+                c.quality_score,
+                c.quality_tier,
+                c.route_decision.decision,
+                c.blocking_gaps.len()
+            ),
+        ),
         Fact::DeliberationStatusChanged(s) => (
             "DeliberationStatusChanged",
             s.node_id.clone(),
             format!("deliberation {}", s.status),
         ),
-        Fact::ConsensusReached(c) => consensus_reached(c),
-        Fact::SkeletonPhaseStarted(p) => skeleton_phase_started(p),
-        Fact::SkeletonElaborated(p) => skeleton_elaborated(p),
-        Fact::MemoryStored(m) => memory_stored(m),
+        Fact::ConsensusReached(c) => (
+            "ConsensusReached",
+            None,
+            format!(
+                "consensus answer given (heuristic confidence {:.2}){}",
+                c.confidence,
+                redacted(c.answer.redactions.len())
+            ),
+        ),
+        _ => other(),
+    }
+}
+
+/// The skeleton-of-thought facts: a phase started and elaborated. Any other fact says nothing here (`deliberation_change` sends none).
+fn skeleton_change(fact: &Fact) -> Said {
+    match fact {
+        Fact::SkeletonPhaseStarted(p) => (
+            "SkeletonPhaseStarted",
+            Some(p.phase_id.clone()),
+            format!(
+                "skeleton phase {} started with {} point(s) ({})",
+                p.phase_id,
+                p.skeleton_node_ids.len(),
+                if p.suitability.suitable {
+                    "suitable"
+                } else {
+                    "not suitable"
+                }
+            ),
+        ),
+        Fact::SkeletonElaborated(p) => (
+            "SkeletonElaborated",
+            Some(p.phase_id.clone()),
+            format!(
+                "skeleton phase {}: {} elaboration(s), state {}",
+                p.phase_id,
+                p.elaboration_node_ids_by_skeleton
+                    .values()
+                    .map(Vec::len)
+                    .sum::<usize>(),
+                p.state
+            ),
+        ),
+        _ => other(),
+    }
+}
+
+/// The memory family's facts. Any other fact says nothing here (`deliberation_change` sends none).
+fn memory_change(fact: &Fact) -> Said {
+    match fact {
+        Fact::MemoryStored(m) => (
+            "MemoryStored",
+            Some(m.memory_id.clone()),
+            format!(
+                "memory {} stored ({}), {} waypoint(s)",
+                m.memory_id,
+                m.primary_sector,
+                m.links.len()
+            ),
+        ),
         Fact::MemorySuperseded(m) => (
             "MemorySuperseded",
             Some(m.memory_id.clone()),
             format!("memory {} superseded by version {}", m.memory_id, m.version),
         ),
-        Fact::MemoriesRetrieved(r) => memories_retrieved(r),
+        Fact::MemoriesRetrieved(r) => (
+            "MemoriesRetrieved",
+            None,
+            format!(
+                "{} returned {} of {} memories",
+                r.via,
+                r.memories.len(),
+                r.total_count
+            ),
+        ),
         Fact::MemorySoftDeleted(m) => (
             "MemorySoftDeleted",
             Some(m.memory_id.clone()),
@@ -258,21 +489,73 @@ fn deliberation_change(fact: &Fact) -> Said {
             Some(m.memory_id.clone()),
             format!("memory {} erased ({} version(s))", m.memory_id, m.versions),
         ),
+        _ => other(),
+    }
+}
+
+/// The model-backed family's facts. Any other fact says nothing here (`deliberation_change` sends none).
+fn model_change(fact: &Fact) -> Said {
+    match fact {
         Fact::ModelConferred(f) => ("ModelConferred", None, format!("{} replied", f.model)),
-        Fact::TracedThoughtRecorded(f) => traced_thought_recorded(f),
+        Fact::TracedThoughtRecorded(f) => (
+            "TracedThoughtRecorded",
+            Some(f.thought_number.to_string()),
+            format!(
+                "{} wrote thought {} ({}){}",
+                f.model,
+                f.thought_number,
+                f.thought_type,
+                f.intervention
+                    .as_ref()
+                    .map_or_else(String::new, |i| format!(
+                        ", intervention {}",
+                        i.intervention_type
+                    ))
+            ),
+        ),
         Fact::PlanStepRecorded(f) => (
             "PlanStepRecorded",
             Some(f.step_number.to_string()),
             format!("{} wrote plan step {}", f.model, f.step_number),
         ),
-        Fact::BiasedStepRecorded(f) => biased_step_recorded(f),
-        Fact::AgentRunStarted(f) => agent_run_started(f),
+        Fact::BiasedStepRecorded(f) => (
+            "BiasedStepRecorded",
+            Some(f.step_number.to_string()),
+            format!(
+                "{} step {} by {}; next {}",
+                f.step_type, f.step_number, f.model, f.next_action
+            ),
+        ),
+        _ => other(),
+    }
+}
+
+/// The reasoning engine's facts. Any other fact says nothing here (`deliberation_change` sends none).
+fn agent_change(fact: &Fact) -> Said {
+    match fact {
+        Fact::AgentRunStarted(f) => (
+            "AgentRunStarted",
+            None,
+            format!(
+                "run started with {} tool(s), at most {} model call(s)",
+                f.tools.len(),
+                f.max_iterations
+            ),
+        ),
         Fact::AgentModelRequested(f) => (
             "AgentModelRequested",
             Some(f.iteration.to_string()),
             format!("model asked with {} message(s)", f.messages),
         ),
-        Fact::AgentModelResponded(f) => agent_model_responded(f),
+        Fact::AgentModelResponded(f) => (
+            "AgentModelResponded",
+            Some(f.iteration.to_string()),
+            if f.tool_calls.is_empty() {
+                format!("{} answered", f.model)
+            } else {
+                format!("{} called {}", f.model, f.tool_calls.join(", "))
+            },
+        ),
         Fact::AgentModelFailed(f) => (
             "AgentModelFailed",
             Some(f.iteration.to_string()),
@@ -283,8 +566,27 @@ fn deliberation_change(fact: &Fact) -> Said {
             Some(f.call_id.clone()),
             format!("{} requested", f.tool),
         ),
-        Fact::AgentToolReturned(f) => agent_tool_returned(f),
-        Fact::AgentBreakerTripped(f) => agent_breaker_tripped(f),
+        Fact::AgentToolReturned(f) => (
+            "AgentToolReturned",
+            Some(f.call_id.clone()),
+            format!(
+                "{} {}{} after {} attempt(s)",
+                f.tool,
+                f.status,
+                f.error_code
+                    .as_ref()
+                    .map_or_else(String::new, |c| format!(" ({c})")),
+                f.attempts
+            ),
+        ),
+        Fact::AgentBreakerTripped(f) => (
+            "AgentBreakerTripped",
+            None,
+            format!(
+                "{} failed {} times in a row with {}",
+                f.tool, f.failures, f.error_code
+            ),
+        ),
         Fact::AgentIntentDetected(f) => (
             "AgentIntentDetected",
             Some(f.iteration.to_string()),
@@ -295,353 +597,16 @@ fn deliberation_change(fact: &Fact) -> Said {
             Some(f.iteration.to_string()),
             "nudged to act on its plan".to_owned(),
         ),
-        Fact::AgentRunEnded(f) => agent_run_ended(f),
-        Fact::CognitionRecorded(f) => cognition_recorded(f),
-        // The thinking facts are summarized by `change`.
-        Fact::SessionStarted { .. }
-        | Fact::ThoughtRecorded(_)
-        | Fact::ThoughtTagged { .. }
-        | Fact::SessionClosed { .. }
-        | Fact::TextsErased { .. } => ("Other", None, String::new()),
+        Fact::AgentRunEnded(f) => (
+            "AgentRunEnded",
+            None,
+            format!(
+                "run ended {} after {} model call(s)",
+                f.status, f.iterations
+            ),
+        ),
+        _ => other(),
     }
-}
-
-// The deliberation workspace's facts.
-
-/// A deliberation's start: its mode, method, profile and budgets.
-fn deliberation_started(d: &deliberation::DeliberationStarted) -> Said {
-    (
-        "DeliberationStarted",
-        Some(d.deliberation_id.clone()),
-        format!(
-            "deliberation {} started: mode {} ({}), profile {}, budgets {} nodes / depth {}",
-            d.deliberation_id,
-            d.user_mode,
-            d.internal_method,
-            d.profile,
-            d.budgets.max_nodes,
-            d.budgets.max_depth
-        ),
-    )
-}
-
-/// A node: its kind, branch, depth, parents and how many spans were redacted.
-fn node_added(n: &deliberation::NodeAdded) -> Said {
-    (
-        "NodeAdded",
-        Some(n.node_id.clone()),
-        format!(
-            "{} node {} on branch {} at depth {}{}{}",
-            n.kind,
-            n.node_id,
-            n.branch_id,
-            n.depth,
-            if n.parent_ids.is_empty() {
-                String::new()
-            } else {
-                format!(" under {}", n.parent_ids.join(", "))
-            },
-            redacted(n.content.redactions.len())
-        ),
-    )
-}
-
-/// The rubric's weights, `name=weight` each.
-fn rubric_set(r: &deliberation::RubricSet) -> Said {
-    (
-        "RubricSet",
-        None,
-        format!(
-            "rubric set: {}",
-            r.weights
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    )
-}
-
-/// How many nodes a prune took out, with which beam, and how many it kept.
-fn nodes_pruned(p: &deliberation::NodesPruned) -> Said {
-    (
-        "NodesPruned",
-        None,
-        format!(
-            "pruned {} node(s) with beam width {}, kept {}",
-            p.node_ids.len(),
-            p.beam_width,
-            p.kept.len()
-        ),
-    )
-}
-
-/// An assumption: its criticality, whether it can be verified, redactions.
-fn assumption_recorded(a: &deliberation::AssumptionRecorded) -> Said {
-    (
-        "AssumptionRecorded",
-        Some(a.assumption_id.clone()),
-        format!(
-            "assumption {} recorded ({}, {}){}",
-            a.assumption_id,
-            a.criticality,
-            if a.verifiable {
-                "verifiable"
-            } else {
-                "not verifiable"
-            },
-            redacted(a.text.redactions.len())
-        ),
-    )
-}
-
-/// A verification: counts of claims, evidence and resolutions, and each claim's new status.
-fn verification_recorded(v: &deliberation::VerificationRecorded) -> Said {
-    (
-        "VerificationRecorded",
-        Some(v.verification_id.clone()),
-        format!(
-            "{}: {} new claim(s), {} evidence item(s), {} resolution(s); {}",
-            v.verification_id,
-            v.claims.len(),
-            v.evidence.len(),
-            v.resolutions.len(),
-            v.statuses
-                .iter()
-                .map(|(k, s)| format!("{k} {s}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    )
-}
-
-/// A route: who decided it, what, and the mode and method it leads to.
-fn route_decided(r: &deliberation::RouteDecided) -> Said {
-    (
-        "RouteDecided",
-        Some(r.route_id.clone()),
-        format!(
-            "route {} by {}: {} ({} / {})",
-            r.route_id, r.source, r.decision.decision, r.user_mode, r.internal_method
-        ),
-    )
-}
-
-/// A checkpoint: its quality, route and blocking gaps.
-fn checkpoint_recorded(c: &deliberation::CheckpointRecorded) -> Said {
-    (
-        "CheckpointRecorded",
-        Some(c.checkpoint_id.clone()),
-        format!(
-            "checkpoint {}: quality {:.2} ({}), route {}, {} blocking gap(s)",
-            c.checkpoint_id,
-            c.quality_score,
-            c.quality_tier,
-            c.route_decision.decision,
-            c.blocking_gaps.len()
-        ),
-    )
-}
-
-/// The consensus answer's heuristic confidence and redactions (never its text).
-fn consensus_reached(c: &deliberation::ConsensusReached) -> Said {
-    (
-        "ConsensusReached",
-        None,
-        format!(
-            "consensus answer given (heuristic confidence {:.2}){}",
-            c.confidence,
-            redacted(c.answer.redactions.len())
-        ),
-    )
-}
-
-/// A skeleton phase: how many points, and whether the question suits a skeleton.
-fn skeleton_phase_started(p: &deliberation::SkeletonPhaseStarted) -> Said {
-    (
-        "SkeletonPhaseStarted",
-        Some(p.phase_id.clone()),
-        format!(
-            "skeleton phase {} started with {} point(s) ({})",
-            p.phase_id,
-            p.skeleton_node_ids.len(),
-            if p.suitability.suitable {
-                "suitable"
-            } else {
-                "not suitable"
-            }
-        ),
-    )
-}
-
-/// A skeleton's elaboration: how many nodes elaborate it, and the phase's state.
-fn skeleton_elaborated(p: &deliberation::SkeletonElaborated) -> Said {
-    (
-        "SkeletonElaborated",
-        Some(p.phase_id.clone()),
-        format!(
-            "skeleton phase {}: {} elaboration(s), state {}",
-            p.phase_id,
-            p.elaboration_node_ids_by_skeleton
-                .values()
-                .map(Vec::len)
-                .sum::<usize>(),
-            p.state
-        ),
-    )
-}
-
-// The memory family's facts.
-
-/// A stored memory: its sector and waypoints.
-fn memory_stored(m: &memory::MemoryStored) -> Said {
-    (
-        "MemoryStored",
-        Some(m.memory_id.clone()),
-        format!(
-            "memory {} stored ({}), {} waypoint(s)",
-            m.memory_id,
-            m.primary_sector,
-            m.links.len()
-        ),
-    )
-}
-
-/// A retrieval: which tool, how many memories returned of how many.
-fn memories_retrieved(r: &memory::MemoriesRetrieved) -> Said {
-    (
-        "MemoriesRetrieved",
-        None,
-        format!(
-            "{} returned {} of {} memories",
-            r.via,
-            r.memories.len(),
-            r.total_count
-        ),
-    )
-}
-
-// The model-backed family's facts.
-
-/// A traced thought: its model, number, type and intervention, if any.
-fn traced_thought_recorded(f: &lux::TracedThoughtRecorded) -> Said {
-    (
-        "TracedThoughtRecorded",
-        Some(f.thought_number.to_string()),
-        format!(
-            "{} wrote thought {} ({}){}",
-            f.model,
-            f.thought_number,
-            f.thought_type,
-            f.intervention
-                .as_ref()
-                .map_or_else(String::new, |i| format!(
-                    ", intervention {}",
-                    i.intervention_type
-                ))
-        ),
-    )
-}
-
-/// A biased-reasoning step: its type, number, model and next action.
-fn biased_step_recorded(f: &lux::BiasedStepRecorded) -> Said {
-    (
-        "BiasedStepRecorded",
-        Some(f.step_number.to_string()),
-        format!(
-            "{} step {} by {}; next {}",
-            f.step_type, f.step_number, f.model, f.next_action
-        ),
-    )
-}
-
-// The reasoning engine's facts.
-
-/// A run's start: its tools and its ceiling of model calls.
-fn agent_run_started(f: &agent::AgentRunStarted) -> Said {
-    (
-        "AgentRunStarted",
-        None,
-        format!(
-            "run started with {} tool(s), at most {} model call(s)",
-            f.tools.len(),
-            f.max_iterations
-        ),
-    )
-}
-
-/// A model's answer: plain, or the tools it called.
-fn agent_model_responded(f: &agent::AgentModelResponded) -> Said {
-    (
-        "AgentModelResponded",
-        Some(f.iteration.to_string()),
-        if f.tool_calls.is_empty() {
-            format!("{} answered", f.model)
-        } else {
-            format!("{} called {}", f.model, f.tool_calls.join(", "))
-        },
-    )
-}
-
-/// A tool's return: its status, error code if any, and attempts.
-fn agent_tool_returned(f: &agent::AgentToolReturned) -> Said {
-    (
-        "AgentToolReturned",
-        Some(f.call_id.clone()),
-        format!(
-            "{} {}{} after {} attempt(s)",
-            f.tool,
-            f.status,
-            f.error_code
-                .as_ref()
-                .map_or_else(String::new, |c| format!(" ({c})")),
-            f.attempts
-        ),
-    )
-}
-
-/// A tripped circuit breaker: the tool, its failures in a row and their code.
-fn agent_breaker_tripped(f: &agent::AgentBreakerTripped) -> Said {
-    (
-        "AgentBreakerTripped",
-        None,
-        format!(
-            "{} failed {} times in a row with {}",
-            f.tool, f.failures, f.error_code
-        ),
-    )
-}
-
-/// A run's end: its status and how many model calls it made.
-fn agent_run_ended(f: &agent::AgentRunEnded) -> Said {
-    (
-        "AgentRunEnded",
-        None,
-        format!(
-            "run ended {} after {} model call(s)",
-            f.status, f.iterations
-        ),
-    )
-}
-
-// The cognition family's fact.
-
-/// A cognition call: the tool, its rules, its model if any, and its result in one line.
-fn cognition_recorded(f: &cognition::CognitionRecorded) -> Said {
-    (
-        "CognitionRecorded",
-        None,
-        // The result holds numbers, labels and ids only (never caller or model text).
-        format!(
-            "{} decided by {}{}: {}",
-            f.tool,
-            f.rules,
-            f.model
-                .as_ref()
-                .map_or_else(String::new, |m| format!(" with {m}")),
-            one_line(&f.result)
-        ),
-    )
 }
 
 /// The timeline as text, one line per call.
