@@ -20,7 +20,7 @@ use crate::ledger::hash::{AuditExportHasher, hex, parse_hex32};
 use crate::ledger::keyfile::key_name;
 use crate::ledger::merkle::{Blake3Hasher, MerkleHasher};
 use crate::ledger::timestamps::KeptTimestamp;
-use crate::ledger::{LedgerError, LogView, TextState};
+use crate::ledger::{LedgerError, LogView, SignedCheckpoint, TextState};
 
 /// How to build an export, beyond what to select.
 pub struct ExportOptions<'a> {
@@ -82,25 +82,9 @@ pub fn write_export(
     let (seqs, texts) = gather(view, selected)?;
     let needed = seqs.last().copied().unwrap_or(0);
 
-    let signed = view.latest_checkpoint().ok_or(AuditError::NoCheckpoint {
-        needed,
-        latest: None,
-    })?;
+    let signed = covering_checkpoint(view, needed, &origin)?;
     let checkpoint = &signed.checkpoint;
     let size = checkpoint.size();
-    if size < needed {
-        return Err(AuditError::NoCheckpoint {
-            needed,
-            latest: Some(size),
-        });
-    }
-    if checkpoint.origin() != origin || view.root_at(size)? != *checkpoint.root() {
-        return Err(LedgerError::Corrupt(format!(
-            "the latest checkpoint ({}, size {size}) does not match this log",
-            checkpoint.origin()
-        ))
-        .into());
-    }
     let consistency = match options.since_checkpoint {
         Some(note) => Some(consistency_from(view, note, checkpoint, &verifier)?),
         None => None,
@@ -120,9 +104,73 @@ pub fn write_export(
         out.put(&canonical_value(consistency)?)?;
     }
     out.put(b",\"events\":[")?;
+    let total = write_events(&mut out, view, &seqs, size, options)?;
+    out.put(b"]")?;
+
+    let tail = tail(
+        view,
+        selection,
+        options,
+        &ledger_id,
+        &verifier.to_vkey(),
+        &texts,
+        checkpoint,
+    )?;
+    out.hasher.update(&tail);
+    let digest = out.hasher.finalize();
+    let signature = sign_note(signer, &signed_body(&origin, &digest))?;
+    out.write(b",\"exportSignature\":")?;
+    out.write(&canonical_string(&signature)?)?;
+    out.write(&tail)?;
+    out.sink.flush().map_err(LedgerError::Io)?;
+    Ok(ExportWritten {
+        events: total,
+        bytes: out.written,
+    })
+}
+
+/// The latest signed checkpoint, which must cover the export's last event (`needed`) and be
+/// this log's: its origin, and the log's root at its size.
+fn covering_checkpoint<'v>(
+    view: &'v dyn LogView,
+    needed: u64,
+    origin: &str,
+) -> Result<&'v SignedCheckpoint, AuditError> {
+    let signed = view.latest_checkpoint().ok_or(AuditError::NoCheckpoint {
+        needed,
+        latest: None,
+    })?;
+    let checkpoint = &signed.checkpoint;
+    let size = checkpoint.size();
+    if size < needed {
+        return Err(AuditError::NoCheckpoint {
+            needed,
+            latest: Some(size),
+        });
+    }
+    if checkpoint.origin() != origin || view.root_at(size)? != *checkpoint.root() {
+        return Err(LedgerError::Corrupt(format!(
+            "the latest checkpoint ({}, size {size}) does not match this log",
+            checkpoint.origin()
+        ))
+        .into());
+    }
+    Ok(signed)
+}
+
+/// The `events` array's elements, each event's stored bytes verbatim with its inclusion proof
+/// to the checkpoint of `size`, reporting progress and stopping when the caller gives up. How
+/// many were written.
+fn write_events<W: Write>(
+    out: &mut Digesting<W>,
+    view: &dyn LogView,
+    seqs: &[u64],
+    size: u64,
+    options: &ExportOptions<'_>,
+) -> Result<u64, AuditError> {
     let total = u64::try_from(seqs.len()).unwrap_or(u64::MAX);
     let mut element = Vec::new();
-    for (done, seq) in (1..).zip(&seqs) {
+    for (done, seq) in (1..).zip(seqs) {
         element.clear();
         if done > 1 {
             element.push(b',');
@@ -147,14 +195,27 @@ pub fn write_export(
             return Err(AuditError::Cancelled { done, total });
         }
     }
-    out.put(b"]")?;
+    Ok(total)
+}
 
+/// The members after `exportSignature`, in canonical order (`format`, `generatedAt`,
+/// `ledgerId`, `publicKey`, `selection`, `texts`, `timestamps`) and the closing brace: held
+/// until the signature over everything is made.
+fn tail(
+    view: &dyn LogView,
+    selection: &Selection,
+    options: &ExportOptions<'_>,
+    ledger_id: &str,
+    public_key: &str,
+    texts: &BTreeMap<String, ExportedText>,
+    checkpoint: &Checkpoint,
+) -> Result<Vec<u8>, AuditError> {
     let mut tail = Vec::new();
     for (name, value) in [
         ("format", canonical_string(FORMAT)?),
         ("generatedAt", canonical_string(&options.generated_at)?),
-        ("ledgerId", canonical_string(&ledger_id)?),
-        ("publicKey", canonical_string(&verifier.to_vkey())?),
+        ("ledgerId", canonical_string(ledger_id)?),
+        ("publicKey", canonical_string(public_key)?),
         ("selection", canonical_value(selection)?),
     ] {
         tail.extend_from_slice(format!(",\"{name}\":").as_bytes());
@@ -178,17 +239,7 @@ pub fn write_export(
         tail.extend_from_slice(&canonical_value(&timestamps)?);
     }
     tail.push(b'}');
-    out.hasher.update(&tail);
-    let digest = out.hasher.finalize();
-    let signature = sign_note(signer, &signed_body(&origin, &digest))?;
-    out.write(b",\"exportSignature\":")?;
-    out.write(&canonical_string(&signature)?)?;
-    out.write(&tail)?;
-    out.sink.flush().map_err(LedgerError::Io)?;
-    Ok(ExportWritten {
-        events: total,
-        bytes: out.written,
-    })
+    Ok(tail)
 }
 
 /// The document's bytes on their way to the sink, counted, and (through [`Digesting::put`])

@@ -40,6 +40,15 @@ pub struct Violation {
     pub message: String,
 }
 
+/// One keyword of a schema object, with the object it sits in (`additionalProperties` reads
+/// `properties` beside it, `if` reads `then`).
+#[derive(Clone, Copy)]
+struct Keyword<'s> {
+    name: &'s str,
+    arg: &'s Value,
+    schema: &'s Map<String, Value>,
+}
+
 /// A schema with its patterns compiled.
 pub struct Schema {
     root: Value,
@@ -93,161 +102,199 @@ impl Schema {
             Value::Object(map) => map,
             _ => return push(out, at, "the schema here is not an object".to_owned()),
         };
-        for (keyword, arg) in schema {
-            match keyword.as_str() {
-                k if ANNOTATIONS.contains(&k) => {}
-                // Applied together with `if`.
-                "then" => {}
-                "$ref" => match arg.as_str().and_then(|r| self.resolve(r)) {
-                    Some(target) => self.check(target, value, at, out, depth + 1),
-                    None => push(out, at, format!("the schema's $ref {arg} leads nowhere")),
-                },
-                "type" => {
-                    let names: Vec<&str> = match arg {
-                        Value::String(s) => vec![s.as_str()],
-                        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-                        _ => Vec::new(),
-                    };
-                    if !names.iter().any(|n| type_matches(n, value)) {
-                        push(
-                            out,
-                            at,
-                            format!("{} is not {}", describe(value), names.join(" or ")),
-                        );
-                    }
-                }
-                "const" if value != arg => {
-                    push(out, at, format!("{} is not {arg}", describe(value)))
-                }
-                "const" => {}
-                "enum" => {
-                    if !arg.as_array().is_some_and(|a| a.contains(value)) {
-                        push(out, at, format!("{} is not one of {arg}", describe(value)));
-                    }
-                }
-                "required" => {
-                    if let Value::Object(object) = value {
-                        for name in arg.as_array().into_iter().flatten() {
-                            let Some(name) = name.as_str() else { continue };
-                            if !object.contains_key(name) {
-                                push(out, &member(at, name), "missing".to_owned());
-                            }
-                        }
-                    }
-                }
-                "properties" => {
-                    if let (Value::Object(object), Value::Object(properties)) = (value, arg) {
-                        for (name, sub) in properties {
-                            if let Some(item) = object.get(name) {
-                                let inner = member(at, name);
-                                self.check(sub, item, &inner, out, depth + 1);
-                            }
-                        }
-                    }
-                }
-                "additionalProperties" => {
-                    if let Value::Object(object) = value {
-                        let known = schema.get("properties").and_then(Value::as_object);
-                        for (name, item) in object {
-                            if !known.is_some_and(|k| k.contains_key(name)) {
-                                let inner = member(at, name);
-                                if *arg == Value::Bool(false) {
-                                    push(out, &inner, "no such member is allowed here".to_owned());
-                                } else {
-                                    self.check(arg, item, &inner, out, depth + 1);
-                                }
-                            }
-                        }
-                    }
-                }
-                "items" => {
-                    if let Value::Array(items) = value {
-                        for (i, item) in items.iter().enumerate() {
-                            let inner = format!("{at}[{i}]");
-                            self.check(arg, item, &inner, out, depth + 1);
-                        }
-                    }
-                }
-                "minimum" | "maximum" => {
-                    if let (Some(v), Some(limit)) = (value.as_f64(), arg.as_f64()) {
-                        let below = keyword == "minimum" && v < limit;
-                        let above = keyword == "maximum" && v > limit;
-                        if below || above {
-                            let side = if below { "below" } else { "above" };
-                            push(out, at, format!("{value} is {side} the {keyword} {arg}"));
-                        }
-                    }
-                }
-                "minItems" | "maxItems" => {
-                    if let (Some(items), Some(limit)) = (value.as_array(), arg.as_u64()) {
-                        let len = u64::try_from(items.len()).unwrap_or(u64::MAX);
-                        if (keyword == "minItems" && len < limit)
-                            || (keyword == "maxItems" && len > limit)
-                        {
-                            push(out, at, format!("{len} items break {keyword} {limit}"));
-                        }
-                    }
-                }
-                "minLength" | "maxLength" => {
-                    if let (Some(s), Some(limit)) = (value.as_str(), arg.as_u64()) {
-                        let len = u64::try_from(s.chars().count()).unwrap_or(u64::MAX);
-                        if (keyword == "minLength" && len < limit)
-                            || (keyword == "maxLength" && len > limit)
-                        {
-                            push(out, at, format!("length {len} breaks {keyword} {limit}"));
-                        }
-                    }
-                }
-                "pattern" => {
-                    if let Some(s) = value.as_str() {
-                        match arg.as_str().and_then(|p| self.patterns.get(p)) {
-                            Some(re) if re.is_match(s) => {}
-                            Some(_) => {
-                                push(out, at, format!("{} does not match {arg}", describe(value)))
-                            }
-                            None => {
-                                push(out, at, format!("the schema's pattern {arg} is not valid"))
-                            }
-                        }
-                    }
-                }
-                "allOf" => {
-                    for option in arg.as_array().into_iter().flatten() {
-                        self.check(option, value, at, out, depth + 1);
-                    }
-                }
-                "anyOf" | "oneOf" => {
-                    let options = arg.as_array().map(Vec::as_slice).unwrap_or_default();
-                    let passed = options
-                        .iter()
-                        .filter(|o| self.conforms(o, value, depth + 1))
-                        .count();
-                    if passed == 0 || (keyword == "oneOf" && passed > 1) {
-                        push(
-                            out,
-                            at,
-                            format!(
-                                "{} matches {passed} of the {} allowed forms ({keyword})",
-                                describe(value),
-                                options.len()
-                            ),
-                        );
-                    }
-                }
-                "if" => {
-                    if self.conforms(arg, value, depth + 1)
-                        && let Some(then) = schema.get("then")
-                    {
-                        self.check(then, value, at, out, depth + 1);
-                    }
-                }
-                other => push(
+        for (name, arg) in schema {
+            // Annotations say nothing to check; `then` is applied together with `if`.
+            if ANNOTATIONS.contains(&name.as_str()) || name == "then" {
+                continue;
+            }
+            let keyword = Keyword { name, arg, schema };
+            if !self.apply(keyword, value, at, out, depth) && !self.assert(keyword, value, at, out)
+            {
+                push(
                     out,
                     at,
-                    format!("the schema keyword {other:?} is not supported"),
-                ),
+                    format!("the schema keyword {name:?} is not supported"),
+                );
             }
         }
+    }
+
+    /// An applicator keyword: `value` (or its members, or its items) checked against the
+    /// subschemas it names. False when `keyword` is not one.
+    fn apply(
+        &self,
+        keyword: Keyword<'_>,
+        value: &Value,
+        at: &str,
+        out: &mut Vec<Violation>,
+        depth: usize,
+    ) -> bool {
+        let Keyword {
+            name: keyword,
+            arg,
+            schema,
+        } = keyword;
+        match keyword {
+            "$ref" => match arg.as_str().and_then(|r| self.resolve(r)) {
+                Some(target) => self.check(target, value, at, out, depth + 1),
+                None => push(out, at, format!("the schema's $ref {arg} leads nowhere")),
+            },
+            "properties" => {
+                if let (Value::Object(object), Value::Object(properties)) = (value, arg) {
+                    for (name, sub) in properties {
+                        if let Some(item) = object.get(name) {
+                            let inner = member(at, name);
+                            self.check(sub, item, &inner, out, depth + 1);
+                        }
+                    }
+                }
+            }
+            "additionalProperties" => {
+                if let Value::Object(object) = value {
+                    let known = schema.get("properties").and_then(Value::as_object);
+                    for (name, item) in object {
+                        if !known.is_some_and(|k| k.contains_key(name)) {
+                            let inner = member(at, name);
+                            if *arg == Value::Bool(false) {
+                                push(out, &inner, "no such member is allowed here".to_owned());
+                            } else {
+                                self.check(arg, item, &inner, out, depth + 1);
+                            }
+                        }
+                    }
+                }
+            }
+            "items" => {
+                if let Value::Array(items) = value {
+                    for (i, item) in items.iter().enumerate() {
+                        let inner = format!("{at}[{i}]");
+                        self.check(arg, item, &inner, out, depth + 1);
+                    }
+                }
+            }
+            "allOf" => {
+                for option in arg.as_array().into_iter().flatten() {
+                    self.check(option, value, at, out, depth + 1);
+                }
+            }
+            "anyOf" | "oneOf" => {
+                let options = arg.as_array().map(Vec::as_slice).unwrap_or_default();
+                let passed = options
+                    .iter()
+                    .filter(|o| self.conforms(o, value, depth + 1))
+                    .count();
+                if passed == 0 || (keyword == "oneOf" && passed > 1) {
+                    push(
+                        out,
+                        at,
+                        format!(
+                            "{} matches {passed} of the {} allowed forms ({keyword})",
+                            describe(value),
+                            options.len()
+                        ),
+                    );
+                }
+            }
+            "if" => {
+                if self.conforms(arg, value, depth + 1)
+                    && let Some(then) = schema.get("then")
+                {
+                    self.check(then, value, at, out, depth + 1);
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// An assertion keyword: what `value` itself must be (its type, value, members, bounds,
+    /// length or pattern). False when `keyword` is not one.
+    fn assert(
+        &self,
+        keyword: Keyword<'_>,
+        value: &Value,
+        at: &str,
+        out: &mut Vec<Violation>,
+    ) -> bool {
+        let Keyword {
+            name: keyword, arg, ..
+        } = keyword;
+        match keyword {
+            "type" => {
+                let names: Vec<&str> = match arg {
+                    Value::String(s) => vec![s.as_str()],
+                    Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                if !names.iter().any(|n| type_matches(n, value)) {
+                    push(
+                        out,
+                        at,
+                        format!("{} is not {}", describe(value), names.join(" or ")),
+                    );
+                }
+            }
+            "const" if value != arg => push(out, at, format!("{} is not {arg}", describe(value))),
+            "const" => {}
+            "enum" => {
+                if !arg.as_array().is_some_and(|a| a.contains(value)) {
+                    push(out, at, format!("{} is not one of {arg}", describe(value)));
+                }
+            }
+            "required" => {
+                if let Value::Object(object) = value {
+                    for name in arg.as_array().into_iter().flatten() {
+                        let Some(name) = name.as_str() else { continue };
+                        if !object.contains_key(name) {
+                            push(out, &member(at, name), "missing".to_owned());
+                        }
+                    }
+                }
+            }
+            "minimum" | "maximum" => {
+                if let (Some(v), Some(limit)) = (value.as_f64(), arg.as_f64()) {
+                    let below = keyword == "minimum" && v < limit;
+                    let above = keyword == "maximum" && v > limit;
+                    if below || above {
+                        let side = if below { "below" } else { "above" };
+                        push(out, at, format!("{value} is {side} the {keyword} {arg}"));
+                    }
+                }
+            }
+            "minItems" | "maxItems" => {
+                if let (Some(items), Some(limit)) = (value.as_array(), arg.as_u64()) {
+                    let len = u64::try_from(items.len()).unwrap_or(u64::MAX);
+                    if (keyword == "minItems" && len < limit)
+                        || (keyword == "maxItems" && len > limit)
+                    {
+                        push(out, at, format!("{len} items break {keyword} {limit}"));
+                    }
+                }
+            }
+            "minLength" | "maxLength" => {
+                if let (Some(s), Some(limit)) = (value.as_str(), arg.as_u64()) {
+                    let len = u64::try_from(s.chars().count()).unwrap_or(u64::MAX);
+                    if (keyword == "minLength" && len < limit)
+                        || (keyword == "maxLength" && len > limit)
+                    {
+                        push(out, at, format!("length {len} breaks {keyword} {limit}"));
+                    }
+                }
+            }
+            "pattern" => {
+                if let Some(s) = value.as_str() {
+                    match arg.as_str().and_then(|p| self.patterns.get(p)) {
+                        Some(re) if re.is_match(s) => {}
+                        Some(_) => {
+                            push(out, at, format!("{} does not match {arg}", describe(value)))
+                        }
+                        None => push(out, at, format!("the schema's pattern {arg} is not valid")),
+                    }
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::audit::problem_code::ExportCode;
 use cms::cert::CertificateChoices;
 use cms::content_info::ContentInfo;
-use cms::signed_data::{SignedData, SignerIdentifier};
+use cms::signed_data::{SignedAttributes, SignedData, SignerIdentifier, SignerInfo};
 use der::asn1::{Any, Int, OctetString};
 use der::oid::ObjectIdentifier;
 use der::{Decode, Encode};
@@ -129,16 +129,8 @@ pub fn read_certificates(bytes: &[u8]) -> Result<Vec<Certificate>, String> {
     Ok(certs)
 }
 
-/// Checks `token` offline: it is a TSTInfo signed as CMS SignedData, its message imprint is
-/// SHA-256 and equals `digest`, its signed attributes hold the digest of the TSTInfo and are
-/// signed by the signer certificate's key, the signer certificate is one of `trusted` or chains
-/// to one of them (through certificates the token carries), allows time stamping (extended key
-/// usage id-kp-timeStamping) and was valid at `genTime`.
-pub fn check_token(
-    token: &[u8],
-    digest: &[u8; 32],
-    trusted: &[Certificate],
-) -> Result<Stamp, TokenError> {
+/// The token's SignedData, which must encapsulate a TSTInfo.
+fn signed_data(token: &[u8]) -> Result<SignedData, TokenError> {
     let info = ContentInfo::from_der(token).map_err(malformed)?;
     if info.content_type != ID_SIGNED_DATA {
         return Err(TokenError::Malformed(format!(
@@ -154,14 +146,11 @@ pub fn check_token(
             signed.encap_content_info.econtent_type
         )));
     }
-    let econtent = signed
-        .encap_content_info
-        .econtent
-        .as_ref()
-        .ok_or_else(|| malformed("the TSTInfo is missing"))?;
-    let tst_der = econtent.value();
-    let tst = TstInfo::from_der(tst_der).map_err(malformed)?;
+    Ok(signed)
+}
 
+/// The TSTInfo stamps `digest`, by SHA-256.
+fn check_imprint(tst: &TstInfo, digest: &[u8; 32]) -> Result<(), TokenError> {
     let imprint = &tst.message_imprint;
     if imprint.hash_algorithm.oid != ID_SHA_256 {
         return Err(TokenError::Imprint(format!(
@@ -176,7 +165,11 @@ pub fn check_token(
             hex(digest)
         )));
     }
+    Ok(())
+}
 
+/// The token's one signer, digesting with SHA-256, and its signed attributes.
+fn signer_of(signed: &SignedData) -> Result<(&SignerInfo, &SignedAttributes), TokenError> {
     let mut signers = signed.signer_infos.0.iter();
     let (Some(signer), None) = (signers.next(), signers.next()) else {
         return Err(malformed("a token has exactly one signer"));
@@ -191,6 +184,12 @@ pub fn check_token(
         .signed_attrs
         .as_ref()
         .ok_or_else(|| malformed("the signer has no signed attributes"))?;
+    Ok((signer, attrs))
+}
+
+/// The signed attributes sign the TSTInfo as stamped: its content type, and the SHA-256 of its
+/// bytes (`tst_der`) as the message digest.
+fn check_signed_attributes(attrs: &SignedAttributes, tst_der: &[u8]) -> Result<(), TokenError> {
     let attr = |oid: ObjectIdentifier| {
         attrs
             .iter()
@@ -215,6 +214,47 @@ pub fn check_token(
                 .to_owned(),
         ));
     }
+    Ok(())
+}
+
+/// The token's time, within the signer's certificate's validity, in RFC 3339.
+fn gen_time(tst: &TstInfo, signer_cert: &Certificate) -> Result<String, TokenError> {
+    let at = tst.gen_time.to_unix_duration();
+    let validity = &signer_cert.tbs_certificate.validity;
+    if at < validity.not_before.to_unix_duration() || at > validity.not_after.to_unix_duration() {
+        return Err(TokenError::Untrusted(
+            "the signer's certificate was not valid at the token's time".to_owned(),
+        ));
+    }
+    i64::try_from(at.as_secs())
+        .ok()
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, at.subsec_nanos()))
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+        .ok_or_else(|| malformed("genTime out of range"))
+}
+
+/// Checks `token` offline: it is a TSTInfo signed as CMS SignedData, its message imprint is
+/// SHA-256 and equals `digest`, its signed attributes hold the digest of the TSTInfo and are
+/// signed by the signer certificate's key, the signer certificate is one of `trusted` or chains
+/// to one of them (through certificates the token carries), allows time stamping (extended key
+/// usage id-kp-timeStamping) and was valid at `genTime`.
+pub fn check_token(
+    token: &[u8],
+    digest: &[u8; 32],
+    trusted: &[Certificate],
+) -> Result<Stamp, TokenError> {
+    let signed = signed_data(token)?;
+    let econtent = signed
+        .encap_content_info
+        .econtent
+        .as_ref()
+        .ok_or_else(|| malformed("the TSTInfo is missing"))?;
+    let tst_der = econtent.value();
+    let tst = TstInfo::from_der(tst_der).map_err(malformed)?;
+
+    check_imprint(&tst, digest)?;
+    let (signer, attrs) = signer_of(&signed)?;
+    check_signed_attributes(attrs, tst_der)?;
 
     let carried: Vec<&Certificate> = signed
         .certificates
@@ -246,18 +286,7 @@ pub fn check_token(
 
     chain(signer_cert, &carried, trusted)?;
     time_stamping(signer_cert)?;
-    let at = tst.gen_time.to_unix_duration();
-    let validity = &signer_cert.tbs_certificate.validity;
-    if at < validity.not_before.to_unix_duration() || at > validity.not_after.to_unix_duration() {
-        return Err(TokenError::Untrusted(
-            "the signer's certificate was not valid at the token's time".to_owned(),
-        ));
-    }
-    let gen_time = i64::try_from(at.as_secs())
-        .ok()
-        .and_then(|secs| chrono::DateTime::from_timestamp(secs, at.subsec_nanos()))
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
-        .ok_or_else(|| malformed("genTime out of range"))?;
+    let gen_time = gen_time(&tst, signer_cert)?;
     Ok(Stamp {
         gen_time,
         signer: signer_cert.tbs_certificate.subject.to_string(),

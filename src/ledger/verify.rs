@@ -20,7 +20,7 @@ use super::hash::{hex, text_commitment_bytes};
 use super::merkle::{Blake3Hasher, MerkleTree, NodeHash};
 use super::notary::check_checkpoints;
 use super::problem_code::LogProblem;
-use super::store::{Store, TextRecord};
+use super::store::{Store, TextIter, TextRecord};
 use super::view::SignedCheckpoint;
 use crate::events::ENVELOPE_VERSION;
 
@@ -83,6 +83,145 @@ pub fn verify_with_checkpoints<S: Store + ?Sized>(
     verify_with_progress(store, checkpoints, kept, verifier, &|_, _| {})
 }
 
+/// One worker: checks what it is handed ([`Work::check`]) and hands the result back, until the
+/// work runs out or nobody listens.
+fn work(work_rx: &Mutex<mpsc::Receiver<Work>>, done_tx: &mpsc::SyncSender<Done>) {
+    loop {
+        let next = match work_rx.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(work) = next else { return };
+        if done_tx.send(work.check()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The workers' results folded into the [`Chain`]: text statuses as they come, event batches
+/// put back in seq order.
+fn fold_in_order(done_rx: mpsc::Receiver<Done>, ledger_id: Option<String>) -> Chain {
+    let mut chain = Chain::new(ledger_id);
+    let mut pending = BTreeMap::new();
+    let mut next = 0u64;
+    for done in done_rx {
+        match done {
+            Done::Texts(statuses) => chain.texts.extend(statuses),
+            Done::Events(n, checked) => {
+                pending.insert(n, checked);
+                while let Some(checked) = pending.remove(&next) {
+                    for (seq, event) in checked {
+                        chain.event(seq, event);
+                    }
+                    next += 1;
+                }
+            }
+        }
+    }
+    chain
+}
+
+/// The stored texts handed to the workers in batches of [`TEXT_BATCH`]. A failed send means a
+/// worker stopped, which only a panic does: the join of the fold says so.
+fn send_texts(texts: TextIter<'_>, work_tx: &mpsc::SyncSender<Work>) {
+    let mut batch = Vec::with_capacity(TEXT_BATCH);
+    for text in texts {
+        batch.push(text);
+        if batch.len() == TEXT_BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(TEXT_BATCH));
+            if work_tx.send(Work::Texts(full)).is_err() {
+                break;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = work_tx.send(Work::Texts(batch));
+    }
+}
+
+/// The stored events read in seq order and handed to the workers in numbered batches of
+/// [`BATCH`], with `progress(events read, last)` every 1024 events. The read error that ended
+/// the reading, if one did.
+fn send_events<S: Store + ?Sized>(
+    store: &S,
+    work_tx: &mpsc::SyncSender<Work>,
+    progress: &dyn Fn(u64, u64),
+    last: u64,
+) -> Option<LedgerError> {
+    let mut read_error = None;
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut n = 0u64;
+    let mut read = 0u64;
+    for item in store.events_from(1) {
+        match item {
+            Ok(event) => batch.push(event),
+            Err(e) => {
+                read_error = Some(e);
+                break;
+            }
+        }
+        read += 1;
+        if read.is_multiple_of(1024) {
+            progress(read, last);
+        }
+        if batch.len() == BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+            if work_tx.send(Work::Events(n, full)).is_err() {
+                break;
+            }
+            n += 1;
+        }
+    }
+    if !batch.is_empty() {
+        let _ = work_tx.send(Work::Events(n, batch));
+    }
+    read_error
+}
+
+/// The signed checkpoints checked against the log's Merkle tree (rebuilt from `leaves`): each
+/// problem added to `report`, and the count of those that verified; without a key, or without
+/// a tree, that they could not be checked.
+fn check_against_tree(
+    report: &mut VerifyReport,
+    leaves: Option<Vec<NodeHash>>,
+    checkpoints: &[SignedCheckpoint],
+    kept: &[SignedCheckpoint],
+    verifier: Option<&NoteVerifier>,
+) {
+    let tree = leaves.map(|leaves| MerkleTree::from_leaf_hashes(Blake3Hasher, leaves));
+    match (&tree, verifier) {
+        (Some(tree), Some(verifier)) => {
+            let mut problems = check_checkpoints(checkpoints, verifier, tree);
+            for one in kept {
+                problems.extend(check_checkpoints(std::slice::from_ref(one), verifier, tree));
+            }
+            let failed: std::collections::BTreeSet<u64> =
+                problems.iter().map(|p| p.size).collect();
+            report.checkpoints_verified = checkpoints
+                .iter()
+                .chain(kept)
+                .filter(|c| !failed.contains(&c.checkpoint.size()))
+                .count() as u64;
+            report
+                .problems
+                .extend(problems.into_iter().map(|p| Problem {
+                    seq: p.size,
+                    code: p.code,
+                    detail: format!("checkpoint of size {}: {}", p.size, p.detail),
+                }));
+        }
+        _ => report.problems.push(Problem {
+            seq: report.events,
+            code: LogProblem::CheckpointUnchecked,
+            detail: if verifier.is_none() {
+                "no public key to check the checkpoints with: give the ledger's with --pubkey (as `thinkledger key` printed it)".into()
+            } else {
+                "the log is too damaged to rebuild its Merkle tree".into()
+            },
+        }),
+    }
+}
+
 /// [`verify_with_checkpoints`], calling `progress(events read, last seq)` as it goes.
 ///
 /// One pass, the calling thread reading and one worker per core checking. The stored texts are
@@ -111,82 +250,13 @@ pub fn verify_with_progress<S: Store + ?Sized>(
         for _ in 0..workers {
             let work_rx = &work_rx;
             let done_tx = done_tx.clone();
-            scope.spawn(move || {
-                loop {
-                    let next = match work_rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
-                    };
-                    let Ok(work) = next else { return };
-                    if done_tx.send(work.check()).is_err() {
-                        return;
-                    }
-                }
-            });
+            scope.spawn(move || work(work_rx, &done_tx));
         }
         drop(done_tx);
         let ledger_id = ledger_id.clone();
-        let consumer = scope.spawn(move || {
-            let mut chain = Chain::new(ledger_id);
-            let mut pending = BTreeMap::new();
-            let mut next = 0u64;
-            for done in done_rx {
-                match done {
-                    Done::Texts(statuses) => chain.texts.extend(statuses),
-                    Done::Events(n, checked) => {
-                        pending.insert(n, checked);
-                        while let Some(checked) = pending.remove(&next) {
-                            for (seq, event) in checked {
-                                chain.event(seq, event);
-                            }
-                            next += 1;
-                        }
-                    }
-                }
-            }
-            chain
-        });
-        // A failed send means a worker stopped, which only a panic does: the join below says so.
-        let mut batch = Vec::with_capacity(TEXT_BATCH);
-        for text in texts {
-            batch.push(text);
-            if batch.len() == TEXT_BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(TEXT_BATCH));
-                if work_tx.send(Work::Texts(full)).is_err() {
-                    break;
-                }
-            }
-        }
-        if !batch.is_empty() {
-            let _ = work_tx.send(Work::Texts(batch));
-        }
-        let mut read_error = None;
-        let mut batch = Vec::with_capacity(BATCH);
-        let mut n = 0u64;
-        let mut read = 0u64;
-        for item in store.events_from(1) {
-            match item {
-                Ok(event) => batch.push(event),
-                Err(e) => {
-                    read_error = Some(e);
-                    break;
-                }
-            }
-            read += 1;
-            if read.is_multiple_of(1024) {
-                progress(read, last);
-            }
-            if batch.len() == BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                if work_tx.send(Work::Events(n, full)).is_err() {
-                    break;
-                }
-                n += 1;
-            }
-        }
-        if !batch.is_empty() {
-            let _ = work_tx.send(Work::Events(n, batch));
-        }
+        let consumer = scope.spawn(move || fold_in_order(done_rx, ledger_id));
+        send_texts(texts, &work_tx);
+        let read_error = send_events(store, &work_tx, progress, last);
         drop(work_tx);
         let chain = consumer
             .join()
@@ -198,38 +268,7 @@ pub fn verify_with_progress<S: Store + ?Sized>(
     })?;
     let (mut report, leaves) = chain.finish()?;
     if !checkpoints.is_empty() || !kept.is_empty() {
-        let tree = leaves.map(|leaves| MerkleTree::from_leaf_hashes(Blake3Hasher, leaves));
-        match (&tree, verifier) {
-            (Some(tree), Some(verifier)) => {
-                let mut problems = check_checkpoints(checkpoints, verifier, tree);
-                for one in kept {
-                    problems.extend(check_checkpoints(std::slice::from_ref(one), verifier, tree));
-                }
-                let failed: std::collections::BTreeSet<u64> =
-                    problems.iter().map(|p| p.size).collect();
-                report.checkpoints_verified = checkpoints
-                    .iter()
-                    .chain(kept)
-                    .filter(|c| !failed.contains(&c.checkpoint.size()))
-                    .count() as u64;
-                report
-                    .problems
-                    .extend(problems.into_iter().map(|p| Problem {
-                        seq: p.size,
-                        code: p.code,
-                        detail: format!("checkpoint of size {}: {}", p.size, p.detail),
-                    }));
-            }
-            _ => report.problems.push(Problem {
-                seq: report.events,
-                code: LogProblem::CheckpointUnchecked,
-                detail: if verifier.is_none() {
-                    "no public key to check the checkpoints with: give the ledger's with --pubkey (as `thinkledger key` printed it)".into()
-                } else {
-                    "the log is too damaged to rebuild its Merkle tree".into()
-                },
-            }),
-        }
+        check_against_tree(&mut report, leaves, checkpoints, kept, verifier);
     }
     report.problems.sort_by_key(|p| p.seq);
     Ok(report)

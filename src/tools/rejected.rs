@@ -56,7 +56,7 @@ impl ThinkServer {
             }
             Err(e) => {
                 tracing::error!(error = %e, "an undecodable call could not be recorded");
-                super::unrecorded(&e)
+                super::call_flow::unrecorded(&e)
             }
         }
     }

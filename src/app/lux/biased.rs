@@ -24,7 +24,7 @@ use crate::app::call::{Call, PathStep, Refusal, Target};
 use crate::app::{App, Command, ErrorCode, Rejection};
 use crate::events::lux::{BiasFound, BiasedStepRecorded};
 use crate::events::{Fact, TextRef};
-use crate::model::{ChatRequest, Message};
+use crate::model::{ChatOutcome, ChatRequest, Message};
 use crate::projections::lux::{BiasedStep, LuxSession};
 
 const USAGE: &str = "pass query; optionally session_id, new_session, max_analysis_rounds \
@@ -403,62 +403,77 @@ pub(super) fn plan(app: &App, command: &Command) -> Result<Option<ModelStep>, Re
     })
 }
 
-pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
-    let args = args(call.command)?;
-    let (target, steps) = steps(call.app, call.command, &args)?;
-    let kind = kind(steps, &args);
-    let answers = call.model_answers().to_vec();
-    let answer = answers
-        .first()
-        .ok_or_else(|| super::invalid("no model answer", USAGE))?;
-    let model = model_used(answer);
-    let mut unavailable = Unavailable::default();
-    let max = max_rounds(steps, &args);
-    let rounds = rounds_of(steps) + u32::from(kind == Kind::Reasoning);
-    let mut content = answer.text().trim().to_owned();
-    let mut bias: Option<BiasInfo> = None;
-    if kind == Kind::BiasAnalysis {
-        match json_answer::<Analysis>(answer) {
-            Ok(a)
-                if a.bias_detected && !["low", "medium", "high"].contains(&a.severity.as_str()) =>
-            {
-                unavailable.note(
-                    "bias_detected",
-                    format!(
-                        "the verifier's severity {:?} is not low, medium or high, so no bias is \
-                         reported",
-                        a.severity
-                    ),
-                );
-            }
-            Ok(a) if a.bias_detected => {
-                content = a.description.clone();
-                bias = Some(BiasInfo {
-                    bias_type: a.bias_type,
-                    severity: a.severity,
-                    description: a.description,
-                    suggested_correction: a.suggested_correction,
-                });
-            }
-            Ok(a) => content = format!("No bias found. {}", a.description),
-            Err(reason) => unavailable.note(
+/// A BiasAnalysis step's verdict read from the verifier's answer: the bias it reports (and
+/// `content` becomes its description), or no bias (`content` says so); an answer that cannot
+/// be read, or a severity outside low/medium/high, reports none and says why. Other steps
+/// report no bias.
+fn read_analysis(
+    kind: Kind,
+    answer: &ChatOutcome,
+    content: &mut String,
+    unavailable: &mut Unavailable,
+) -> Option<BiasInfo> {
+    if kind != Kind::BiasAnalysis {
+        unavailable.note("bias_detected", "only a BiasAnalysis step reports a bias");
+        return None;
+    }
+    match json_answer::<Analysis>(answer) {
+        Ok(a) if a.bias_detected && !["low", "medium", "high"].contains(&a.severity.as_str()) => {
+            unavailable.note(
+                "bias_detected",
+                format!(
+                    "the verifier's severity {:?} is not low, medium or high, so no bias is \
+                     reported",
+                    a.severity
+                ),
+            );
+            None
+        }
+        Ok(a) if a.bias_detected => {
+            *content = a.description.clone();
+            Some(BiasInfo {
+                bias_type: a.bias_type,
+                severity: a.severity,
+                description: a.description,
+                suggested_correction: a.suggested_correction,
+            })
+        }
+        Ok(a) => {
+            *content = format!("No bias found. {}", a.description);
+            None
+        }
+        Err(reason) => {
+            unavailable.note(
                 "bias_detected",
                 format!(
                     "the verifier's analysis could not be read, so no bias is reported: {reason}"
                 ),
-            ),
+            );
+            None
         }
-    } else {
-        unavailable.note("bias_detected", "only a BiasAnalysis step reports a bias");
     }
-    let next_action = match kind {
+}
+
+/// What comes after this step: a bias check after reasoning, more reasoning after a bias or
+/// while rounds remain, then the synthesis, then nothing.
+fn next_action(kind: Kind, bias_found: bool, rounds: u32, max: u32) -> &'static str {
+    match kind {
         Kind::Reasoning => "BiasCheck",
-        Kind::BiasAnalysis if bias.is_some() => "ContinueReasoning",
+        Kind::BiasAnalysis if bias_found => "ContinueReasoning",
         Kind::BiasAnalysis | Kind::Correction if rounds < max => "ContinueReasoning",
         Kind::BiasAnalysis | Kind::Correction => "Synthesize",
         Kind::Synthesis => "Complete",
-    };
-    let synthesis = if kind == Kind::Synthesis {
+    }
+}
+
+/// The synthesis snapshot the model writes with the final synthesis (its second answer); none
+/// before, with why.
+fn synthesis(
+    kind: Kind,
+    answers: &[ChatOutcome],
+    unavailable: &mut Unavailable,
+) -> Option<BiasedSynthesis> {
+    if kind == Kind::Synthesis {
         match answers.get(1).map(json_answer::<BiasedSynthesis>) {
             Some(Ok(s)) => Some(s),
             Some(Err(reason)) => {
@@ -477,8 +492,27 @@ pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
             "written once the analysis rounds are done",
         );
         None
-    };
+    }
+}
 
+/// `biased_reasoning`: one step (reasoning, bias analysis, correction or synthesis) written by
+/// the model, read, recorded and answered with the session's progress.
+pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
+    let args = args(call.command)?;
+    let (target, steps) = steps(call.app, call.command, &args)?;
+    let kind = kind(steps, &args);
+    let answers = call.model_answers().to_vec();
+    let answer = answers
+        .first()
+        .ok_or_else(|| super::invalid("no model answer", USAGE))?;
+    let model = model_used(answer);
+    let mut unavailable = Unavailable::default();
+    let max = max_rounds(steps, &args);
+    let rounds = rounds_of(steps) + u32::from(kind == Kind::Reasoning);
+    let mut content = answer.text().trim().to_owned();
+    let bias = read_analysis(kind, answer, &mut content, &mut unavailable);
+    let next_action = next_action(kind, bias.is_some(), rounds, max);
+    let synthesis = synthesis(kind, &answers, &mut unavailable);
     let query = call
         .recorded_ref(&[PathStep::Key("query")])
         .ok_or_else(|| super::invalid("the query was not recorded as a text", USAGE))?;

@@ -13,13 +13,13 @@ use super::{
     SEARCH_MEMORIES_TOOL, SearchMemoriesData, fail, metadata_value, parse, prepared_embedding,
     sector, unit, user_id,
 };
-use crate::app::ErrorCode;
 use crate::app::Outcome;
 use crate::app::call::{Call, Refusal, access};
+use crate::app::{App, ErrorCode};
 use crate::events::Fact;
 use crate::events::memory::{MemoriesRetrieved, MemoryAccess};
 use crate::index::memory::{IndexError, MemoryQuery, Retrieval, read_query};
-use crate::projections::memory::{Memory, Owner, millis};
+use crate::projections::memory::{Memory, MemoryState, Owner, millis};
 
 /// Results per page unless `limit` says otherwise; at most [`MAX_LIMIT`].
 const DEFAULT_LIMIT: u32 = 10;
@@ -393,114 +393,117 @@ fn score<'a>(
     scored
 }
 
-pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
-    let args: QueryArgs = parse(call)?;
-    let user = user_id(&args.user_id)?.to_owned();
-    let filters = Filters::parse(&args)?;
-    let (limit, offset) = page(&args)?;
-    let now_ms = millis(call.at);
-    let text = query_text(&args).map(str::to_owned);
-    if let Some(text) = &text {
-        check_query(text)?;
-    }
-    let memories = call.app.memories();
-    // Another's memories are as absent as a stranger's; an auditor reads them unchanged.
-    let actor = &call.command.actor;
-    let owner = memories
-        .owner(&user)
-        .filter(|_| access::may_read_memories_of(actor, &user));
-    let reinforces = access::acts_for(actor, &user);
+/// One memory a search found: the memory, its rank and its strength now.
+type Match<'m> = (&'m Memory, f64, f64);
 
-    // (memory, rank), best first.
-    let mut found: Vec<(&Memory, f64, f64)> = Vec::new();
-    let search_type;
-    let method;
-    if let Some(text) = &text {
-        search_type = "full-text";
-        method = "bm25 under the owner's statistics; rank = bm25 / best bm25".to_owned();
-        if let Some(owner) = owner {
-            let index = call
-                .app
-                .memory_index()
-                .lend(memories)
-                .map_err(|e| internal(&e.to_string()))?;
-            let matches = index
-                .count_matches(&user, text)
-                .map_err(|e| index_failure(&e))?;
-            let limit_pool = usize::try_from(matches)
-                .unwrap_or(usize::MAX)
-                .clamp(1, MAX_POOL);
-            let ranked = index
-                .rank(&MemoryQuery {
-                    owner: &user,
-                    text,
-                    embedding: None,
-                    limit: limit_pool,
-                    signals: Retrieval::Lexical,
-                })
-                .map_err(|e| index_failure(&e))?;
-            for r in ranked {
-                if r.bm25.is_none() {
-                    continue;
-                }
-                let Some(m) = owner.memories.get(r.id.as_str()) else {
-                    continue;
-                };
-                let strength =
-                    rules::decayed(m.strength, m.strength_at_ms, now_ms, &m.primary_sector);
-                if filters.passes(m, strength) {
-                    found.push((m, r.similarity, strength));
-                }
-            }
+/// A full-text search: the owner's memories the query matches that pass the filters, best
+/// first; rank = bm25 / best bm25 under the owner's statistics.
+fn full_text_matches<'m>(
+    app: &App,
+    memories: &MemoryState,
+    owner: &'m Owner,
+    user: &str,
+    text: &str,
+    filters: &Filters,
+    now_ms: i64,
+) -> Result<Vec<Match<'m>>, Refusal> {
+    let index = app
+        .memory_index()
+        .lend(memories)
+        .map_err(|e| internal(&e.to_string()))?;
+    let matches = index
+        .count_matches(user, text)
+        .map_err(|e| index_failure(&e))?;
+    let limit_pool = usize::try_from(matches)
+        .unwrap_or(usize::MAX)
+        .clamp(1, MAX_POOL);
+    let ranked = index
+        .rank(&MemoryQuery {
+            owner: user,
+            text,
+            embedding: None,
+            limit: limit_pool,
+            signals: Retrieval::Lexical,
+        })
+        .map_err(|e| index_failure(&e))?;
+    let mut found: Vec<Match<'m>> = Vec::new();
+    for r in ranked {
+        if r.bm25.is_none() {
+            continue;
         }
-    } else {
-        search_type = "metadata";
-        method = "filters only; newest first".to_owned();
-        if let Some(owner) = owner {
-            for m in owner.memories.values() {
-                let strength =
-                    rules::decayed(m.strength, m.strength_at_ms, now_ms, &m.primary_sector);
-                if filters.passes(m, strength) {
-                    found.push((m, 1.0, strength));
-                }
-            }
-            found.sort_by(|a, b| {
-                b.0.created_ms
-                    .cmp(&a.0.created_ms)
-                    .then_with(|| a.0.id.cmp(&b.0.id))
-            });
+        let Some(m) = owner.memories.get(r.id.as_str()) else {
+            continue;
+        };
+        let strength = rules::decayed(m.strength, m.strength_at_ms, now_ms, &m.primary_sector);
+        if filters.passes(m, strength) {
+            found.push((m, r.similarity, strength));
         }
     }
-    let total = found.len() as u64;
-    let chosen: Vec<&(&Memory, f64, f64)> = found.iter().skip(offset).take(limit).collect();
-    let explained = if chosen.is_empty() {
-        Vec::new()
-    } else {
-        let index = call
-            .app
-            .memory_index()
-            .lend(memories)
-            .map_err(|e| internal(&e.to_string()))?;
-        let keywords: Vec<Vec<String>> = chosen
-            .iter()
-            .map(|(m, ..)| {
-                m.metadata
-                    .keywords
-                    .iter()
-                    .chain(&m.metadata.tags)
-                    .map(|k| k.to_string())
-                    .collect()
-            })
-            .collect();
-        let held: Vec<(&str, &[String])> = chosen
-            .iter()
-            .zip(&keywords)
-            .map(|((m, ..), k)| (&*m.content, k.as_slice()))
-            .collect();
-        index
-            .explain(&user, text.as_deref().unwrap_or(""), &held)
-            .map_err(|e| index_failure(&e))?
-    };
+    Ok(found)
+}
+
+/// A metadata search: every memory of the owner that passes the filters, newest first, each
+/// ranked 1.
+fn metadata_matches<'m>(owner: &'m Owner, filters: &Filters, now_ms: i64) -> Vec<Match<'m>> {
+    let mut found: Vec<Match<'m>> = Vec::new();
+    for m in owner.memories.values() {
+        let strength = rules::decayed(m.strength, m.strength_at_ms, now_ms, &m.primary_sector);
+        if filters.passes(m, strength) {
+            found.push((m, 1.0, strength));
+        }
+    }
+    found.sort_by(|a, b| {
+        b.0.created_ms
+            .cmp(&a.0.created_ms)
+            .then_with(|| a.0.id.cmp(&b.0.id))
+    });
+    found
+}
+
+/// Each chosen memory's highlight and matched terms, from the index (its keywords and tags
+/// count as held terms).
+fn explained(
+    app: &App,
+    memories: &MemoryState,
+    user: &str,
+    text: Option<&str>,
+    chosen: &[&Match<'_>],
+) -> Result<Vec<(String, Vec<String>)>, Refusal> {
+    if chosen.is_empty() {
+        return Ok(Vec::new());
+    }
+    let index = app
+        .memory_index()
+        .lend(memories)
+        .map_err(|e| internal(&e.to_string()))?;
+    let keywords: Vec<Vec<String>> = chosen
+        .iter()
+        .map(|(m, ..)| {
+            m.metadata
+                .keywords
+                .iter()
+                .chain(&m.metadata.tags)
+                .map(|k| k.to_string())
+                .collect()
+        })
+        .collect();
+    let held: Vec<(&str, &[String])> = chosen
+        .iter()
+        .zip(&keywords)
+        .map(|((m, ..), k)| (&*m.content, k.as_slice()))
+        .collect();
+    index
+        .explain(user, text.unwrap_or(""), &held)
+        .map_err(|e| index_failure(&e))
+}
+
+/// The page of memories as answered, and each one's access as recorded: its strength
+/// reinforced when the reader acts for the owner, 0 when it is soft-deleted.
+fn found_memories(
+    chosen: Vec<&Match<'_>>,
+    explained: Vec<(String, Vec<String>)>,
+    reinforces: bool,
+) -> (Vec<MemoryAccess>, Vec<FoundMemory>) {
     let mut accesses = Vec::with_capacity(chosen.len());
     let mut out = Vec::with_capacity(chosen.len());
     for ((m, rank, strength), (highlight, matched_terms)) in chosen.into_iter().zip(explained) {
@@ -528,6 +531,52 @@ pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
             matched_terms,
         });
     }
+    (accesses, out)
+}
+
+/// `search_memories`: full text (bm25 under the owner's statistics) when a query is given,
+/// else metadata filters only; a page of the matches answered, and their reinforcement
+/// recorded when the reader acts for the owner.
+pub(super) fn decide_search(call: &mut Call<'_>) -> Outcome {
+    let args: QueryArgs = parse(call)?;
+    let user = user_id(&args.user_id)?.to_owned();
+    let filters = Filters::parse(&args)?;
+    let (limit, offset) = page(&args)?;
+    let now_ms = millis(call.at);
+    let text = query_text(&args).map(str::to_owned);
+    if let Some(text) = &text {
+        check_query(text)?;
+    }
+    let memories = call.app.memories();
+    // Another's memories are as absent as a stranger's; an auditor reads them unchanged.
+    let actor = &call.command.actor;
+    let owner = memories
+        .owner(&user)
+        .filter(|_| access::may_read_memories_of(actor, &user));
+    let reinforces = access::acts_for(actor, &user);
+
+    // (memory, rank), best first.
+    let (found, search_type, method) = match &text {
+        Some(text) => (
+            match owner {
+                Some(owner) => {
+                    full_text_matches(call.app, memories, owner, &user, text, &filters, now_ms)?
+                }
+                None => Vec::new(),
+            },
+            "full-text",
+            "bm25 under the owner's statistics; rank = bm25 / best bm25".to_owned(),
+        ),
+        None => (
+            owner.map_or_else(Vec::new, |owner| metadata_matches(owner, &filters, now_ms)),
+            "metadata",
+            "filters only; newest first".to_owned(),
+        ),
+    };
+    let total = found.len() as u64;
+    let chosen: Vec<&Match<'_>> = found.iter().skip(offset).take(limit).collect();
+    let explained = explained(call.app, memories, &user, text.as_deref(), &chosen)?;
+    let (accesses, out) = found_memories(chosen, explained, reinforces);
     let fact = MemoriesRetrieved {
         user_id: user,
         via: SEARCH_MEMORIES_TOOL.to_owned(),

@@ -8,9 +8,11 @@ use serde_json::{Map, Value};
 
 use crate::app::{Command, ErrorCode};
 use crate::effects::{Prepared, Seed};
+use crate::embed::Embedding;
 use crate::events::{Event, OutcomeStatus, SessionId};
 use crate::ledger::hash::{parse_hex32, text_commitment};
 use crate::ledger::{LogView, TextState};
+use crate::model::ChatOutcome;
 
 use super::{ReplayError, Skip, SkipReason, reads_log, text_state};
 
@@ -105,13 +107,14 @@ pub(super) fn resolve(
     })
 }
 
-/// The command as the server received it, rebuilt from its event; or why it cannot be.
-pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>, ReplayError> {
+/// Why a recorded call is not re-executed at all, whatever its arguments: it failed, ran over
+/// its time limit, found no model, was cancelled, or reads the log (which has grown since).
+fn not_re_executable(event: &Event) -> Option<Skip> {
     if event.outcome.status == OutcomeStatus::Failed {
-        return Ok(Err(Skip::new(
+        return Some(Skip::new(
             SkipReason::RecordedFailure,
             "the recorded decision failed; there is no answer to reproduce",
-        )));
+        ));
     }
     if event
         .outcome
@@ -119,19 +122,19 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         .as_ref()
         .is_some_and(|e| e.code == ErrorCode::TimeLimitExceeded.as_str())
     {
-        return Ok(Err(Skip::new(
+        return Some(Skip::new(
             SkipReason::TimeLimited,
             "the call was refused for running over its time limit",
-        )));
+        ));
     }
     if event.outcome.error.as_ref().is_some_and(|e| {
         e.code == ErrorCode::ModelNotConfigured.as_str()
             || e.code == ErrorCode::ModelCallFailed.as_str()
     }) {
-        return Ok(Err(Skip::new(
+        return Some(Skip::new(
             SkipReason::ModelUnavailable,
             "the call was refused because the model provider could not answer then",
-        )));
+        ));
     }
     if event
         .outcome
@@ -139,28 +142,33 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         .as_ref()
         .is_some_and(|e| e.code == ErrorCode::CallCancelled.as_str())
     {
-        return Ok(Err(Skip::new(
+        return Some(Skip::new(
             SkipReason::Cancelled,
             "the client cancelled the call while it worked",
-        )));
+        ));
     }
     if reads_log(&event.call.tool) {
-        return Ok(Err(Skip::new(
+        return Some(Skip::new(
             SkipReason::ReadsLog,
             format!(
                 "{} reads the log, which has grown since the call",
                 event.call.tool
             ),
-        )));
+        ));
     }
-    let recorded = &event.call.arguments;
+    None
+}
+
+/// The arguments as sent: opaque arguments (`{"raw": <text>}`) read back and parsed, each
+/// named argument restored ([`restore`]), anything else as recorded.
+fn arguments(log: &dyn LogView, recorded: &Value) -> Result<Result<Value, Skip>, ReplayError> {
     if let Some(detail) = omitted(recorded) {
         return Ok(Err(Skip::new(
             SkipReason::ArgumentsOmitted,
             format!("the arguments were not recorded ({detail})"),
         )));
     }
-    let arguments = match recorded {
+    Ok(Ok(match recorded {
         Value::Object(map) if map.len() == 1 && map.get("raw").and_then(text_ref).is_some() => {
             let commitment = map.get("raw").and_then(text_ref).unwrap_or_default();
             let raw = match resolve(log, commitment)? {
@@ -188,35 +196,43 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
             Value::Object(out)
         }
         other => other.clone(),
-    };
-    // The effects the call took are given back as recorded (its vector, read from the text
-    // store); a call whose vector is erased cannot be re-executed honestly.
-    let embedding = match event
+    }))
+}
+
+/// A call's vector as its `Prepared` holds it: none, or the embedding (or why there is none).
+type TakenVector = Option<Result<Embedding, String>>;
+
+/// The vector the call took, given back as recorded (read from the text store); a call whose
+/// vector is erased cannot be re-executed honestly.
+fn embedding(log: &dyn LogView, event: &Event) -> Result<Result<TakenVector, Skip>, ReplayError> {
+    let Some(recorded) = event
         .call
         .effects
         .as_ref()
         .and_then(|e| e.embedding.as_ref())
-    {
-        None => None,
-        Some(recorded) => {
-            let text = match resolve(log, &recorded.vector.commitment)? {
-                Ok(text) => text,
-                Err(skip) => return Ok(Err(skip)),
-            };
-            let model: Arc<str> = Arc::from(recorded.model.as_str());
-            match crate::embed::Embedding::from_base64(model, &text) {
-                Some(e) => Some(Ok(e)),
-                None => {
-                    return Ok(Err(Skip::new(
-                        SkipReason::RawUnparseable,
-                        "the recorded vector is not base64 of binary32 components".to_owned(),
-                    )));
-                }
-            }
-        }
+    else {
+        return Ok(Ok(None));
     };
-    // The model answers are given back as recorded (each exchange read again from its exact
-    // bytes), so nothing is called again; an erased exchange cannot be re-executed honestly.
+    let text = match resolve(log, &recorded.vector.commitment)? {
+        Ok(text) => text,
+        Err(skip) => return Ok(Err(skip)),
+    };
+    let model: Arc<str> = Arc::from(recorded.model.as_str());
+    Ok(match Embedding::from_base64(model, &text) {
+        Some(e) => Ok(Some(Ok(e))),
+        None => Err(Skip::new(
+            SkipReason::RawUnparseable,
+            "the recorded vector is not base64 of binary32 components".to_owned(),
+        )),
+    })
+}
+
+/// The model answers, given back as recorded (each exchange read again from its exact bytes),
+/// so nothing is called again; an erased exchange cannot be re-executed honestly.
+fn model_answers(
+    log: &dyn LogView,
+    event: &Event,
+) -> Result<Result<Vec<ChatOutcome>, Skip>, ReplayError> {
     let mut answers = Vec::new();
     for call in event.call.effects.iter().flat_map(|e| &e.model_calls) {
         let text = match resolve(log, &call.exchange.commitment)? {
@@ -225,7 +241,7 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
         };
         let outcome = serde_json::from_str::<crate::model::Exchange>(&text)
             .map_err(|e| e.to_string())
-            .and_then(|x| crate::model::ChatOutcome::from_exchange(x).map_err(|e| e.to_string()));
+            .and_then(|x| ChatOutcome::from_exchange(x).map_err(|e| e.to_string()));
         match outcome {
             Ok(outcome) => answers.push(outcome),
             Err(reason) => {
@@ -236,6 +252,26 @@ pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>
             }
         }
     }
+    Ok(Ok(answers))
+}
+
+/// The command as the server received it, rebuilt from its event; or why it cannot be.
+pub fn rebuild(log: &dyn LogView, event: &Event) -> Result<Result<Command, Skip>, ReplayError> {
+    if let Some(skip) = not_re_executable(event) {
+        return Ok(Err(skip));
+    }
+    let arguments = match arguments(log, &event.call.arguments)? {
+        Ok(arguments) => arguments,
+        Err(skip) => return Ok(Err(skip)),
+    };
+    let embedding = match embedding(log, event)? {
+        Ok(embedding) => embedding,
+        Err(skip) => return Ok(Err(skip)),
+    };
+    let answers = match model_answers(log, event)? {
+        Ok(answers) => answers,
+        Err(skip) => return Ok(Err(skip)),
+    };
     let stand_in = parse_hex32(&event.hash).unwrap_or([0; 32]);
     let tool_enabled = event
         .outcome

@@ -191,16 +191,88 @@ fn change(seq: u64, fact: &Fact, numbers: &mut HashMap<u64, u32>) -> Change {
     }
 }
 
+/// A fact's name, the subject it concerns (if any) and what it did, in one line.
+type Said = (&'static str, Option<String>, String);
+
+/// What a fact says here when `change` summarizes it instead (the thinking family's).
+fn other() -> Said {
+    ("Other", None, String::new())
+}
+
+/// ` (n span(s) redacted)`, or nothing when no span of a caller's text was redacted.
+fn redacted(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" ({n} span(s) redacted)")
+    }
+}
+
 /// A deliberation fact's name, subject and one-line summary (ids and rule wording only: caller
 /// text stays out of timelines, which may be shown where erased text must not reappear).
-fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
-    let redacted = |n: usize| {
-        if n == 0 {
-            String::new()
-        } else {
-            format!(" ({n} span(s) redacted)")
-        }
-    };
+///
+/// Every fact is named here, so a new fact cannot be left out; each family's facts are
+/// summarized by a helper of its own below.
+fn deliberation_change(fact: &Fact) -> Said {
+    match fact {
+        Fact::DeliberationStarted(_)
+        | Fact::NodeAdded(_)
+        | Fact::EdgeAdded(_)
+        | Fact::RubricSet(_)
+        | Fact::NodesScored(_)
+        | Fact::NodesPruned(_) => graph_change(fact),
+        Fact::AssumptionRecorded(_)
+        | Fact::AssumptionStatusSet(_)
+        | Fact::VerificationRecorded(_)
+        | Fact::RouteDecided(_)
+        | Fact::CheckpointRecorded(_)
+        | Fact::DeliberationStatusChanged(_)
+        | Fact::ConsensusReached(_) => governance_change(fact),
+        Fact::SkeletonPhaseStarted(_) | Fact::SkeletonElaborated(_) => skeleton_change(fact),
+        Fact::MemoryStored(_)
+        | Fact::MemorySuperseded(_)
+        | Fact::MemoriesRetrieved(_)
+        | Fact::MemorySoftDeleted(_)
+        | Fact::MemoryErased(_) => memory_change(fact),
+        Fact::ModelConferred(_)
+        | Fact::TracedThoughtRecorded(_)
+        | Fact::PlanStepRecorded(_)
+        | Fact::BiasedStepRecorded(_) => model_change(fact),
+        Fact::AgentRunStarted(_)
+        | Fact::AgentModelRequested(_)
+        | Fact::AgentModelResponded(_)
+        | Fact::AgentModelFailed(_)
+        | Fact::AgentToolRequested(_)
+        | Fact::AgentToolReturned(_)
+        | Fact::AgentBreakerTripped(_)
+        | Fact::AgentIntentDetected(_)
+        | Fact::AgentNudged(_)
+        | Fact::AgentRunEnded(_) => agent_change(fact),
+        Fact::CognitionRecorded(f) => (
+            "CognitionRecorded",
+            None,
+            // The result holds numbers, labels and ids only (never caller or model text).
+            format!(
+                "{} decided by {}{}: {}",
+                f.tool,
+                f.rules,
+                f.model
+                    .as_ref()
+                    .map_or_else(String::new, |m| format!(" with {m}")),
+                one_line(&f.result)
+            ),
+        ),
+        // The thinking facts are summarized by `change`.
+        Fact::SessionStarted { .. }
+        | Fact::ThoughtRecorded(_)
+        | Fact::ThoughtTagged { .. }
+        | Fact::SessionClosed { .. }
+        | Fact::TextsErased { .. } => other(),
+    }
+}
+
+/// The thought graph's facts: a deliberation's start, its nodes, edges, rubric, scores and prunes. Any other fact says nothing here (`deliberation_change` sends none).
+fn graph_change(fact: &Fact) -> Said {
     match fact {
         Fact::DeliberationStarted(d) => (
             "DeliberationStarted",
@@ -264,6 +336,13 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 p.kept.len()
             ),
         ),
+        _ => other(),
+    }
+}
+
+/// The governance facts: assumptions, verification, routes, checkpoints, status and consensus. Any other fact says nothing here (`deliberation_change` sends none).
+fn governance_change(fact: &Fact) -> Said {
+    match fact {
         Fact::AssumptionRecorded(a) => (
             "AssumptionRecorded",
             Some(a.assumption_id.clone()),
@@ -334,6 +413,13 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 redacted(c.answer.redactions.len())
             ),
         ),
+        _ => other(),
+    }
+}
+
+/// The skeleton-of-thought facts: a phase started and elaborated. Any other fact says nothing here (`deliberation_change` sends none).
+fn skeleton_change(fact: &Fact) -> Said {
+    match fact {
         Fact::SkeletonPhaseStarted(p) => (
             "SkeletonPhaseStarted",
             Some(p.phase_id.clone()),
@@ -361,6 +447,13 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 p.state
             ),
         ),
+        _ => other(),
+    }
+}
+
+/// The memory family's facts. Any other fact says nothing here (`deliberation_change` sends none).
+fn memory_change(fact: &Fact) -> Said {
+    match fact {
         Fact::MemoryStored(m) => (
             "MemoryStored",
             Some(m.memory_id.clone()),
@@ -396,6 +489,13 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
             Some(m.memory_id.clone()),
             format!("memory {} erased ({} version(s))", m.memory_id, m.versions),
         ),
+        _ => other(),
+    }
+}
+
+/// The model-backed family's facts. Any other fact says nothing here (`deliberation_change` sends none).
+fn model_change(fact: &Fact) -> Said {
+    match fact {
         Fact::ModelConferred(f) => ("ModelConferred", None, format!("{} replied", f.model)),
         Fact::TracedThoughtRecorded(f) => (
             "TracedThoughtRecorded",
@@ -426,6 +526,13 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 f.step_type, f.step_number, f.model, f.next_action
             ),
         ),
+        _ => other(),
+    }
+}
+
+/// The reasoning engine's facts. Any other fact says nothing here (`deliberation_change` sends none).
+fn agent_change(fact: &Fact) -> Said {
+    match fact {
         Fact::AgentRunStarted(f) => (
             "AgentRunStarted",
             None,
@@ -498,26 +605,7 @@ fn deliberation_change(fact: &Fact) -> (&'static str, Option<String>, String) {
                 f.status, f.iterations
             ),
         ),
-        Fact::CognitionRecorded(f) => (
-            "CognitionRecorded",
-            None,
-            // The result holds numbers, labels and ids only (never caller or model text).
-            format!(
-                "{} decided by {}{}: {}",
-                f.tool,
-                f.rules,
-                f.model
-                    .as_ref()
-                    .map_or_else(String::new, |m| format!(" with {m}")),
-                one_line(&f.result)
-            ),
-        ),
-        // The thinking facts are summarized by `change`.
-        Fact::SessionStarted { .. }
-        | Fact::ThoughtRecorded(_)
-        | Fact::ThoughtTagged { .. }
-        | Fact::SessionClosed { .. }
-        | Fact::TextsErased { .. } => ("Other", None, String::new()),
+        _ => other(),
     }
 }
 

@@ -115,6 +115,48 @@ impl Check {
         checkpoint: Option<&Checkpoint>,
         previous: Option<&(u64, Option<String>)>,
     ) -> Option<(u64, Option<String>)> {
+        let (object, event, seq) = self.event_shape(item, at)?;
+        let event_path = format!("{at}.event");
+        let seq_at = Some(seq);
+        if let Some((prev, _)) = previous
+            && seq <= *prev
+        {
+            self.fail(
+                ExportCode::SeqOrder,
+                seq_at,
+                format!("{event_path}.seq"),
+                format!("events must be in ascending seq order without repeats; seq {seq} follows seq {prev}"),
+            );
+        }
+        if let Err(e) = canonical_bytes(event) {
+            self.fail(
+                ExportCode::EventNotCanonical,
+                seq_at,
+                &event_path,
+                e.to_string(),
+            );
+        }
+        self.event_version(event, &event_path, seq_at);
+        self.event_ledger(event, &event_path, seq_at, ledger_id);
+        let (stated, leaf) = self.event_hash(event, &event_path, seq_at);
+        self.event_link(event, &event_path, seq, previous);
+        self.inclusion(
+            object.get("inclusionProof"),
+            &format!("{at}.inclusionProof"),
+            seq,
+            leaf,
+            checkpoint,
+        );
+        Some((seq, stated.filter(|_| leaf.is_some()).map(str::to_owned)))
+    }
+
+    /// The exported item's shape: `{"event": {...}, "inclusionProof": [...]}` and nothing else,
+    /// the event with a seq ≥ 1. The item's members, its event and that seq, when it has them.
+    fn event_shape<'v>(
+        &mut self,
+        item: &'v Value,
+        at: &str,
+    ) -> Option<(&'v Map<String, Value>, &'v Value, u64)> {
         let Some(object) = item.as_object() else {
             self.fail(
                 ExportCode::Malformed,
@@ -153,28 +195,14 @@ impl Check {
             );
             return None;
         };
-        let seq_at = Some(seq);
-        if let Some((prev, _)) = previous
-            && seq <= *prev
-        {
-            self.fail(
-                ExportCode::SeqOrder,
-                seq_at,
-                format!("{event_path}.seq"),
-                format!("events must be in ascending seq order without repeats; seq {seq} follows seq {prev}"),
-            );
-        }
-        if let Err(e) = canonical_bytes(event) {
-            self.fail(
-                ExportCode::EventNotCanonical,
-                seq_at,
-                &event_path,
-                e.to_string(),
-            );
-        }
-        // An event of another version is judged by the rules of its own version, which this
-        // verifier does not know: only what every version shares (seq, ledgerId, hash, links,
-        // proofs, text references) is checked.
+        Some((object, event, seq))
+    }
+
+    /// The event judged by the rules of its version: v1 against schemas/event.v1.json. An
+    /// event of another version is judged by the rules of its own version, which this verifier
+    /// does not know: only what every version shares (seq, ledgerId, hash, links, proofs, text
+    /// references) is checked.
+    fn event_version(&mut self, event: &Value, event_path: &str, seq_at: Option<u64>) {
         match event.get("v") {
             Some(v) if v.as_u64() == Some(u64::from(ENVELOPE_VERSION)) => {
                 for violation in event_v1().violations(event) {
@@ -199,6 +227,16 @@ impl Check {
                 ),
             ),
         }
+    }
+
+    /// The event belongs to the export's ledger.
+    fn event_ledger(
+        &mut self,
+        event: &Value,
+        event_path: &str,
+        seq_at: Option<u64>,
+        ledger_id: Option<&str>,
+    ) {
         let event_ledger = event.get("ledgerId").and_then(Value::as_str);
         if let Some(ledger_id) = ledger_id
             && event_ledger != Some(ledger_id)
@@ -213,6 +251,16 @@ impl Check {
                 ),
             );
         }
+    }
+
+    /// The event's stated hash is the hash of its content. The stated hash, and the leaf it
+    /// gives the inclusion proof when it is valid hex.
+    fn event_hash<'v>(
+        &mut self,
+        event: &'v Value,
+        event_path: &str,
+        seq_at: Option<u64>,
+    ) -> (Option<&'v str>, Option<[u8; 32]>) {
         let stated = event.get("hash").and_then(Value::as_str);
         let leaf = stated.and_then(parse_hex32);
         match (stated, event_value_hash(event)) {
@@ -233,6 +281,19 @@ impl Check {
                 e.to_string(),
             ),
         }
+        (stated, leaf)
+    }
+
+    /// The event's prevHash links it to the event before it in the array (or the chain's
+    /// start), as [`chain`] says every reader of a log checks it.
+    fn event_link(
+        &mut self,
+        event: &Value,
+        event_path: &str,
+        seq: u64,
+        previous: Option<&(u64, Option<String>)>,
+    ) {
+        let seq_at = Some(seq);
         let prev_hash = event.get("prevHash").and_then(Value::as_str);
         let expected_prev =
             chain::expected_prev_hash(seq, previous.map(|(p, h)| (*p, h.as_deref())));
@@ -250,14 +311,6 @@ impl Check {
                 ),
             );
         }
-        self.inclusion(
-            object.get("inclusionProof"),
-            &format!("{at}.inclusionProof"),
-            seq,
-            leaf,
-            checkpoint,
-        );
-        Some((seq, stated.filter(|_| leaf.is_some()).map(str::to_owned)))
     }
 
     fn inclusion(

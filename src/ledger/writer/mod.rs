@@ -283,6 +283,9 @@ struct Writer<S: Store, D: Decider> {
 
 type Reply = oneshot::Sender<Result<Committed, LedgerError>>;
 
+/// A batch's commands, each with the reply its caller waits for.
+type Commands<D> = Vec<(<D as Decider>::Command, Reply)>;
+
 impl<S: Store, D: Decider> Writer<S, D> {
     /// Publishes a view of the current state for queries. Called only when every event folded
     /// into the state is durable, and before the callers of those events are answered.
@@ -303,6 +306,10 @@ impl<S: Store, D: Decider> Writer<S, D> {
         self.published.send_modify(|p| p.stopped = true);
     }
 
+    /// The writer's loop: takes a batch of commands from the queue (joined by the calls that
+    /// arrive while a shared store's head is waited for), commits it, then answers the message
+    /// that ended it (a query, an inspection, a checkpoint, a shutdown); between messages, the
+    /// check under a loaded snapshot goes on.
     fn run(mut self, mut rx: mpsc::Receiver<Message<D>>) {
         let mut stopped = false;
         if self.snapshot_due(rx.is_empty()) {
@@ -326,111 +333,17 @@ impl<S: Store, D: Decider> Writer<S, D> {
                     None => break,
                 },
             };
-            let mut commands = Vec::new();
-            let mut next = Some(first);
-            while let Some(message) = next.take() {
-                match message {
-                    Message::Command(cmd, reply) => {
-                        commands.push((cmd, reply));
-                        if commands.len() < self.max_batch {
-                            next = rx.try_recv().ok();
-                        }
-                    }
-                    other => {
-                        carried = Some(other);
-                    }
-                }
-            }
-            // A shared store's head is waited for while other writers hold it: the calls that
-            // arrive meanwhile join this batch, so busy writers commit fewer, larger batches.
-            // (Should taking it fail, `commit_batch` tries again and refuses the calls.)
-            if !stopped
-                && !commands.is_empty()
-                && carried.is_none()
-                && commands.len() < self.max_batch
-                && self.store.shared()
-                && self.store.begin_batch().is_ok()
-            {
-                while commands.len() < self.max_batch {
-                    match rx.try_recv() {
-                        Ok(Message::Command(cmd, reply)) => commands.push((cmd, reply)),
-                        Ok(other) => {
-                            carried = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-            }
+            let (commands, ended_by) = self.gather(first, &mut rx, stopped);
+            carried = ended_by;
             if !commands.is_empty() {
-                if stopped {
-                    self.taken += commands.len() as u64;
-                    for (_, reply) in commands {
-                        let _ = reply.send(Err(self.refusal()));
-                    }
-                } else if let Err(e) = self.commit_batch(commands) {
-                    tracing::error!(error = %e, "ledger write failed; the writer stops");
-                    stopped = true;
-                    self.stop_publishing();
-                } else if self.prefix_check.is_some() {
-                    stopped = !self.check_prefix(PREFIX_CHECK_BUSY_STEP);
-                } else if self.snapshot_due(carried.is_none() && rx.is_empty()) {
-                    self.take_snapshot();
-                }
+                self.commit_or_refuse(commands, &mut stopped, carried.is_none(), &rx);
             }
             match carried.take() {
-                // A stopped writer may hold staged events that never became durable: it shows
-                // nothing (the job is dropped and its caller told the writer stopped).
-                Some(Message::Inspect(job)) if !stopped => job(&self.view()),
-                Some(Message::Inspect(_)) => {}
-                Some(Message::ReadOnly(reply)) => {
-                    let answer = if stopped {
-                        Err(self.refusal())
-                    } else {
-                        self.store.read_only()
-                    };
-                    let _ = reply.send(answer);
-                }
-                Some(Message::Checkpoint(reply)) => {
-                    let answer = if stopped {
-                        Err(self.refusal())
-                    } else {
-                        self.sign_checkpoint()
-                    };
-                    let _ = reply.send(answer);
-                }
                 Some(Message::Shutdown(done)) => {
-                    self.stop_publishing();
-                    if !stopped {
-                        if let Err(e) = self.store.sync() {
-                            tracing::error!(error = %e, "final ledger sync failed");
-                        } else if self.notary.is_some()
-                            && let Err(e) = self.sign_checkpoint()
-                        {
-                            tracing::error!(error = %e, "final checkpoint failed");
-                        }
-                    }
-                    if !stopped {
-                        self.final_snapshot();
-                    }
-                    self.decider.close();
-                    // Close the store (and release its file lock) before the caller hears that
-                    // the ledger is shut, so it may be reopened at once.
-                    drop(self);
-                    let _ = done.send(());
+                    self.shut_down(stopped, done);
                     return;
                 }
-                Some(Message::Tail) if !stopped => match self.catch_up() {
-                    Ok(0) => {}
-                    Ok(_) => self.publish(),
-                    Err(e) => {
-                        tracing::error!(error = %e, "folding other writers' events failed; the writer stops");
-                        stopped = true;
-                        self.stop_publishing();
-                    }
-                },
-                Some(Message::Tail) => {}
-                Some(command @ Message::Command(..)) => carried = Some(command),
+                Some(message) => carried = self.answer(message, &mut stopped),
                 None => {}
             }
         }
@@ -439,6 +352,144 @@ impl<S: Store, D: Decider> Writer<S, D> {
             self.final_snapshot();
         }
         self.decider.close();
+    }
+
+    /// One batch's commands: `first` and those queued behind it, up to the batch's limit, and
+    /// the message that ended it early (anything but a command). A shared store's head is
+    /// waited for while other writers hold it: the calls that arrive meanwhile join this batch,
+    /// so busy writers commit fewer, larger batches. (Should taking it fail, `commit_batch`
+    /// tries again and refuses the calls.)
+    fn gather(
+        &mut self,
+        first: Message<D>,
+        rx: &mut mpsc::Receiver<Message<D>>,
+        stopped: bool,
+    ) -> (Commands<D>, Option<Message<D>>) {
+        let mut commands = Vec::new();
+        let mut carried = None;
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            match message {
+                Message::Command(cmd, reply) => {
+                    commands.push((cmd, reply));
+                    if commands.len() < self.max_batch {
+                        next = rx.try_recv().ok();
+                    }
+                }
+                other => {
+                    carried = Some(other);
+                }
+            }
+        }
+        if !stopped
+            && !commands.is_empty()
+            && carried.is_none()
+            && commands.len() < self.max_batch
+            && self.store.shared()
+            && self.store.begin_batch().is_ok()
+        {
+            while commands.len() < self.max_batch {
+                match rx.try_recv() {
+                    Ok(Message::Command(cmd, reply)) => commands.push((cmd, reply)),
+                    Ok(other) => {
+                        carried = Some(other);
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        (commands, carried)
+    }
+
+    /// Commits a batch, or refuses it when the writer stopped; a failed write stops the writer.
+    /// After a commit, the check under a loaded snapshot takes a step, or a snapshot is taken
+    /// when one is due (`nothing_carried` and an empty queue: the writer is idle).
+    fn commit_or_refuse(
+        &mut self,
+        commands: Commands<D>,
+        stopped: &mut bool,
+        nothing_carried: bool,
+        rx: &mpsc::Receiver<Message<D>>,
+    ) {
+        if *stopped {
+            self.taken += commands.len() as u64;
+            for (_, reply) in commands {
+                let _ = reply.send(Err(self.refusal()));
+            }
+        } else if let Err(e) = self.commit_batch(commands) {
+            tracing::error!(error = %e, "ledger write failed; the writer stops");
+            *stopped = true;
+            self.stop_publishing();
+        } else if self.prefix_check.is_some() {
+            *stopped = !self.check_prefix(PREFIX_CHECK_BUSY_STEP);
+        } else if self.snapshot_due(nothing_carried && rx.is_empty()) {
+            self.take_snapshot();
+        }
+    }
+
+    /// Answers a message that is not a command: an inspection, a read-only store, a
+    /// checkpoint, or other writers' events to fold (a failed fold stops the writer). A command
+    /// or a shutdown is handed back, to be carried to the next turn of the loop.
+    fn answer(&mut self, message: Message<D>, stopped: &mut bool) -> Option<Message<D>> {
+        match message {
+            // A stopped writer may hold staged events that never became durable: it shows
+            // nothing (the job is dropped and its caller told the writer stopped).
+            Message::Inspect(job) if !*stopped => job(&self.view()),
+            Message::Inspect(_) => {}
+            Message::ReadOnly(reply) => {
+                let answer = if *stopped {
+                    Err(self.refusal())
+                } else {
+                    self.store.read_only()
+                };
+                let _ = reply.send(answer);
+            }
+            Message::Checkpoint(reply) => {
+                let answer = if *stopped {
+                    Err(self.refusal())
+                } else {
+                    self.sign_checkpoint()
+                };
+                let _ = reply.send(answer);
+            }
+            Message::Tail if !*stopped => match self.catch_up() {
+                Ok(0) => {}
+                Ok(_) => self.publish(),
+                Err(e) => {
+                    tracing::error!(error = %e, "folding other writers' events failed; the writer stops");
+                    *stopped = true;
+                    self.stop_publishing();
+                }
+            },
+            Message::Tail => {}
+            carried @ (Message::Command(..) | Message::Shutdown(_)) => return Some(carried),
+        }
+        None
+    }
+
+    /// Shuts the ledger: stops publishing, makes the last events durable and signs a last
+    /// checkpoint (unless the writer stopped), takes a last snapshot, and closes the store
+    /// before `done` is told, so the ledger may be reopened at once.
+    fn shut_down(mut self, stopped: bool, done: oneshot::Sender<()>) {
+        self.stop_publishing();
+        if !stopped {
+            if let Err(e) = self.store.sync() {
+                tracing::error!(error = %e, "final ledger sync failed");
+            } else if self.notary.is_some()
+                && let Err(e) = self.sign_checkpoint()
+            {
+                tracing::error!(error = %e, "final checkpoint failed");
+            }
+        }
+        if !stopped {
+            self.final_snapshot();
+        }
+        self.decider.close();
+        // Close the store (and release its file lock) before the caller hears that the ledger
+        // is shut, so it may be reopened at once.
+        drop(self);
+        let _ = done.send(());
     }
 
     /// What a stopped writer answers: why the log cannot be served when its check failed,

@@ -23,13 +23,16 @@
 //!
 //! Pure: text in, numbers out. Must not know MCP or the ledger.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{appraisal, examples};
+
+mod lexicon;
+
+use lexicon::{emotions_of, named, phrase_at, shares};
 
 /// The rule set and version every answer names.
 pub const RULES: &str = "thinkledger.cognition.emotion/7 (VADER lexicon 3.3 + WordNet-Affect 1.1 + thinkledger additions and appraisal cues + nearest labelled examples in potion-base-2M)";
@@ -129,66 +132,6 @@ fn physical_sense(tokens: &[String], i: usize) -> bool {
 /// votes the margin never reached 0.08, and among right votes on the labelled sets it fell
 /// below it once.
 pub const NONE_MARGIN: f64 = 0.08;
-
-/// The vendored lexicon: `word<TAB>emotion`, one pair a line.
-const LEXICON_TSV: &str = include_str!("wn-affect-emotions.tsv");
-
-/// Lexicon words left out (since emotion/4): in everyday text they are rarely affective
-/// ("kid" is WN-Affect's verb *to kid*, "close" and "black" are senses of joy and shame,
-/// "humbled" before a mountain is awe, not shame; "shy" describes a person, not a feeling).
-const NOT_AFFECTIVE: &[&str] = &[
-    "kid", "close", "rag", "black", "dark", "down", "low", "bad", "humble", "chill", "shy",
-];
-
-static LEXICON: LazyLock<HashMap<&'static str, Vec<usize>>> = LazyLock::new(|| {
-    let mut map: HashMap<&'static str, Vec<usize>> = HashMap::new();
-    for line in LEXICON_TSV.lines() {
-        let mut cols = line.split('\t');
-        let (Some(word), Some(emotion)) = (cols.next(), cols.next()) else {
-            continue;
-        };
-        if NOT_AFFECTIVE.contains(&word) {
-            continue;
-        }
-        if let Some(k) = EMOTIONS.iter().position(|e| *e == emotion) {
-            let entry = map.entry(word).or_default();
-            if !entry.contains(&k) {
-                entry.push(k);
-            }
-        }
-    }
-    map
-});
-
-/// thinkledger's own additions (`emotion-additions.tsv`): words and phrases of up to
-/// [`LONGEST_PHRASE`] words that WordNet-Affect 1.1 lacks, each with its emotion.
-const ADDITIONS_TSV: &str = include_str!("emotion-additions.tsv");
-
-/// The most words an addition spans.
-const LONGEST_PHRASE: usize = 4;
-
-static ADDITIONS: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
-    ADDITIONS_TSV
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|line| {
-            let (phrase, emotion) = line.split_once('\t')?;
-            Some((phrase, EMOTIONS.iter().position(|e| *e == emotion)?))
-        })
-        .collect()
-});
-
-/// How many words each emotion has in the lexicon: a word listed under several emotions is
-/// shared among them in proportion to 1 / vocabulary ([`shares`]).
-static VOCABULARY: LazyLock<[usize; 11]> = LazyLock::new(|| {
-    let mut sizes = [0usize; 11];
-    for emotions in LEXICON.values() {
-        for &k in emotions {
-            sizes[k] += 1;
-        }
-    }
-    sizes
-});
 
 static VADER: LazyLock<vader_sentiment::SentimentIntensityAnalyzer<'static>> =
     LazyLock::new(vader_sentiment::SentimentIntensityAnalyzer::new);
@@ -438,80 +381,6 @@ pub(crate) fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The emotion a word names, when it is one of [`NAME_WORDS`].
-fn named(word: &str) -> Option<usize> {
-    NAME_WORDS.iter().position(|names| names.contains(&word))
-}
-
-/// The emotions of a word: the one it names, else thinkledger's addition, else the lexicon's
-/// for it or its base form.
-fn emotions_of(word: &str) -> Option<Vec<usize>> {
-    match named(word).or_else(|| ADDITIONS.get(word).copied()) {
-        Some(k) => Some(vec![k]),
-        None => lookup(word).cloned(),
-    }
-}
-
-/// How one word's weight is shared among its emotions: all of it for one emotion; for a word
-/// listed under several, in proportion to 1 / each emotion's vocabulary (the word is more
-/// telling of a small category: `guilty` is 2/3 guilt, 1/3 shame; `embarrassed` 3/4 shame,
-/// 1/4 fear), as a naive Bayes reading with uniform priors would.
-fn shares(emotions: &[usize]) -> Vec<f64> {
-    #[allow(clippy::cast_precision_loss)] // word counts
-    let inverse: Vec<f64> = emotions
-        .iter()
-        .map(|&k| 1.0 / VOCABULARY[k].max(1) as f64)
-        .collect();
-    let total: f64 = inverse.iter().sum();
-    inverse.iter().map(|x| x / total).collect()
-}
-
-/// The addition phrase of two or more words starting at `tokens[i]`, longest first: its
-/// emotion and how many words it spans.
-fn phrase_at(tokens: &[String], i: usize) -> Option<(usize, usize)> {
-    (2..=LONGEST_PHRASE).rev().find_map(|n| {
-        let words = tokens.get(i..i + n)?;
-        ADDITIONS.get(words.join(" ").as_str()).map(|&k| (k, n))
-    })
-}
-
-/// The lexicon's emotions of a word or of its base form (plural, past, gerund, adverb; a past
-/// participle also as its gerund: `excited` → `exciting`).
-fn lookup(word: &str) -> Option<&'static Vec<usize>> {
-    if let Some(hit) = LEXICON.get(word) {
-        return Some(hit);
-    }
-    let mut forms: Vec<String> = Vec::new();
-    for (suffix, replacements) in [
-        ("ies", &["y"][..]),
-        ("ied", &["y"][..]),
-        ("ier", &["y"][..]),
-        ("ily", &["y"][..]),
-        ("ness", &[""][..]),
-        ("fully", &["ful"][..]),
-        ("ly", &["", "le"][..]),
-        ("ing", &["", "e"][..]),
-        ("ed", &["", "e", "ing"][..]),
-        ("es", &["", "e"][..]),
-        ("er", &["", "e"][..]),
-        ("s", &[""][..]),
-    ] {
-        if let Some(stem) = word.strip_suffix(suffix)
-            && stem.len() >= 3
-        {
-            for r in replacements {
-                forms.push(format!("{stem}{r}"));
-            }
-            // doubled consonant: "stunned" → "stun"
-            let b = stem.as_bytes();
-            if b.len() >= 2 && b[b.len() - 1] == b[b.len() - 2] {
-                forms.push(stem[..stem.len() - 1].to_owned());
-            }
-        }
-    }
-    forms.iter().find_map(|f| LEXICON.get(f.as_str()))
-}
-
 fn intensity(score: f64) -> &'static str {
     if score >= 0.7 {
         "high"
@@ -552,160 +421,192 @@ fn intensifier(tokens: &[String], i: usize) -> f64 {
     }
 }
 
-/// Reads the emotions of `text`.
-pub fn read(text: &str) -> Reading {
-    let tokens = words(text);
-    let mut weight = [0.0f64; 11];
-    // Emotions named outright (a word of `NAME_WORDS`): they win a tie.
-    let mut named_outright = [false; 11];
-    let mut matched = 0usize;
-    // Emotion words and cues found negated: the text speaks of emotions, so no vote.
-    let mut negated_words = 0usize;
-    // VADER's word scale sum of the emotion words VADER itself does not know.
-    let mut unknown_to_vader = 0.0f64;
-    // Appraisal cues first; the words they span are not read again as lexicon words.
-    let mut covered = vec![false; tokens.len()];
-    // Emotions an appraisal cue points to: after a name, they win a tie.
-    let mut cued = [false; 11];
-    for cue in appraisal::find(&tokens) {
-        if covered[cue.start..cue.end].iter().any(|c| *c) {
-            continue;
-        }
-        if negated(&tokens, cue.start) {
-            negated_words += 1;
-            continue;
-        }
-        covered[cue.start..cue.end]
-            .iter_mut()
-            .for_each(|c| *c = true);
-        let Some(k) = EMOTIONS.iter().position(|e| *e == cue.emotion) else {
-            continue;
-        };
-        let factor = intensifier(&tokens, cue.start);
-        matched += 1;
-        cued[k] = true;
-        weight[k] += factor * cue.weight;
-        if let Some(n) = tokens[cue.start..cue.end].iter().find_map(|w| named(w)) {
-            named_outright[n] = true;
-        }
-        if tokens[cue.start..cue.end]
-            .iter()
-            .all(|w| vader_word(w) == 0.0)
-        {
-            unknown_to_vader += factor * cue.weight * LEXICON_VALENCE_SCALE * ANCHORS[k].0;
+/// What the reading of a text's words found, threaded through its two passes (appraisal cues,
+/// then lexicon words).
+struct Tally {
+    /// Each emotion's summed weight.
+    weight: [f64; 11],
+    /// Emotions named outright (a word of `NAME_WORDS`): they win a tie.
+    named_outright: [bool; 11],
+    /// Emotions an appraisal cue points to: after a name, they win a tie.
+    cued: [bool; 11],
+    /// How many emotion words and cues were read.
+    matched: usize,
+    /// Emotion words and cues found negated: the text speaks of emotions, so no vote.
+    negated_words: usize,
+    /// VADER's word scale sum of the emotion words VADER itself does not know.
+    unknown_to_vader: f64,
+    /// The tokens an appraisal cue spans, not read again as lexicon words.
+    covered: Vec<bool>,
+}
+
+impl Tally {
+    fn new(tokens: usize) -> Self {
+        Self {
+            weight: [0.0; 11],
+            named_outright: [false; 11],
+            cued: [false; 11],
+            matched: 0,
+            negated_words: 0,
+            unknown_to_vader: 0.0,
+            covered: vec![false; tokens],
         }
     }
-    let mut i = 0;
-    while i < tokens.len() {
-        if covered[i] {
-            i += 1;
-            continue;
-        }
-        let token = &tokens[i];
-        let (emotions, span) = match phrase_at(&tokens, i) {
-            Some((k, n)) => (vec![k], n),
-            None => match emotions_of(token) {
-                Some(_) if physical_sense(&tokens, i) => {
-                    i += 1;
-                    continue;
-                }
-                Some(emotions) => (emotions, 1),
-                None => {
-                    i += 1;
-                    continue;
-                }
-            },
-        };
-        let start = i;
-        i += span;
-        if negated(&tokens, start) {
-            negated_words += 1;
-            continue;
-        }
-        let i = start;
-        let factor = intensifier(&tokens, i);
-        matched += 1;
-        let shares = shares(&emotions);
-        for (&k, share) in emotions.iter().zip(&shares) {
-            weight[k] += factor * share;
-        }
-        if let Some(k) = named(token) {
-            named_outright[k] = true;
-        }
-        if tokens[i..i + span].iter().all(|w| vader_word(w) == 0.0) {
-            let pleasure: f64 = emotions
+
+    /// The first pass: each appraisal cue not overlapping an earlier one and not negated
+    /// weighs for its emotion, and covers its words.
+    fn read_cues(&mut self, tokens: &[String]) {
+        for cue in appraisal::find(tokens) {
+            if self.covered[cue.start..cue.end].iter().any(|c| *c) {
+                continue;
+            }
+            if negated(tokens, cue.start) {
+                self.negated_words += 1;
+                continue;
+            }
+            self.covered[cue.start..cue.end]
+                .iter_mut()
+                .for_each(|c| *c = true);
+            let Some(k) = EMOTIONS.iter().position(|e| *e == cue.emotion) else {
+                continue;
+            };
+            let factor = intensifier(tokens, cue.start);
+            self.matched += 1;
+            self.cued[k] = true;
+            self.weight[k] += factor * cue.weight;
+            if let Some(n) = tokens[cue.start..cue.end].iter().find_map(|w| named(w)) {
+                self.named_outright[n] = true;
+            }
+            if tokens[cue.start..cue.end]
                 .iter()
-                .zip(&shares)
-                .map(|(&k, share)| ANCHORS[k].0 * share)
-                .sum();
-            unknown_to_vader += factor * LEXICON_VALENCE_SCALE * pleasure;
-        }
-    }
-    // No emotion word and no cue: the nearest labelled examples vote (since emotion/6), each
-    // emotion weighing its share of the votes.
-    // A sentence without an emotion (`none`) among the nearest, or (since emotion/7) one
-    // nearly as similar as the winner's nearest example: the text may be one too, and no
-    // emotion is read into it.
-    let vote = if matched == 0 && negated_words == 0 {
-        examples::EMOTION_EXAMPLES.vote(text).filter(|v| {
-            v.shares.iter().all(|(label, _)| *label != "none")
-                && v.nearest_none
-                    .is_none_or(|none| v.nearest.0 - none >= NONE_MARGIN)
-        })
-    } else {
-        None
-    };
-    if let Some(vote) = &vote {
-        for (label, share) in &vote.shares {
-            if let Some(k) = EMOTIONS.iter().position(|e| e == label) {
-                weight[k] += share;
+                .all(|w| vader_word(w) == 0.0)
+            {
+                self.unknown_to_vader += factor * cue.weight * LEXICON_VALENCE_SCALE * ANCHORS[k].0;
             }
         }
     }
-    let exclamations = text.matches('!').count().min(3);
-    #[allow(clippy::cast_precision_loss)] // at most 3
-    let emphasis = 1.0 + 0.1 * exclamations as f64;
-    let scores: Vec<f64> = weight
-        .iter()
-        .map(|w| 1.0 - (-(w * emphasis)).exp())
-        .collect();
+
+    /// The second pass: each uncovered addition phrase or lexicon word (not in a physical
+    /// sense, not negated) shares its weight among its emotions.
+    fn read_words(&mut self, tokens: &[String]) {
+        let mut i = 0;
+        while i < tokens.len() {
+            if self.covered[i] {
+                i += 1;
+                continue;
+            }
+            let token = &tokens[i];
+            let (emotions, span) = match phrase_at(tokens, i) {
+                Some((k, n)) => (vec![k], n),
+                None => match emotions_of(token) {
+                    Some(_) if physical_sense(tokens, i) => {
+                        i += 1;
+                        continue;
+                    }
+                    Some(emotions) => (emotions, 1),
+                    None => {
+                        i += 1;
+                        continue;
+                    }
+                },
+            };
+            let start = i;
+            i += span;
+            if negated(tokens, start) {
+                self.negated_words += 1;
+                continue;
+            }
+            let i = start;
+            let factor = intensifier(tokens, i);
+            self.matched += 1;
+            let shares = shares(&emotions);
+            for (&k, share) in emotions.iter().zip(&shares) {
+                self.weight[k] += factor * share;
+            }
+            if let Some(k) = named(token) {
+                self.named_outright[k] = true;
+            }
+            if tokens[i..i + span].iter().all(|w| vader_word(w) == 0.0) {
+                let pleasure: f64 = emotions
+                    .iter()
+                    .zip(&shares)
+                    .map(|(&k, share)| ANCHORS[k].0 * share)
+                    .sum();
+                self.unknown_to_vader += factor * LEXICON_VALENCE_SCALE * pleasure;
+            }
+        }
+    }
+
+    /// No emotion word and no cue: the nearest labelled examples vote (since emotion/6), each
+    /// emotion weighing its share of the votes. A sentence without an emotion (`none`) among
+    /// the nearest, or (since emotion/7) one nearly as similar as the winner's nearest example:
+    /// the text may be one too, and no emotion is read into it.
+    fn example_vote(&mut self, text: &str) -> Option<examples::Vote> {
+        let vote = if self.matched == 0 && self.negated_words == 0 {
+            examples::EMOTION_EXAMPLES.vote(text).filter(|v| {
+                v.shares.iter().all(|(label, _)| *label != "none")
+                    && v.nearest_none
+                        .is_none_or(|none| v.nearest.0 - none >= NONE_MARGIN)
+            })
+        } else {
+            None
+        };
+        if let Some(vote) = &vote {
+            for (label, share) in &vote.shares {
+                if let Some(k) = EMOTIONS.iter().position(|e| e == label) {
+                    self.weight[k] += share;
+                }
+            }
+        }
+        vote
+    }
+}
+
+/// The text's valence: VADER's compound, with the emotion words VADER does not know added.
+/// When VADER is neutral, the emotions' pleasure is its sum; when VADER's sign disagrees with
+/// the emotions found, they decide: VADER reads words, and misreads a negator's scope, an
+/// idiom, or a kind word in a bad situation ("the cake saved for my brother").
+fn valence(text: &str, tally: &Tally) -> f64 {
     let valence = with_lexicon_valence(
         VADER
             .polarity_scores(&for_vader(text))
             .get("compound")
             .copied()
             .unwrap_or(0.0),
-        unknown_to_vader,
+        tally.unknown_to_vader,
     );
-    // When VADER is neutral, the emotions' pleasure is its sum; when VADER's sign disagrees
-    // with the emotions found, they decide: VADER reads words, and misreads a negator's scope,
-    // an idiom, or a kind word in a bad situation ("the cake saved for my brother").
-    let pleasure: f64 = weight
+    let pleasure: f64 = tally
+        .weight
         .iter()
         .zip(ANCHORS)
         .map(|(w, (p, _, _))| w * LEXICON_VALENCE_SCALE * p)
         .sum();
-    let valence = if valence * pleasure < 0.0 || valence == 0.0 {
+    if valence * pleasure < 0.0 || valence == 0.0 {
         with_lexicon_valence(0.0, pleasure)
     } else {
         valence
-    };
+    }
+}
+
+/// Arousal and dominance: the emotions' anchors weighted by their scores; with no emotion, the
+/// only signal is how strong the valence is.
+fn arousal_and_dominance(scores: &[f64], valence: f64, exclamations: usize) -> (f64, f64) {
     let total: f64 = scores.iter().sum();
-    let (arousal, dominance) = if total > 0.0 {
+    if total > 0.0 {
         let a: f64 = scores.iter().zip(ANCHORS).map(|(s, (_, a, _))| s * a).sum();
         let d: f64 = scores.iter().zip(ANCHORS).map(|(s, (_, _, d))| s * d).sum();
         ((a / total + 1.0) / 2.0, d / total)
     } else {
-        // No emotion word: the only signal is how strong the valence is.
         (
             0.5 * valence.abs() + 0.1 * f64::from(u8::try_from(exclamations).unwrap_or(3)),
             0.0,
         )
-    };
-    let vader_words = tokens.iter().filter(|w| vader_word(w) != 0.0).count();
-    let coverage = matched.max(vader_words);
-    #[allow(clippy::cast_precision_loss)] // word counts
-    let confidence = coverage as f64 / (coverage as f64 + 2.0);
+    }
+}
+
+/// The emotions with a score, highest first; on a tie an emotion named outright first, then
+/// one an appraisal cue points to, then the seed's order.
+fn ranked(scores: &[f64], tally: &Tally) -> Vec<EmotionScore> {
     let mut emotions: Vec<EmotionScore> = scores
         .iter()
         .enumerate()
@@ -716,19 +617,23 @@ pub fn read(text: &str) -> Reading {
             intensity: intensity(*s).to_owned(),
         })
         .collect();
-    // Highest score first; on a tie an emotion named outright first, then one an appraisal
-    // cue points to, then the seed's order.
     let index = |e: &EmotionScore| EMOTIONS.iter().position(|x| *x == e.emotion).unwrap_or(0);
     emotions.sort_by(|a, b| {
         let (i, j) = (index(a), index(b));
         b.score
             .total_cmp(&a.score)
-            .then_with(|| named_outright[j].cmp(&named_outright[i]))
-            .then_with(|| cued[j].cmp(&cued[i]))
+            .then_with(|| tally.named_outright[j].cmp(&tally.named_outright[i]))
+            .then_with(|| tally.cued[j].cmp(&tally.cued[i]))
     });
-    // Without an emotion word, a cue or a vote there is no emotion to name (emotion/6 named joy
-    // or sadness by a valence of 0.3 or more: on the labelled sets that was never right, and it
-    // named an emotion in requests and notices VADER finds mildly positive or negative).
+    emotions
+}
+
+/// The discrete reading: the ranked emotions, the primary one and on what basis, and how
+/// clearly it leads. Without an emotion word, a cue or a vote there is no emotion to name
+/// (emotion/6 named joy or sadness by a valence of 0.3 or more: on the labelled sets that was
+/// never right, and it named an emotion in requests and notices VADER finds mildly positive or
+/// negative).
+fn discrete(emotions: Vec<EmotionScore>, vote: Option<examples::Vote>) -> Discrete {
     let (primary, basis) = match emotions.first() {
         Some(top) if vote.is_some() => (Some(top.emotion.clone()), Some("examples".to_owned())),
         Some(top) => (Some(top.emotion.clone()), Some("lexicon".to_owned())),
@@ -739,6 +644,53 @@ pub fn read(text: &str) -> Reading {
         [top] => round3(top.score),
         [] => 0.0,
     };
+    Discrete {
+        primary,
+        emotions,
+        confidence: discrete_confidence,
+        basis,
+        examples: vote.map(|v| ExampleVote {
+            k: examples::K,
+            shares: v
+                .shares
+                .iter()
+                .map(|(label, share)| LabelShare {
+                    label: (*label).to_owned(),
+                    share: round3(*share),
+                })
+                .collect(),
+            nearest: NearestExample {
+                similarity: round3(v.nearest.0),
+                sentence: v.nearest.1.to_owned(),
+            },
+        }),
+    }
+}
+
+/// Reads the emotions of `text`: appraisal cues first, then lexicon words, then (when neither
+/// found anything) the nearest labelled examples; scores from the weights, the circumplex from
+/// VADER and the emotions' anchors.
+pub fn read(text: &str) -> Reading {
+    let tokens = words(text);
+    let mut tally = Tally::new(tokens.len());
+    tally.read_cues(&tokens);
+    tally.read_words(&tokens);
+    let vote = tally.example_vote(text);
+    let exclamations = text.matches('!').count().min(3);
+    #[allow(clippy::cast_precision_loss)] // at most 3
+    let emphasis = 1.0 + 0.1 * exclamations as f64;
+    let scores: Vec<f64> = tally
+        .weight
+        .iter()
+        .map(|w| 1.0 - (-(w * emphasis)).exp())
+        .collect();
+    let valence = valence(text, &tally);
+    let (arousal, dominance) = arousal_and_dominance(&scores, valence, exclamations);
+    let vader_words = tokens.iter().filter(|w| vader_word(w) != 0.0).count();
+    let coverage = tally.matched.max(vader_words);
+    #[allow(clippy::cast_precision_loss)] // word counts
+    let confidence = coverage as f64 / (coverage as f64 + 2.0);
+    let emotions = ranked(&scores, &tally);
     Reading {
         circumplex: Circumplex {
             valence: round3(valence),
@@ -746,33 +698,14 @@ pub fn read(text: &str) -> Reading {
             dominance: round3(dominance.clamp(-1.0, 1.0)),
             confidence: round3(confidence),
         },
-        discrete: Discrete {
-            primary,
-            emotions,
-            confidence: discrete_confidence,
-            basis,
-            examples: vote.map(|v| ExampleVote {
-                k: examples::K,
-                shares: v
-                    .shares
-                    .iter()
-                    .map(|(label, share)| LabelShare {
-                        label: (*label).to_owned(),
-                        share: round3(*share),
-                    })
-                    .collect(),
-                nearest: NearestExample {
-                    similarity: round3(v.nearest.0),
-                    sentence: v.nearest.1.to_owned(),
-                },
-            }),
-        },
-        matched,
+        discrete: discrete(emotions, vote),
+        matched: tally.matched,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::lexicon::LEXICON;
     use super::*;
 
     #[test]

@@ -14,47 +14,39 @@
 //! fields other than the content and keywords (a query may name any field) are counted over the
 //! postings instead.
 //!
-//! Building: a word or phrase becomes a term query (a phrase query when the analyzer gives it
-//! several tokens) on the content and the keywords, one `Should` clause each, as tantivy's own
-//! query parser built them, so plain queries score as they did under it. Juxtaposed clauses
-//! are one `BooleanQuery` (`Should`; `+` `Must`; `-` `MustNot`), `AND` one of `Must` and
-//! `MustNot` clauses, `OR` one of `Should` clauses; a clause of negations alone gets a `Must`
-//! clause matching every document, so `a AND NOT b`, `a OR NOT b` and `NOT b` mean what they
-//! say (tantivy's parser reads `a AND NOT b` as `+a +(-b)`, and there a clause of negations
-//! alone matches nothing). That "every document" scores 0 in a query with a word outside any
-//! negation, so only words rank; in a query without one it scores each match 1. The owner
-//! clause is put around the whole query (`search`, `count`), so "every document" is every
-//! document of the owner. Words under a negation are neither matched terms nor highlighted.
-//!
 //! A hit is named by its document's `ordinal` fast field, which `statistics` maps to the memory
 //! id, instead of by reading its stored document.
+//!
+//! The query language is built into tantivy's queries by `build`; the owner's BM25 statistics
+//! are `bm25`'s; highlights and matched terms `highlight`'s.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use tantivy::collector::{Count, TopDocs};
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{
-    AllQuery, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur, PhraseQuery, Query, TermQuery,
-};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument,
     TextFieldIndexing, TextOptions, Value,
 };
-use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::{
     AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer,
     StopWordFilter, TextAnalyzer,
 };
-use tantivy::{
-    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, Term,
-    query::Bm25StatisticsProvider,
-};
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, Term};
 
-use super::query::{self, FieldName, Leaf, Node, Problem, Sign};
-use super::statistics::{Analyzed, OwnerTerms, Statistics, TermField};
+use super::query::Problem;
+use super::statistics::{Analyzed, Statistics};
 use super::{IndexError, MemoryDocument, TextAnalysis};
+
+mod bm25;
+mod build;
+mod highlight;
+
+pub(super) use bm25::OwnerStatistics;
+pub(super) use highlight::highlight;
 
 /// The name the analyzer is registered under in the index's tokenizer manager.
 const ANALYZER: &str = "memory_en";
@@ -386,136 +378,6 @@ impl TextIndex {
         Ok(())
     }
 
-    /// Parses user text in the syntax of [`super::query`] (AND, OR, NOT, +, -, parentheses,
-    /// "phrases"), leniently: what is malformed is repaired and reported, never refused here.
-    pub(super) fn parse(&self, text: &str) -> ParsedQuery {
-        let parsed = query::parse(text);
-        let mut terms = BTreeSet::new();
-        let built = parsed.node.as_ref().and_then(|node| {
-            let universe_score = if has_positive(node, true) { 0.0 } else { 1.0 };
-            self.build(node, true, universe_score, &mut terms)
-        });
-        ParsedQuery {
-            query: built.unwrap_or_else(|| Box::new(EmptyQuery)),
-            positive_terms: terms.into_iter().collect(),
-            problems: parsed.problems,
-        }
-    }
-
-    /// The tantivy query of `node` (see the module doc); `None` when nothing of it is left
-    /// after analysis (a word of punctuation or stop words alone), and its parent goes without
-    /// it. `positive`: whether `node` stands under an even number of negations (its terms are
-    /// then ones a hit may have matched).
-    fn build(
-        &self,
-        node: &Node,
-        positive: bool,
-        universe_score: f32,
-        terms: &mut BTreeSet<Term>,
-    ) -> Option<Box<dyn Query>> {
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        match node {
-            Node::Leaf(leaf) => return self.leaf(leaf, positive, terms),
-            Node::Group(items) => {
-                for (sign, child) in items {
-                    let (occur, negated) = match sign {
-                        Sign::Plain => (Occur::Should, false),
-                        Sign::Required => (Occur::Must, false),
-                        Sign::Negated => (Occur::MustNot, true),
-                    };
-                    if let Some(q) = self.build(child, positive != negated, universe_score, terms) {
-                        clauses.push((occur, q));
-                    }
-                }
-            }
-            Node::And(operands) => {
-                for (negated, child) in operands {
-                    let occur = if *negated {
-                        Occur::MustNot
-                    } else {
-                        Occur::Must
-                    };
-                    if let Some(q) = self.build(child, positive != *negated, universe_score, terms)
-                    {
-                        clauses.push((occur, q));
-                    }
-                }
-            }
-            Node::Or(groups) => {
-                for child in groups {
-                    if let Some(q) = self.build(child, positive, universe_score, terms) {
-                        clauses.push((Occur::Should, q));
-                    }
-                }
-            }
-        }
-        if clauses.iter().all(|(o, _)| *o == Occur::MustNot) {
-            if clauses.is_empty() {
-                return None;
-            }
-            let every: Box<dyn Query> =
-                Box::new(ConstScoreQuery::new(Box::new(AllQuery), universe_score));
-            clauses.insert(0, (Occur::Must, every));
-        }
-        if clauses.len() == 1 {
-            return clauses.pop().map(|(_, q)| q);
-        }
-        Some(Box::new(BooleanQuery::new(clauses)))
-    }
-
-    /// A word or phrase: a term query (a phrase query for several tokens) per field it is
-    /// looked for in, one `Should` clause each.
-    fn leaf(
-        &self,
-        leaf: &Leaf,
-        positive: bool,
-        terms: &mut BTreeSet<Term>,
-    ) -> Option<Box<dyn Query>> {
-        let f = self.fields;
-        let fields = match leaf.field {
-            None => vec![f.content, f.keywords],
-            Some(FieldName::Content) => vec![f.content],
-            Some(FieldName::Keywords) => vec![f.keywords],
-            Some(FieldName::Sector) => {
-                // Stored raw: the text exactly.
-                let term = Term::from_field_text(f.sector, &leaf.text);
-                if positive {
-                    terms.insert(term.clone());
-                }
-                return Some(Box::new(TermQuery::new(term, IndexRecordOption::Basic)));
-            }
-        };
-        let mut tokens: Vec<(usize, String)> = Vec::new();
-        let mut analyzer = self.analyzer.clone();
-        let mut stream = analyzer.token_stream(&leaf.text);
-        while stream.advance() {
-            let t = stream.token();
-            tokens.push((t.position, t.text.clone()));
-        }
-        if tokens.is_empty() {
-            return None;
-        }
-        let mut per_field: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for field in fields {
-            let field_terms: Vec<(usize, Term)> = tokens
-                .iter()
-                .map(|(at, text)| (*at, Term::from_field_text(field, text)))
-                .collect();
-            if positive {
-                terms.extend(field_terms.iter().map(|(_, t)| t.clone()));
-            }
-            let q: Box<dyn Query> = match &field_terms[..] {
-                [(_, one)] => Box::new(TermQuery::new(one.clone(), IndexRecordOption::WithFreqs)),
-                _ => Box::new(PhraseQuery::new_with_offset(field_terms)),
-            };
-            per_field.push((Occur::Should, q));
-        }
-        if per_field.len() == 1 {
-            return per_field.pop().map(|(_, q)| q);
-        }
-        Some(Box::new(BooleanQuery::new(per_field)))
-    }
-
     pub(super) fn searcher(&self) -> Searcher {
         self.reader.searcher()
     }
@@ -525,22 +387,6 @@ impl TextIndex {
             Term::from_field_text(self.fields.owner, owner),
             IndexRecordOption::Basic,
         )
-    }
-
-    /// The owner's BM25 statistics over the current searcher (kept by `statistics`, whose
-    /// counts are the committed documents', which the searcher shows).
-    pub(super) fn owner_statistics<'a>(
-        &'a self,
-        searcher: &'a Searcher,
-        owner: &str,
-    ) -> OwnerStatistics<'a> {
-        OwnerStatistics {
-            searcher,
-            owner: Term::from_field_text(self.fields.owner, owner),
-            docs: self.statistics.owner(owner).map_or(0, OwnerTerms::docs),
-            terms: self.statistics.owner(owner),
-            fields: self.fields,
-        }
     }
 
     /// The owner's `limit` best memories for `query` by BM25 (owner statistics), best first,
@@ -656,34 +502,6 @@ impl TextIndex {
         }
     }
 
-    /// The highlighter for `query` over the owner's memories: fragments chosen by the owner's
-    /// document frequencies, matches wrapped in `<b>…</b>`.
-    pub(super) fn highlighter(
-        &self,
-        stats: &OwnerStatistics<'_>,
-        query: &ParsedQuery,
-    ) -> Result<SnippetGenerator, IndexError> {
-        let mut terms_text = BTreeMap::new();
-        for term in self.query_terms(query) {
-            if term.field() != self.fields.content {
-                continue;
-            }
-            let df = stats.doc_freq(&term)?;
-            if let (Some(text), true) = (term.value().as_str(), df > 0) {
-                // The weight tantivy's own generator gives a term (rarer terms win fragments).
-                #[allow(clippy::cast_precision_loss)]
-                let weight = 1.0 / (1.0 + df as f32);
-                terms_text.insert(text.to_owned(), weight);
-            }
-        }
-        Ok(SnippetGenerator::new(
-            terms_text,
-            self.analyzer.clone(),
-            self.fields.content,
-            SNIPPET_CHARS,
-        ))
-    }
-
     /// The owner's live memories, counted over the postings (to check the kept count).
     #[cfg(test)]
     pub(super) fn counted_docs(&self, searcher: &Searcher, owner: &str) -> u64 {
@@ -705,141 +523,4 @@ impl TextIndex {
         ours.query = query;
         ours
     }
-
-    /// The terms of the query's words and phrases outside any negation, sorted.
-    pub(super) fn query_terms(&self, query: &ParsedQuery) -> Vec<Term> {
-        query.positive_terms.clone()
-    }
-
-    /// The query's terms (as indexed: lower-cased, stemmed) that occur in the memory's content
-    /// or keywords, sorted.
-    pub(super) fn matched_terms(&self, query: &ParsedQuery, memory: &StoredMemory) -> Vec<String> {
-        let wanted: BTreeSet<String> = self
-            .query_terms(query)
-            .into_iter()
-            .filter(|t| t.field() == self.fields.content || t.field() == self.fields.keywords)
-            .filter_map(|t| t.value().as_str().map(str::to_owned))
-            .collect();
-        if wanted.is_empty() {
-            return Vec::new();
-        }
-        let mut analyzer = self.analyzer.clone();
-        let mut found = BTreeSet::new();
-        let texts = std::iter::once(memory.content.as_str())
-            .chain(memory.keywords.iter().map(String::as_str));
-        for text in texts {
-            let mut stream = analyzer.token_stream(text);
-            while stream.advance() {
-                let token = &stream.token().text;
-                if wanted.contains(token) {
-                    found.insert(token.clone());
-                }
-            }
-        }
-        found.into_iter().collect()
-    }
-}
-
-/// Whether `node` has a word or phrase under an even number of negations (`positive`: whether
-/// `node` itself stands so).
-fn has_positive(node: &Node, positive: bool) -> bool {
-    match node {
-        Node::Leaf(_) => positive,
-        Node::Group(items) => items
-            .iter()
-            .any(|(sign, child)| has_positive(child, positive != (*sign == Sign::Negated))),
-        Node::And(operands) => operands
-            .iter()
-            .any(|(negated, child)| has_positive(child, positive != *negated)),
-        Node::Or(groups) => groups.iter().any(|child| has_positive(child, positive)),
-    }
-}
-
-/// BM25 statistics over one owner's live memories (see the module doc).
-pub(super) struct OwnerStatistics<'a> {
-    searcher: &'a Searcher,
-    owner: Term,
-    /// The owner's live memories.
-    pub(super) docs: u64,
-    /// The owner's counts, when it has any memory here.
-    terms: Option<&'a OwnerTerms>,
-    fields: Fields,
-}
-
-impl OwnerStatistics<'_> {
-    fn analyzed(&self, field: Field) -> Option<TermField> {
-        if field == self.fields.content {
-            Some(TermField::Content)
-        } else if field == self.fields.keywords {
-            Some(TermField::Keywords)
-        } else {
-            None
-        }
-    }
-
-    /// How many of the owner's live memories hold `term`, counted over the postings: for the
-    /// terms of fields the statistics do not count, and to check those they do.
-    pub(super) fn counted_doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        let q = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(self.owner.clone(), IndexRecordOption::Basic))
-                    as Box<dyn Query>,
-            ),
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(term.clone(), IndexRecordOption::Basic)),
-            ),
-        ]);
-        let n = self.searcher.search(&q, &Count)?;
-        Ok(u64::try_from(n).unwrap_or(u64::MAX))
-    }
-}
-
-impl Bm25StatisticsProvider for OwnerStatistics<'_> {
-    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
-        match (self.analyzed(field), self.terms) {
-            (Some(f), Some(terms)) => Ok(terms.tokens(f)),
-            (Some(_), None) => Ok(0),
-            // Raw fields (owner, key) are matched exactly and scored 0 or not at all.
-            (None, _) => Ok(self.docs),
-        }
-    }
-
-    fn total_num_docs(&self) -> tantivy::Result<u64> {
-        Ok(self.docs)
-    }
-
-    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        match (self.analyzed(term.field()), term.value().as_str()) {
-            (Some(field), Some(text)) => Ok(self.terms.map_or(0, |t| t.doc_freq(field, text))),
-            _ => self.counted_doc_freq(term),
-        }
-    }
-}
-
-/// The best fragment of `content` with the query's matches in `<b>…</b>`; when nothing matched,
-/// the start of the content (HTML-escaped like a fragment), so every hit shows something.
-pub(super) fn highlight(generator: &SnippetGenerator, content: &str) -> String {
-    let snippet = generator.snippet(content);
-    if !snippet.is_empty() && !snippet.highlighted().is_empty() {
-        return snippet.to_html();
-    }
-    let start: String = content.chars().take(SNIPPET_CHARS).collect();
-    escape_html(&start)
-}
-
-fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }

@@ -9,18 +9,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{
-    LuxProvenance, Unavailable, chain_session, check_numbering, json_answer, level, line,
-    model_used, parse, provenance, request, schema_format, session_of, short_list, short_text,
-    temperature,
+    LuxProvenance, Unavailable, chain_session, check_numbering, level, line, parse, provenance,
+    request, schema_format, session_of, short_list, short_text, temperature,
 };
 use crate::app::Outcome;
 use crate::app::call::model::ModelStep;
 use crate::app::call::{Call, PathStep, Refusal};
 use crate::app::{App, Command};
-use crate::events::Fact;
 use crate::events::lux::{InterventionRaised, TracedMetrics, TracedThoughtRecorded};
-use crate::model::{ChatOutcome, ChatRequest, Message};
+use crate::events::{Fact, SessionId};
+use crate::model::{ChatRequest, Message};
 use crate::projections::lux::{LuxSession, TracedThought};
+
+mod measure;
+
+use measure::{Measured, measure};
 
 const USAGE: &str = "pass thought (the query for thought 1, guidance later), thought_number, \
                      total_thoughts, next_thought_needed; optionally is_revision + \
@@ -388,38 +391,6 @@ pub(super) fn plan(app: &App, command: &Command) -> Result<Option<ModelStep>, Re
         .then(|| ModelStep::Embed(content.to_owned())))
 }
 
-/// exp(−mean log-probability) of the answer's tokens, or why there is none.
-fn perplexity(answer: &ChatOutcome) -> Result<f64, &'static str> {
-    let tokens = answer
-        .logprobs
-        .as_deref()
-        .filter(|t| !t.is_empty())
-        .ok_or("the provider returned no token log-probabilities for this thought")?;
-    let sum: f64 = tokens.iter().map(|t| t.logprob).sum();
-    let count = f64::from(u32::try_from(tokens.len()).unwrap_or(u32::MAX));
-    let value = (-sum / count).exp();
-    if value.is_finite() {
-        Ok(value)
-    } else {
-        Err("the provider's log-probabilities give no finite perplexity")
-    }
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
-    if a.len() != b.len() || a.is_empty() {
-        return None;
-    }
-    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    let norm = na.sqrt() * nb.sqrt();
-    (norm > 0.0).then(|| (dot / norm).clamp(-1.0, 1.0))
-}
-
 /// The rule that names a thought's type (docs/lux.md): the first is `Initial`, the last
 /// (`next_thought_needed: false`) `Conclusion`, a revision `Validation`; otherwise by how far
 /// the thought is through the estimated total: `Exploration` in the first 40 %, `Analysis` to
@@ -507,125 +478,23 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / f64::from(n))
 }
 
-pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
-    let args = args(call.command)?;
-    let (target, lux) = chain_session(
-        call.app,
-        call.command,
-        args.session_id.as_deref(),
-        args.thought_number == 1,
-    )?;
-    let answers = call.model_answers().to_vec();
-    let thought = answers
-        .first()
-        .ok_or_else(|| super::invalid("no model answer", USAGE))?;
-    let content = thought.text().trim().to_owned();
-    let model = model_used(thought);
-    let earlier = thought_line(lux, &args);
-    let mut unavailable = Unavailable::default();
-    unavailable.note("attention_entropy", ATTENTION_ENTROPY_UNAVAILABLE);
-
-    let mut metrics = TracedMetrics::default();
-    match perplexity(thought) {
-        Ok(p) => metrics.perplexity = Some(p),
-        Err(reason) if args.guardrails.perplexity_monitoring => {
-            unavailable.note("perplexity", reason);
-        }
-        Err(_) => unavailable.note("perplexity", "perplexity_monitoring is off"),
-    }
-    let vector = match &call.command.prepared.embedding {
-        Some(Ok(e)) => Some(e),
-        _ => None,
-    };
-    let comparable = |t: &TracedThought| -> Option<f64> {
-        let v = vector?;
-        if t.vector_model.as_deref() != Some(v.model()) {
-            return None;
-        }
-        cosine(v.vector(), &t.vector.as_ref()?.1)
-    };
-    match earlier.last() {
-        None => unavailable.note(
-            "semantic_similarity",
-            "the first thought has no previous one",
-        ),
-        Some(prev) => match comparable(prev) {
-            Some(s) => metrics.semantic_similarity = Some(s),
-            None => unavailable.note(
-                "semantic_similarity",
-                "the previous thought's vector is erased or of another embedding model",
-            ),
-        },
-    }
-    metrics.similarity_to_first = earlier.first().and_then(|t| comparable(t));
-    let before_previous = earlier.len().saturating_sub(1);
-    metrics.max_similarity_to_earlier = earlier[..before_previous]
-        .iter()
-        .filter(|t| Some(t.fact.thought_number) != args.revises_thought)
-        .filter_map(|t| comparable(t))
-        .reduce(f64::max);
-    let mut next = 1;
-    if judged(lux, &args) {
-        match answers.get(next).map(json_answer::<Judged>) {
-            Some(Ok(j)) if j.score <= 10 => {
-                metrics.consistency_score = Some(f64::from(j.score) / 10.0);
-            }
-            Some(Ok(j)) => unavailable.note(
-                "consistency_score",
-                format!("the judge model answered {} outside 0-10", j.score),
-            ),
-            Some(Err(reason)) => unavailable.note("consistency_score", reason),
-            None => unavailable.note("consistency_score", "the judge model was not asked"),
-        }
-        next += 1;
-    } else if args.guardrails.consistency_validation {
-        unavailable.note(
-            "consistency_score",
-            "the first thought on a line has no earlier thought to be consistent with",
-        );
-    } else {
-        unavailable.note("consistency_score", "consistency_validation is off");
-    }
-    let synthesis = if args.next_thought_needed {
-        unavailable.note(
-            "synthesis_snapshot",
-            "the model writes a synthesis on the concluding thought (next_thought_needed: false)",
-        );
-        None
-    } else {
-        match answers.get(next).map(json_answer::<TracedSynthesis>) {
-            Some(Ok(s)) => Some(s),
-            Some(Err(reason)) => {
-                unavailable.note("synthesis_snapshot", reason);
-                None
-            }
-            None => None,
-        }
-    };
-    let raised = intervention(&args, &metrics);
-
-    let guidance = call
-        .recorded_ref(&[PathStep::Key("thought")])
-        .ok_or_else(|| super::invalid("the thought was not recorded as a text", USAGE))?;
-    let content_ref = call.derive_text(&content);
-    let total = args.total_thoughts.max(args.thought_number);
-    let kind = thought_type(&args);
-    let fact = TracedThoughtRecorded {
-        thought_number: args.thought_number,
-        total_thoughts: total,
-        next_thought_needed: args.next_thought_needed,
-        is_revision: args.is_revision,
-        revises_thought: args.revises_thought.filter(|_| args.is_revision),
-        branch_from_thought: args.branch_from_thought,
-        branch_id: args.branch_id.clone(),
-        guidance,
-        content: content_ref,
-        thought_type: kind.to_owned(),
-        metrics: metrics.clone(),
-        intervention: raised.clone(),
-        model: model.clone(),
-    };
-    let all = lux.map(|l| l.traced.as_slice()).unwrap_or_default();
+/// The answer: the thought, its metrics, and the line's and the session's running figures.
+fn output(
+    args: &TracedReasoningArgs,
+    measured: Measured,
+    all: &[TracedThought],
+    earlier: &[&TracedThought],
+    session_id: &SessionId,
+    revises_thought: Option<u32>,
+) -> TracedReasoningOutput {
+    let Measured {
+        content,
+        model,
+        metrics,
+        unavailable,
+        synthesis,
+        raised,
+    } = measured;
     let interventions = all.iter().filter(|t| t.fact.intervention.is_some()).count()
         + usize::from(raised.is_some());
     let similarities: Vec<f64> = earlier
@@ -647,14 +516,13 @@ pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
     } else {
         "thinking"
     };
-    let (session_id, mut facts) = session_of(call, target);
-    let body = TracedReasoningOutput {
+    TracedReasoningOutput {
         status: status.to_owned(),
         thought_number: args.thought_number,
-        total_thoughts: total,
+        total_thoughts: args.total_thoughts.max(args.thought_number),
         next_thought_needed: args.next_thought_needed,
         thought_content: content.clone(),
-        thought_type: kind.to_owned(),
+        thought_type: thought_type(args).to_owned(),
         metrics: StepMetrics {
             semantic_similarity: metrics.semantic_similarity,
             perplexity: metrics.perplexity,
@@ -667,7 +535,7 @@ pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
             semantic_coherence: mean(similarities.iter().copied()),
             current_confidence: metrics.perplexity.map(|p| 1.0 / p),
             is_revision: args.is_revision,
-            revises_thought: fact.revises_thought,
+            revises_thought,
             branch_id: args.branch_id.clone(),
             needs_more_thoughts: args.needs_more_thoughts,
         },
@@ -697,14 +565,50 @@ pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
         session_id: session_id.to_string(),
         metrics_unavailable: unavailable,
         provenance: provenance(&model),
-    };
-
-    facts.push(Fact::TracedThoughtRecorded(fact));
-    call.done(Some(session_id), facts, body)
+    }
 }
 
-/// The judge's answer.
-#[derive(Debug, Deserialize)]
-struct Judged {
-    score: u32,
+/// `traced_reasoning`: the model's thought measured, recorded with its metrics, and answered
+/// with the line's running figures.
+pub(super) fn decide(call: &mut Call<'_>) -> Outcome {
+    let args = args(call.command)?;
+    let (target, lux) = chain_session(
+        call.app,
+        call.command,
+        args.session_id.as_deref(),
+        args.thought_number == 1,
+    )?;
+    let earlier = thought_line(lux, &args);
+    let measured = measure(call, lux, &args, &earlier)?;
+    let guidance = call
+        .recorded_ref(&[PathStep::Key("thought")])
+        .ok_or_else(|| super::invalid("the thought was not recorded as a text", USAGE))?;
+    let content_ref = call.derive_text(&measured.content);
+    let fact = TracedThoughtRecorded {
+        thought_number: args.thought_number,
+        total_thoughts: args.total_thoughts.max(args.thought_number),
+        next_thought_needed: args.next_thought_needed,
+        is_revision: args.is_revision,
+        revises_thought: args.revises_thought.filter(|_| args.is_revision),
+        branch_from_thought: args.branch_from_thought,
+        branch_id: args.branch_id.clone(),
+        guidance,
+        content: content_ref,
+        thought_type: thought_type(&args).to_owned(),
+        metrics: measured.metrics.clone(),
+        intervention: measured.raised.clone(),
+        model: measured.model.clone(),
+    };
+    let all = lux.map(|l| l.traced.as_slice()).unwrap_or_default();
+    let (session_id, mut facts) = session_of(call, target);
+    let body = output(
+        &args,
+        measured,
+        all,
+        &earlier,
+        &session_id,
+        fact.revises_thought,
+    );
+    facts.push(Fact::TracedThoughtRecorded(fact));
+    call.done(Some(session_id), facts, body)
 }

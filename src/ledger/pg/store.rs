@@ -1,293 +1,30 @@
-//! The ledger on PostgreSQL: [`PgStore`] keeps the same bytes as the embedded store — events
-//! by seq, the session index, the erasable texts, the metadata and the signed checkpoints — in
-//! tables a versioned migration creates (docs/scaling.md, "Tables"); beside them every node's
-//! bearer tokens ([`PgTokens`]) and the checkpoints' time-stamp tokens ([`PgTimestamps`]).
+//! [`PgStore`]: the ledger's events, session index, erasable texts and metadata in PostgreSQL,
+//! a batch's rows written in the transaction that holds the head row (see the module above).
 //!
-//! The [`Store`] trait is synchronous (the writer owns an OS thread); this store drives
-//! tokio-postgres on a small runtime of its own and waits for each answer, so it may be called
-//! from any thread, inside another runtime or not. Connections come from a deadpool pool.
-//!
-//! Many writers, one chain: any number of servers may write one database's ledger. A writer
-//! begins each batch by locking the head row (`SELECT … FOR UPDATE` in a transaction of its
-//! own connection, [`Store::begin_batch`]); it then folds what the others appended since its
-//! head, decides, and [`Store::sync`] inserts the batch's events and texts, moves the head and
-//! commits. The commit returns once PostgreSQL has made it durable (its WAL flush, and a
-//! synchronous standby's when `synchronous_standby_names` is set). The row lock orders the
-//! batches of every writer into one gap-free, hash-chained sequence; the head row also refuses
-//! a write that does not start where it ends, so no seq is written twice.
-//!
-//! Without a begun batch (`migrate`), [`Store::sync`] writes what is staged in one
-//! transaction that moves the head from where this store last saw it.
+//! Must not know: checkpoints' signatures, bearer or time-stamp tokens (their own modules).
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::str::FromStr;
 use std::sync::Arc;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
-use super::LedgerError;
-use super::notary::{CheckpointLog, parse_signed};
-use super::store::{Batch, EventIter, LedgerMeta, Store, TextIter, TextRecord};
-use super::view::SignedCheckpoint;
+use super::checkpoints::PgCheckpoints;
+use super::conn::Conn;
+use super::pg_error;
+use super::schema::migrate;
+use super::tokens::PgTokens;
 use crate::events::SessionId;
+use crate::ledger::LedgerError;
+use crate::ledger::store::{Batch, EventIter, LedgerMeta, Store, TextIter, TextRecord};
 
 /// Rows read per round trip by whole-log passes (replay at open, verify, migrate).
 const PAGE: i64 = 2_000;
-
-/// The advisory lock key under which migrations run: "thinkledger" folded into an i64.
-const MIGRATION_LOCK: i64 = 0x7468_696e_6b6c_6467;
-
-/// Whether this build can keep a ledger in PostgreSQL: it can (`pg_absent.rs` is the build
-/// that cannot).
-pub fn check_built() -> Result<(), LedgerError> {
-    Ok(())
-}
-
-/// `url` as messages show it: without its password (the URL itself if it does not parse).
-pub fn shown(url: &str) -> String {
-    tokio_postgres::Config::from_str(url)
-        .map(|c| shown_url(&c))
-        .unwrap_or_else(|_| "an unreadable PostgreSQL URL".into())
-}
-
-/// The schema, one migration per version, applied in order inside one transaction each. A
-/// version once released is never edited: a change is a new version.
-pub const MIGRATIONS: &[&str] = &[
-    // 1: the ledger.
-    "CREATE TABLE thinkledger_meta (
-        id integer PRIMARY KEY CHECK (id = 1),
-        ledger_id text NOT NULL,
-        created_at text NOT NULL,
-        format text NOT NULL
-     );
-     CREATE TABLE thinkledger_head (
-        id integer PRIMARY KEY CHECK (id = 1),
-        last_seq bigint
-     );
-     INSERT INTO thinkledger_head (id, last_seq) VALUES (1, NULL);
-     CREATE TABLE thinkledger_events (
-        seq bigint PRIMARY KEY,
-        session text,
-        bytes bytea NOT NULL
-     );
-     CREATE INDEX thinkledger_events_by_session ON thinkledger_events (session, seq);
-     CREATE TABLE thinkledger_texts (
-        commitment bytea PRIMARY KEY,
-        salt bytea NOT NULL,
-        text text NOT NULL,
-        batch_seq bigint
-     );
-     CREATE INDEX thinkledger_texts_by_batch ON thinkledger_texts (batch_seq);
-     CREATE TABLE thinkledger_checkpoints (
-        size bigint PRIMARY KEY,
-        signed_at text NOT NULL,
-        note text NOT NULL
-     );",
-    // 2: bearer tokens shared by every node (`thinkledger token` with `--store`): each row
-    // one token's record as JSON (`server::auth::TokenRecord`: never the token, its hash).
-    "CREATE TABLE thinkledger_tokens (
-        id text PRIMARY KEY,
-        hash text NOT NULL UNIQUE,
-        record text NOT NULL
-     );",
-    // 3: the RFC 3161 time-stamp tokens of signed checkpoints (`serve --timestamp-authority`),
-    // one row a stamped checkpoint: its note as in thinkledger_checkpoints, its size, the DER
-    // token (`ledger::timestamps`), written by the node that stamped it.
-    "CREATE TABLE thinkledger_timestamps (
-        note text PRIMARY KEY,
-        size bigint NOT NULL,
-        token bytea NOT NULL
-     );
-     CREATE INDEX thinkledger_timestamps_by_size ON thinkledger_timestamps (size);",
-];
-
-fn db(e: impl std::fmt::Display) -> LedgerError {
-    LedgerError::Database(e.to_string())
-}
-
-fn pg_error(e: tokio_postgres::Error) -> LedgerError {
-    match e.as_db_error() {
-        Some(d) => LedgerError::Database(format!("{}: {}", d.code().code(), d.message())),
-        None => db(e),
-    }
-}
-
-/// A pool and the runtime its connections live on.
-struct Conn {
-    runtime: Option<tokio::runtime::Runtime>,
-    pool: Pool,
-    /// Where the database is, without the password, for messages.
-    shown: String,
-}
-
-impl Conn {
-    fn open(url: &str) -> Result<Self, LedgerError> {
-        let config = tokio_postgres::Config::from_str(url)
-            .map_err(|e| LedgerError::Database(format!("not a PostgreSQL URL ({e})")))?;
-        let shown = shown_url(&config);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("thinkledger-pg")
-            .enable_all()
-            .build()?;
-        let manager_config = ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        };
-        // TLS when the URL asks for it (`sslmode=require`), checked against the system's trust
-        // store (and `SSL_CERT_FILE`); otherwise none, as `sslmode=prefer` falls back to.
-        let manager = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            Manager::from_config(config, tls()?, manager_config)
-        } else {
-            Manager::from_config(config, NoTls, manager_config)
-        };
-        let pool = Pool::builder(manager)
-            .max_size(8)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(db)?;
-        Ok(Self {
-            runtime: Some(runtime),
-            pool,
-            shown,
-        })
-    }
-
-    /// Runs `work` with a pooled connection on the store's runtime and waits for it.
-    fn run<T, F, Fut>(&self, work: F) -> Result<T, LedgerError>
-    where
-        T: Send + 'static,
-        F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<T, tokio_postgres::Error>> + Send,
-    {
-        let pool = self.pool.clone();
-        let shown = self.shown.clone();
-        self.block(async move {
-            let client = pool
-                .get()
-                .await
-                .map_err(|e| LedgerError::Database(format!("cannot reach {shown}: {e}")))?;
-            work(client).await.map_err(pg_error)
-        })
-    }
-
-    fn block<T: Send + 'static>(
-        &self,
-        work: impl Future<Output = Result<T, LedgerError>> + Send + 'static,
-    ) -> Result<T, LedgerError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let runtime = self.runtime.as_ref().expect("runtime present until drop");
-        runtime.spawn(async move {
-            let _ = tx.send(work.await);
-        });
-        rx.recv().map_err(|_| {
-            LedgerError::Database("the database task ended without an answer".into())
-        })?
-    }
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-/// A TLS connector trusting the system's certificate store (`SSL_CERT_FILE` and
-/// `SSL_CERT_DIR` name others).
-fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, LedgerError> {
-    let found = rustls_native_certs::load_native_certs();
-    let mut roots = rustls::RootCertStore::empty();
-    let (added, _ignored) = roots.add_parsable_certificates(found.certs);
-    if added == 0 {
-        return Err(LedgerError::Database(format!(
-            "sslmode=require, but no trusted certificate was found ({} errors reading the \
-             system's store); set SSL_CERT_FILE to the server's CA certificate",
-            found.errors.len()
-        )));
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| LedgerError::Database(format!("TLS: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
-}
-
-/// `postgres://user@host:port/db`, without a password.
-fn shown_url(config: &tokio_postgres::Config) -> String {
-    let host = config
-        .get_hosts()
-        .first()
-        .map(|h| match h {
-            tokio_postgres::config::Host::Tcp(name) => name.clone(),
-            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
-        })
-        .unwrap_or_default();
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    format!(
-        "postgres://{}@{host}:{port}/{}",
-        config.get_user().unwrap_or(""),
-        config.get_dbname().unwrap_or("")
-    )
-}
-
-/// Applies the migrations the database lacks, one transaction each, under a transaction-level
-/// advisory lock so that nodes starting together migrate once.
-async fn migrate(client: &mut deadpool_postgres::Object) -> Result<(), tokio_postgres::Error> {
-    // The schema table too is made under the lock: two nodes creating it at once would race.
-    let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await?;
-    let exists: bool = tx
-        .query_one("SELECT to_regclass('thinkledger_schema') IS NOT NULL", &[])
-        .await?
-        .get(0);
-    if !exists {
-        tx.batch_execute(
-            "CREATE TABLE thinkledger_schema (
-                version integer PRIMARY KEY,
-                applied_at timestamptz NOT NULL DEFAULT now()
-             )",
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    for (i, sql) in MIGRATIONS.iter().enumerate() {
-        let version = i as i32 + 1;
-        let tx = client.transaction().await?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .await?;
-        let done = tx
-            .query_opt(
-                "SELECT 1 FROM thinkledger_schema WHERE version = $1",
-                &[&version],
-            )
-            .await?
-            .is_some();
-        if !done {
-            tx.batch_execute(sql).await?;
-            tx.execute(
-                "INSERT INTO thinkledger_schema (version) VALUES ($1)",
-                &[&version],
-            )
-            .await?;
-        }
-        tx.commit().await?;
-    }
-    Ok(())
-}
-
 /// A text row as read: commitment, salt, text.
 type StoredText = (Vec<u8>, Vec<u8>, String);
 
 /// The ledger in a PostgreSQL database (see the module docs).
 pub struct PgStore {
-    conn: Arc<Conn>,
+    pub(super) conn: Arc<Conn>,
     /// Whether this store writes (else it only reads: verify, migrate's source).
     writes: bool,
     /// The writer's own connection, in which a batch's transaction runs (taken from the pool
@@ -474,13 +211,13 @@ impl PgStore {
         }
     }
 
-    fn staged_event(&self, seq: u64) -> Option<&super::store::StagedEvent> {
+    fn staged_event(&self, seq: u64) -> Option<&crate::ledger::store::StagedEvent> {
         let batch = *self.staged_events.get(&seq)?;
         self.staged[batch].events.iter().find(|e| e.seq == seq)
     }
 }
 
-fn seq_param(seq: u64) -> Result<i64, LedgerError> {
+pub(super) fn seq_param(seq: u64) -> Result<i64, LedgerError> {
     i64::try_from(seq).map_err(|_| LedgerError::Corrupt(format!("seq {seq} beyond i64")))
 }
 
@@ -930,253 +667,12 @@ fn text_record(
     salt: Vec<u8>,
     text: String,
 ) -> Result<TextRecord, LedgerError> {
-    let salt = <[u8; super::hash::SALT_LEN]>::try_from(salt.as_slice()).map_err(|_| {
+    let salt = <[u8; crate::ledger::hash::SALT_LEN]>::try_from(salt.as_slice()).map_err(|_| {
         LedgerError::Corrupt(format!(
             "the salt of text {} is not {} bytes",
-            super::hash::hex(commitment),
-            super::hash::SALT_LEN
+            crate::ledger::hash::hex(commitment),
+            crate::ledger::hash::SALT_LEN
         ))
     })?;
     Ok(TextRecord { salt, text })
-}
-
-/// The signed checkpoints of a ledger on PostgreSQL.
-#[derive(Clone)]
-pub struct PgCheckpoints {
-    conn: Arc<Conn>,
-}
-
-impl std::fmt::Debug for PgCheckpoints {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgCheckpoints")
-            .field("database", &self.conn.shown)
-            .finish()
-    }
-}
-
-impl CheckpointLog for PgCheckpoints {
-    fn read(&self) -> Result<Vec<SignedCheckpoint>, LedgerError> {
-        let rows: Vec<(String, String)> = self.conn.run(|client| async move {
-            Ok(client
-                .query(
-                    "SELECT signed_at, note FROM thinkledger_checkpoints ORDER BY size",
-                    &[],
-                )
-                .await?
-                .into_iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect())
-        })?;
-        rows.into_iter()
-            .map(|(signed_at, note)| {
-                parse_signed(signed_at, note).map_err(|e| {
-                    LedgerError::Corrupt(format!(
-                        "a row of thinkledger_checkpoints is not a signed checkpoint: {e}"
-                    ))
-                })
-            })
-            .collect()
-    }
-
-    fn append(&mut self, signed: &SignedCheckpoint) -> Result<(), LedgerError> {
-        let size = seq_param(signed.checkpoint.size())?;
-        let (signed_at, note) = (signed.signed_at.clone(), signed.note.clone());
-        self.conn.run(move |client| async move {
-            client
-                .execute(
-                    "INSERT INTO thinkledger_checkpoints (size, signed_at, note) \
-                     VALUES ($1, $2, $3) ON CONFLICT (size) DO NOTHING",
-                    &[&size, &signed_at, &note],
-                )
-                .await
-                .map(|_| ())
-        })
-    }
-}
-
-/// The bearer tokens of every node of a database: records as JSON text keyed by id and by
-/// the token's hash (what they mean is `server::auth`'s).
-#[derive(Clone)]
-pub struct PgTokens {
-    conn: Arc<Conn>,
-}
-
-impl std::fmt::Debug for PgTokens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgTokens")
-            .field("database", &self.conn.shown)
-            .finish()
-    }
-}
-
-impl PgTokens {
-    /// The tokens' table of the database at `url` (its schema made if need be).
-    pub fn open(url: &str) -> Result<Self, LedgerError> {
-        Ok(PgStore::open_for_reading(url)?.token_table())
-    }
-
-    /// Where the tokens are, without a password, for messages.
-    pub fn shown(&self) -> &str {
-        &self.conn.shown
-    }
-
-    /// Every record, oldest id first.
-    pub fn all(&self) -> Result<Vec<String>, LedgerError> {
-        self.conn.run(|client| async move {
-            Ok(client
-                .query("SELECT record FROM thinkledger_tokens ORDER BY id", &[])
-                .await?
-                .into_iter()
-                .map(|r| r.get(0))
-                .collect())
-        })
-    }
-
-    /// The record of the token whose hash is `hash`.
-    pub fn by_hash(&self, hash: &str) -> Result<Option<String>, LedgerError> {
-        let hash = hash.to_owned();
-        self.conn.run(move |client| async move {
-            Ok(client
-                .query_opt(
-                    "SELECT record FROM thinkledger_tokens WHERE hash = $1",
-                    &[&hash],
-                )
-                .await?
-                .map(|r| r.get(0)))
-        })
-    }
-
-    /// Adds a record; false when one with that id or hash is there already.
-    pub fn insert(&self, id: &str, hash: &str, record: &str) -> Result<bool, LedgerError> {
-        let (id, hash, record) = (id.to_owned(), hash.to_owned(), record.to_owned());
-        self.conn.run(move |client| async move {
-            Ok(client
-                .execute(
-                    "INSERT INTO thinkledger_tokens (id, hash, record) VALUES ($1, $2, $3) \
-                     ON CONFLICT DO NOTHING",
-                    &[&id, &hash, &record],
-                )
-                .await?
-                == 1)
-        })
-    }
-
-    /// Rewrites the record of `id` with what `change` makes of it, under a row lock (two
-    /// revocations at once keep the first time); `None` when there is no such id.
-    pub fn update(
-        &self,
-        id: &str,
-        change: impl FnOnce(String) -> Result<String, String> + Send + 'static,
-    ) -> Result<Option<String>, LedgerError> {
-        let id = id.to_owned();
-        let changed = self.conn.block({
-            let pool = self.conn.pool.clone();
-            async move {
-                let mut client = pool.get().await.map_err(db)?;
-                let tx = client.transaction().await.map_err(pg_error)?;
-                let Some(row) = tx
-                    .query_opt(
-                        "SELECT record FROM thinkledger_tokens WHERE id = $1 FOR UPDATE",
-                        &[&id],
-                    )
-                    .await
-                    .map_err(pg_error)?
-                else {
-                    return Ok(None);
-                };
-                let record = change(row.get(0)).map_err(LedgerError::Corrupt)?;
-                tx.execute(
-                    "UPDATE thinkledger_tokens SET record = $2 WHERE id = $1",
-                    &[&id, &record],
-                )
-                .await
-                .map_err(pg_error)?;
-                tx.commit().await.map_err(pg_error)?;
-                Ok(Some(record))
-            }
-        })?;
-        Ok(changed)
-    }
-}
-
-/// The time-stamp tokens of a ledger's checkpoints in its database, seen by every node.
-#[derive(Clone)]
-pub struct PgTimestamps {
-    conn: Arc<Conn>,
-}
-
-impl std::fmt::Debug for PgTimestamps {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgTimestamps")
-            .field("database", &self.conn.shown)
-            .finish()
-    }
-}
-
-impl PgTimestamps {
-    /// The tokens' table of the database at `url` (its schema made if need be).
-    pub fn open(url: &str) -> Result<Self, LedgerError> {
-        Ok(Self {
-            conn: PgStore::open_for_reading(url)?.conn.clone(),
-        })
-    }
-}
-
-impl super::timestamps::TimestampLog for PgTimestamps {
-    fn recent(&self) -> Result<Vec<super::timestamps::KeptTimestamp>, LedgerError> {
-        let limit = i64::try_from(super::timestamps::RECENT_TOKENS).unwrap_or(i64::MAX);
-        let mut rows: Vec<(String, Vec<u8>)> = self.conn.run(move |client| async move {
-            Ok(client
-                .query(
-                    "SELECT note, token FROM thinkledger_timestamps ORDER BY size DESC LIMIT $1",
-                    &[&limit],
-                )
-                .await?
-                .into_iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect())
-        })?;
-        rows.reverse();
-        Ok(rows
-            .into_iter()
-            .map(|(note, token)| super::timestamps::KeptTimestamp { note, token })
-            .collect())
-    }
-
-    fn all(&self) -> Result<Vec<super::timestamps::KeptTimestamp>, LedgerError> {
-        let rows: Vec<(String, Vec<u8>)> = self.conn.run(|client| async move {
-            Ok(client
-                .query(
-                    "SELECT note, token FROM thinkledger_timestamps ORDER BY size",
-                    &[],
-                )
-                .await?
-                .into_iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect())
-        })?;
-        Ok(rows
-            .into_iter()
-            .map(|(note, token)| super::timestamps::KeptTimestamp { note, token })
-            .collect())
-    }
-
-    fn append(&self, kept: &super::timestamps::KeptTimestamp) -> Result<(), LedgerError> {
-        let size = parse_signed(String::new(), kept.note.clone())
-            .map_err(|e| LedgerError::Corrupt(format!("a stamped note is not a checkpoint: {e}")))?
-            .checkpoint
-            .size();
-        let size = seq_param(size)?;
-        let (note, token) = (kept.note.clone(), kept.token.clone());
-        self.conn.run(move |client| async move {
-            client
-                .execute(
-                    "INSERT INTO thinkledger_timestamps (note, size, token) VALUES ($1, $2, $3) \
-                     ON CONFLICT DO NOTHING",
-                    &[&note, &size, &token],
-                )
-                .await
-                .map(|_| ())
-        })
-    }
 }
