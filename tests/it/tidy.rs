@@ -620,7 +620,7 @@ const MOST_LINES: usize = 800;
 /// The files still over [`MOST_LINES`]: a list that only shrinks. None may join it; a file
 /// leaves it once split along its seams (the test fails while a listed file is within the limit,
 /// so the list stays true).
-const LONG_FILES: &[&str] = &["app/mod.rs"];
+const LONG_FILES: &[&str] = &[];
 
 #[test]
 fn no_file_of_non_test_code_is_over_800_lines() {
@@ -671,7 +671,7 @@ const MOST_FUNCTION_LINES: usize = 120;
 /// The functions still over [`MOST_FUNCTION_LINES`], as `"file::fn"`: a list that only shrinks.
 /// None may join it; a function leaves it once split into named steps (the test fails while a
 /// listed function is within the limit, so the list stays true).
-const LONG_FUNCTIONS: &[&str] = &["app/mod.rs::decide_call"];
+const LONG_FUNCTIONS: &[&str] = &[];
 
 /// How many functions [`LONG_FUNCTIONS`] may hold: issue 42 allows at most 5.
 const MOST_LONG_FUNCTIONS: usize = 5;
