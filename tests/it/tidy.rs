@@ -369,9 +369,15 @@ fn families() -> Vec<String> {
     out
 }
 
-/// The files under `app/` that name every family: the decider (`mod.rs`), its dispatch
-/// (`registry.rs`) and the tests that drive them.
-const WIRING: &[&str] = &["mod.rs", "registry.rs", "tests.rs", "two_phase_tests.rs"];
+/// The files under `app/` that are no family's room: the decider (`mod.rs`), one call's
+/// decision (`decide.rs`), the dispatch (`registry.rs`) and the tests that drive them.
+const WIRING: &[&str] = &[
+    "mod.rs",
+    "decide.rs",
+    "registry.rs",
+    "tests.rs",
+    "two_phase_tests.rs",
+];
 
 #[test]
 fn every_room_under_app_is_a_dispatched_family_or_shared() {
