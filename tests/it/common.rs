@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ReadResourceRequestParams, ResourceContents,
+    CallToolRequestParams, CallToolResult, MetaObject, ReadResourceRequestParams,
+    RequestMetaObject, ResourceContents,
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -381,6 +382,25 @@ fn mcp_url(line: &str) -> String {
 }
 
 /// Calls `tool` with `arguments` (a JSON object).
+/// Calls `tool` with `_meta.idempotencyKey` set to `key`.
+pub async fn call_with_key(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+    key: &str,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    let mut meta = serde_json::Map::new();
+    meta.insert("idempotencyKey".into(), json!(key));
+    let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    params.meta = Some(RequestMetaObject(MetaObject(meta)));
+    within("tools/call with a key", client.call_tool(params))
+        .await
+        .expect("tools/call")
+}
+
 pub async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
     try_call(client, tool, arguments)
         .await

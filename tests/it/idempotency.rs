@@ -7,24 +7,6 @@ use serde_json::{Value, json};
 
 use crate::common::*;
 
-async fn call_with_key(
-    client: &Client,
-    tool: &str,
-    arguments: Value,
-    key: &str,
-) -> rmcp::model::CallToolResult {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments must be an object")
-    };
-    let mut meta = serde_json::Map::new();
-    meta.insert("idempotencyKey".into(), json!(key));
-    let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-    params.meta = Some(RequestMetaObject(MetaObject(meta)));
-    within("tools/call with a key", client.call_tool(params))
-        .await
-        .expect("tools/call")
-}
-
 fn thought(n: u32, text: &str) -> Value {
     json!({"thought": text, "thoughtNumber": n, "totalThoughts": 3, "nextThoughtNeeded": true})
 }

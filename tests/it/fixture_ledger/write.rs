@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, MetaObject, RequestMetaObject};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -99,20 +98,6 @@ fn end_of_frames(log: &[u8]) -> usize {
     }
     assert!(end <= log.len(), "the last frame is cut short");
     end
-}
-
-/// Calls `tool` with `_meta.idempotencyKey` set to `key`.
-async fn call_with_key(client: &Client, tool: &str, arguments: Value, key: &str) -> CallToolResult {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments must be an object")
-    };
-    let mut meta = serde_json::Map::new();
-    meta.insert("idempotencyKey".into(), json!(key));
-    let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-    params.meta = Some(RequestMetaObject(MetaObject(meta)));
-    within("tools/call with a key", client.call_tool(params))
-        .await
-        .expect("tools/call")
 }
 
 /// A thinking session with a revision, a branch, tags, reads, refusals and an idempotent
