@@ -21,7 +21,7 @@ pub fn key_name(ledger_id: &str) -> String {
 pub fn load_or_create(path: &Path, ledger_id: &str) -> Result<NoteSigner, LedgerError> {
     match load(path, ledger_id)? {
         Some(signer) => Ok(signer),
-        None => create(path, &key_name(ledger_id)),
+        None => create(path, ledger_id),
     }
 }
 
@@ -51,12 +51,39 @@ pub fn load(path: &Path, ledger_id: &str) -> Result<Option<NoteSigner>, LedgerEr
     }
 }
 
-fn create(path: &Path, name: &str) -> Result<NoteSigner, LedgerError> {
-    let signer = NoteSigner::generate(name).map_err(|e| {
+/// Makes a key and publishes it at `path` whole: written and synced under a temporary name
+/// beside it, then linked into place, so that a reader (a node started beside this one, a
+/// script copying the key to the others) sees the complete key or none, and a crash mid-write
+/// leaves no empty key behind. Never overwrites: if another process published one first, that
+/// key is the ledger's.
+fn create(path: &Path, ledger_id: &str) -> Result<NoteSigner, LedgerError> {
+    let signer = NoteSigner::generate(&key_name(ledger_id)).map_err(|e| {
         LedgerError::Io(std::io::Error::other(format!(
             "cannot make a signing key: {e}"
         )))
     })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let staged = dir.join(format!(
+        ".signing.key.{}.tmp",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let published =
+        write_private(&staged, &signer.to_skey()).and_then(|()| std::fs::hard_link(&staged, path));
+    let _ = std::fs::remove_file(&staged);
+    match published {
+        Ok(()) => {
+            File::open(dir)?.sync_all()?;
+            Ok(signer)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            load(path, ledger_id)?.ok_or(LedgerError::Io(e))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Writes `skey` and a newline to a new file at `path`, readable by its owner only, and syncs it.
+fn write_private(path: &Path, skey: &str) -> std::io::Result<()> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -65,12 +92,8 @@ fn create(path: &Path, name: &str) -> Result<NoteSigner, LedgerError> {
         options.mode(0o600);
     }
     let mut file = options.open(path)?;
-    file.write_all(format!("{}\n", signer.to_skey()).as_bytes())?;
-    file.sync_all()?;
-    if let Some(dir) = path.parent() {
-        File::open(dir)?.sync_all()?;
-    }
-    Ok(signer)
+    file.write_all(format!("{skey}\n").as_bytes())?;
+    file.sync_all()
 }
 
 #[cfg(unix)]
@@ -129,6 +152,42 @@ mod tests {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
             let err = load_or_create(&path, "l1").unwrap_err().to_string();
             assert!(err.contains("chmod 600"), "{err}");
+        }
+    }
+    #[test]
+    fn a_key_appears_whole_or_not_at_all() {
+        // Another process (a node started beside this one, a script copying the key to the
+        // other nodes) may read the file the moment it exists: it must never see it empty.
+        for _ in 0..100 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("signing.key");
+            let seen = std::thread::scope(|scope| {
+                let reader = scope.spawn(|| {
+                    loop {
+                        match std::fs::read_to_string(&path) {
+                            Ok(text) => return text,
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                });
+                load_or_create(&path, "l1").unwrap();
+                reader.join().unwrap()
+            });
+            assert!(
+                NoteSigner::from_skey(seen.trim_end()).is_ok(),
+                "a reader saw the key file as {seen:?}"
+            );
+            let names: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
+            assert_eq!(
+                names,
+                vec![std::ffi::OsString::from("signing.key")],
+                "nothing else is left"
+            );
         }
     }
 }

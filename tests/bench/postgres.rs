@@ -157,8 +157,9 @@ fn head_row(dirs: &[PathBuf]) -> Option<(f64, f64, f64)> {
 }
 
 /// `clients` clients spread over `urls`, each calling one call after another until `duration`
-/// is up; returns the run's figures and the number of calls answered.
-async fn load(urls: &[String], clients: usize, duration: Duration) -> (Run, u64) {
+/// is up; returns the run's figures and the number of calls answered. `logs[i]` is the log of
+/// the node at `urls[i]`, shown if it stops answering.
+async fn load(urls: &[String], logs: &[PathBuf], clients: usize, duration: Duration) -> (Run, u64) {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(clients)
         .build()
@@ -167,7 +168,8 @@ async fn load(urls: &[String], clients: usize, duration: Duration) -> (Run, u64)
     let deadline = started + duration;
     let mut tasks = Vec::new();
     for client in 0..clients {
-        let (http, url) = (http.clone(), urls[client % urls.len()].clone());
+        let node = client % urls.len();
+        let (http, url, log) = (http.clone(), urls[node].clone(), logs[node].clone());
         tasks.push(tokio::spawn(async move {
             let mut samples = Vec::new();
             let (mut thinking, mut deliberation): (Option<String>, Option<String>) = (None, None);
@@ -188,7 +190,10 @@ async fn load(urls: &[String], clients: usize, duration: Duration) -> (Run, u64)
                     .body(body)
                     .send()
                     .await
-                    .expect("POST tools/call");
+                    .unwrap_or_else(|e| {
+                        let log = std::fs::read_to_string(&log).unwrap_or_default();
+                        panic!("POST tools/call to {url}: {e}\nthe node's log:\n{log}")
+                    });
                 let status = response.status();
                 let text = response.text().await.expect("body");
                 samples.push(start.elapsed());
@@ -277,7 +282,8 @@ fn run_config(
     let pids: Vec<String> = started.iter().map(|n| n.child.id().to_string()).collect();
     let nodes_cpu = || pids.iter().map(|p| common::cpu_seconds(p)).sum::<f64>();
     let (nodes_before, pg_before) = (nodes_cpu(), postgres_cpu());
-    let (mut run, calls) = runtime.block_on(load(&urls, clients, duration));
+    let logs: Vec<PathBuf> = dirs.iter().map(|d| d.join("server.log")).collect();
+    let (mut run, calls) = runtime.block_on(load(&urls, &logs, clients, duration));
     let per_call = |cpu: f64| cpu * 1e6 / calls.max(1) as f64;
     run.nodes_cpu_us = per_call(nodes_cpu() - nodes_before);
     run.postgres_cpu_us = per_call(postgres_cpu() - pg_before);
