@@ -175,7 +175,7 @@ fn train(data: &[&Example], s: Settings) -> Weights {
 /// The answer `analyze_reasoning` would give with the reader: features/2's measures lowered by
 /// the reader's finding, or, with `neutral`, `None` (the neutral answer) when it reads no
 /// argument.
-fn with_reader(text: &str, reading: &Reading, neutral: bool) -> (Option<f64>, Vec<Fallacy>) {
+fn with_reader(text: &str, reading: &Reading, neutral: bool) -> Answer {
     let x = features::count(text, &[], None);
     let d = features::dimensions(&x);
     let a = argument::assess(text);
@@ -188,7 +188,7 @@ fn with_reader(text: &str, reading: &Reading, neutral: bool) -> (Option<f64>, Ve
     (Some(argument::overall(&q)), found)
 }
 
-fn features2_alone(text: &str) -> (Option<f64>, Vec<Fallacy>) {
+fn features2_alone(text: &str) -> Answer {
     let x = features::count(text, &[], None);
     let d = features::dimensions(&x);
     let a = argument::assess(text);
@@ -215,7 +215,10 @@ struct Figures {
     ordered: (f64, usize),
 }
 
-fn measure(data: &[&Example], answer: &dyn Fn(&Example) -> (Option<f64>, Vec<Fallacy>)) -> Figures {
+/// A passage's answer: its mean of four measures (`None` when neutral) and its findings.
+type Answer = (Option<f64>, Vec<Fallacy>);
+
+fn measure(data: &[&Example], answer: &dyn Fn(&Example) -> Answer) -> Figures {
     let mut f = Figures::default();
     let mut sound = Vec::new();
     let mut fallacious = Vec::new();
