@@ -651,6 +651,46 @@ fn provider_env(base: &str, max_tokens: &str) -> [(&'static str, String); 3] {
     ]
 }
 
+/// reader/2 (adopted by the fifth held-out set's decision rule, docs/cognition.md) names a
+/// false dilemma of a development set, which the rules do not: among the weaknesses and
+/// recommendations, in the recorded findings' place, with its name in the provenance.
+#[tokio::test]
+async fn analyze_reasoning_names_a_false_dilemma_by_reader_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_provider = [("THINKLEDGER_MODEL_PROVIDER_URL", "")];
+    let server = StdioServer::start_with_env(dir.path(), &[], &no_provider).await;
+    let body = ok(&call(
+        &server,
+        "analyze_reasoning",
+        json!({"reasoning": "Either we ship the feature this week or the company goes bankrupt."}),
+    )
+    .await);
+    let data = envelope(&body, &["confidenceAssessor", "biasDetector"]);
+    assert!(
+        data["weaknesses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(
+                "False dilemma (the whole passage, read by thinkledger.cognition.reader/2"
+            )),
+        "{data}"
+    );
+    assert!(
+        data["provenance"]["rules"]
+            .as_str()
+            .is_some_and(|r| r.contains("thinkledger.cognition.reader/2")),
+        "{data}"
+    );
+    assert!(
+        !data["provenance"]["limitations"]
+            .to_string()
+            .contains("do not assess false dilemmas"),
+        "{data}"
+    );
+    server.stop().await;
+}
+
 async fn model_call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be a JSON object")

@@ -77,7 +77,8 @@ pub static BIAS_EXAMPLES: LazyLock<Examples> = LazyLock::new(|| {
 static POTION: LazyLock<Option<StaticEmbedder>> =
     LazyLock::new(|| StaticEmbedder::potion_base_2m().ok());
 
-fn vector(text: &str) -> Option<Vec<f32>> {
+/// A text's potion-base-2M vector (L2-normalised); `None` when the model did not load.
+pub(super) fn vector(text: &str) -> Option<Vec<f32>> {
     POTION
         .as_ref()?
         .embed_one(text)

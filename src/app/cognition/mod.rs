@@ -25,6 +25,7 @@ pub mod features2;
 pub mod frameworks;
 mod judgement;
 mod metacognition;
+pub mod reader;
 mod reasoning;
 mod think;
 
@@ -32,6 +33,8 @@ mod think;
 mod argument_evaluation;
 #[cfg(test)]
 mod evaluation;
+#[cfg(test)]
+mod reader_training;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
