@@ -183,11 +183,12 @@ impl<S: Store, D: Decider> Writer<S, D> {
             let _ = gate.log.set(log.clone());
             decider.attach_log(log);
         }
-        let snapshots = (config.snapshot_every > 0 && decider.state_version().is_some())
-            .then(|| store.snapshots())
-            .flatten()
-            .and_then(|store| {
-                SnapshotWorker::start(store)
+        let snapshots = decider
+            .state_version()
+            .filter(|_| config.snapshot_every > 0)
+            .and_then(|version| Some((store.snapshots()?, version)))
+            .and_then(|(store, version)| {
+                SnapshotWorker::start(store, version)
                     .map_err(
                         |e| tracing::warn!(error = %e, "snapshots are off: no thread for them"),
                     )

@@ -22,8 +22,13 @@ impl<S: Store, D: Decider> Writer<S, D> {
             return false;
         }
         let since = self.head.seq.saturating_sub(self.snapshot_seq);
-        let due = self.snapshot_every.max(self.head.seq / 10);
+        let due = self.snapshot_interval();
         since >= due && (idle || since >= due.saturating_mul(2))
+    }
+
+    /// Events between snapshots: [`WriterConfig::snapshot_every`], or a tenth of the log.
+    fn snapshot_interval(&self) -> u64 {
+        self.snapshot_every.max(self.head.seq / 10)
     }
 
     /// Hands a view of state (shared with the writer's, which goes on changing its own copy)
@@ -40,8 +45,12 @@ impl<S: Store, D: Decider> Writer<S, D> {
             self.head.hash.clone(),
         );
         let (tree, erased) = (self.tree.clone(), self.erased.clone());
+        // Another writer of a shared store may have saved one meanwhile: one anchored less than
+        // half the interval back makes this one not worth its cost.
+        let fresh_from = seq.saturating_sub(self.snapshot_interval() / 2);
         worker.save(
             seq,
+            fresh_from,
             Box::new(move || {
                 let state = D::save_view(&view)?;
                 snapshot::encode(&ledger_id, version, seq, &hash, &tree, &erased, state)
