@@ -235,8 +235,10 @@ pub(crate) fn encode(
 }
 
 /// What a snapshot's header says it is, read without checking its digest (a store files the
-/// snapshot under it; [`decode`] checks everything when it is loaded).
+/// snapshot under it; [`decode`] checks everything when it is loaded). Only the PostgreSQL
+/// store files snapshots so.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) struct Anchor {
     pub seq: u64,
     pub hash: String,
@@ -244,6 +246,7 @@ pub(crate) struct Anchor {
 }
 
 /// The [`Anchor`] in the header of `bytes`.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) fn anchor_of(bytes: &[u8]) -> Result<Anchor, String> {
     let rest = bytes
         .strip_prefix(MAGIC)
@@ -411,7 +414,10 @@ struct Queued {
 }
 
 impl SnapshotWorker {
-    pub fn start(store: Arc<dyn SnapshotStore>, state_version: &'static str) -> std::io::Result<Self> {
+    pub fn start(
+        store: Arc<dyn SnapshotStore>,
+        state_version: &'static str,
+    ) -> std::io::Result<Self> {
         let (tx, rx) = std::sync::mpsc::channel::<Queued>();
         let watermark = Arc::new(Mutex::new(0u64));
         let busy = Arc::new(AtomicBool::new(false));
@@ -500,7 +506,11 @@ fn make_and_save(
     } = queued;
     match store.holds_from(fresh_from, state_version) {
         Ok(true) => {
-            tracing::debug!(seq, fresh_from, "a snapshot saved meanwhile is fresh enough");
+            tracing::debug!(
+                seq,
+                fresh_from,
+                "a snapshot saved meanwhile is fresh enough"
+            );
             return;
         }
         Ok(false) => {}
@@ -548,6 +558,12 @@ mod tests {
             let tree = tree(n);
             let erased = HashMap::from([([7u8; 32], 5u64)]);
             let bytes = encode("L", "v1", n, "h", &tree, &erased, b"{\"x\":1}".to_vec()).unwrap();
+            let anchor = Anchor {
+                seq: n,
+                hash: "h".into(),
+                state_version: "v1".into(),
+            };
+            assert_eq!(anchor_of(&bytes), Ok(anchor));
             let image = decode(bytes, "L", "v1").unwrap();
             assert_eq!(image.seq, n);
             assert_eq!(image.hash, "h");

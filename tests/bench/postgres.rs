@@ -22,8 +22,8 @@
 //! `cargo bench --bench postgres` (RUNS 3 × 10 s per configuration; EVENTS 100,000); under
 //! `cargo test` a smoke run (1 × 1 s, 8 clients, 500 events). Overrides:
 //! THINKLEDGER_BENCH_RUNS, THINKLEDGER_BENCH_MILLIS, THINKLEDGER_BENCH_CLIENTS,
-//! THINKLEDGER_BENCH_EVENTS, THINKLEDGER_BENCH_PART (`load`, `migrate` or `start`). Without PostgreSQL
-//! installed it says so and does nothing (under `CI=true` it fails).
+//! THINKLEDGER_BENCH_EVENTS, THINKLEDGER_BENCH_PART (`load`, `migrate` or `start`). Without
+//! PostgreSQL installed it says so and does nothing (under `CI=true` it fails).
 
 mod common;
 #[path = "../postgres/server.rs"]
@@ -503,13 +503,21 @@ fn first_call(data_dir: &Path, url: &str, expected_seq: u64) -> (Duration, Strin
         break;
     }
     let took = spawned.elapsed();
-    client.finish();
+    let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| client.finish()));
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    if let Err(panic) = finished {
+        eprintln!("the node's log:\n{logged}");
+        std::panic::resume_unwind(panic);
+    }
     let rebuilt = logged
         .lines()
         .find(|l| l.contains("state rebuilt"))
         .map_or_else(String::new, |l| {
-            l.split("state rebuilt").nth(1).unwrap_or("").trim().to_owned()
+            l.split("state rebuilt")
+                .nth(1)
+                .unwrap_or("")
+                .trim()
+                .to_owned()
         });
     (took, rebuilt)
 }
@@ -538,10 +546,16 @@ fn part_start(pg: &PgServer, full: bool) {
         pg.psql("start", "DELETE FROM thinkledger_snapshots");
         seq += 1;
         let (without, how) = first_call(&source, &url, seq);
-        println!("  run {run} without a snapshot: {:.3} s ({how})", without.as_secs_f64());
+        println!(
+            "  run {run} without a snapshot: {:.3} s ({how})",
+            without.as_secs_f64()
+        );
         seq += 1;
         let (with, how) = first_call(&source, &url, seq);
-        println!("  run {run} from the snapshot: {:.3} s ({how})", with.as_secs_f64());
+        println!(
+            "  run {run} from the snapshot: {:.3} s ({how})",
+            with.as_secs_f64()
+        );
         replayed.push(without.as_secs_f64() * 1e3);
         loaded.push(with.as_secs_f64() * 1e3);
     }

@@ -26,7 +26,14 @@ async fn node(data_dir: &Path, url: &str) -> HttpServer {
 async fn record_and_stop(dir: &Path, url: &str) -> (String, u64, Value) {
     let server = node(dir, url).await;
     let client = server.connect().await;
-    let first = think(&client, 1, THOUGHTS, "Where does the invoice go?", json!({})).await;
+    let first = think(
+        &client,
+        1,
+        THOUGHTS,
+        "Where does the invoice go?",
+        json!({}),
+    )
+    .await;
     let session = first["sessionId"].as_str().expect("sessionId").to_owned();
     for n in 2..=THOUGHTS {
         let text = format!("Step {n}: the invoice goes to accounts payable.");
@@ -192,7 +199,19 @@ async fn an_erasure_through_one_node_leaves_no_older_snapshot_for_any_node() {
     let (session, last, _) = record_and_stop(&first, &url).await;
     let count = |sql: &str| pg.psql("erasure", sql);
     assert_eq!(count("SELECT count(*) FROM thinkledger_snapshots"), "1");
-    let erased = cli(&first, &["--store", &url, "erase", "--session", &session, "--reason", "test"]).await;
+    let erased = cli(
+        &first,
+        &[
+            "--store",
+            &url,
+            "erase",
+            "--session",
+            &session,
+            "--reason",
+            "test",
+        ],
+    )
+    .await;
     assert!(erased.status.success(), "{erased:?}");
     assert_eq!(
         count(&format!(
