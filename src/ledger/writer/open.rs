@@ -167,6 +167,21 @@ pub fn ensure_meta<S: Store>(store: &mut S) -> Result<LedgerMeta, LedgerError> {
     }
 }
 
+/// The thread that saves snapshots of state in `store`'s place for them, when the store keeps
+/// them, the decider's state has a version and the configuration asks for them.
+fn snapshot_worker<S: Store, D: Decider>(
+    store: &S,
+    decider: &D,
+    config: &WriterConfig,
+) -> Option<SnapshotWorker> {
+    let version = decider
+        .state_version()
+        .filter(|_| config.snapshot_every > 0)?;
+    SnapshotWorker::start(store.snapshots()?, version)
+        .map_err(|e| tracing::warn!(error = %e, "snapshots are off: no thread for them"))
+        .ok()
+}
+
 impl<S: Store, D: Decider> Writer<S, D> {
     /// Replays the log into `decider`, checks it against the notary's checkpoints and finishes
     /// interrupted erasures: everything before the first call may be decided.
@@ -183,17 +198,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             let _ = gate.log.set(log.clone());
             decider.attach_log(log);
         }
-        let snapshots = decider
-            .state_version()
-            .filter(|_| config.snapshot_every > 0)
-            .and_then(|version| Some((store.snapshots()?, version)))
-            .and_then(|(store, version)| {
-                SnapshotWorker::start(store, version)
-                    .map_err(
-                        |e| tracing::warn!(error = %e, "snapshots are off: no thread for them"),
-                    )
-                    .ok()
-            });
+        let snapshots = snapshot_worker(&store, &decider, &config);
         let restored = match &snapshots {
             Some(worker) => match restore(&store, &meta, &mut decider, worker) {
                 Ok(restored) => restored,
