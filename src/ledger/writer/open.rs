@@ -167,8 +167,8 @@ pub fn ensure_meta<S: Store>(store: &mut S) -> Result<LedgerMeta, LedgerError> {
     }
 }
 
-/// The thread that saves snapshots of state in `store`'s place for them, when the store keeps
-/// them, the decider's state has a version and the configuration asks for them.
+/// The thread that saves snapshots of state where `store` keeps them: none when it keeps none,
+/// the decider's state has no version or the configuration asks for none.
 fn snapshot_worker<S: Store, D: Decider>(
     store: &S,
     decider: &D,
