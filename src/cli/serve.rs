@@ -351,6 +351,8 @@ async fn serve_stdio(
             let server = ThinkServer::new(ledger.clone(), catalog, "stdio");
             let served =
                 server::framing::stdio::serve(server, stdin, stdout, shutdown.clone()).await;
+            // The ledger closes because the client went: not a failed write (see `ending`).
+            shutdown.cancel();
             owned.close().await;
             served?;
             ending(&ledger, &watch)

@@ -40,15 +40,23 @@ use super::merkle::{Blake3Hasher, MerkleTree, NodeHash, kept_level_lens};
 /// The first line of every snapshot.
 const MAGIC: &[u8] = b"thinkledger-snapshot/1\n";
 
-/// Where a store keeps its snapshot. Implementations replace it atomically and durably: after a
+/// Where a store keeps its snapshots. Implementations save atomically and durably: after a
 /// crash, [`SnapshotStore::load`] returns the old snapshot or the new one, never a mix.
 pub trait SnapshotStore: Send + Sync + 'static {
-    /// The snapshot saved last, if any.
-    fn load(&self) -> std::io::Result<Option<Vec<u8>>>;
-    /// Replaces the saved snapshot by `bytes`.
+    /// The newest saved snapshot of `state_version`, if any (a store that keeps one snapshot
+    /// returns it whatever its version: [`decode`] refuses another version).
+    fn load(&self, state_version: &str) -> std::io::Result<Option<Vec<u8>>>;
+    /// Saves `bytes`, a snapshot made by [`encode`] (a store that keeps one replaces it).
     fn save(&self, bytes: &[u8]) -> std::io::Result<()>;
-    /// Removes the saved snapshot.
-    fn clear(&self) -> std::io::Result<()>;
+    /// Removes every saved snapshot anchored before `seq` (an erasure's; a store that keeps
+    /// one removes it), and refuses any later save anchored before it.
+    fn clear(&self, seq: u64) -> std::io::Result<()>;
+    /// Whether a snapshot of `state_version` anchored at `seq` or later is saved already (by
+    /// another process sharing the store), so that one more is not worth making. The default
+    /// (a store of one process): never.
+    fn holds_from(&self, _seq: u64, _state_version: &str) -> std::io::Result<bool> {
+        Ok(false)
+    }
 }
 
 /// A snapshot kept as one file in a directory (the sled store's).
@@ -77,7 +85,7 @@ impl FileSnapshots {
 }
 
 impl SnapshotStore for FileSnapshots {
-    fn load(&self) -> std::io::Result<Option<Vec<u8>>> {
+    fn load(&self, _state_version: &str) -> std::io::Result<Option<Vec<u8>>> {
         match std::fs::read(&self.path) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -98,7 +106,7 @@ impl SnapshotStore for FileSnapshots {
         self.sync_dir()
     }
 
-    fn clear(&self) -> std::io::Result<()> {
+    fn clear(&self, _seq: u64) -> std::io::Result<()> {
         for path in [&self.path, &self.temp] {
             match std::fs::remove_file(path) {
                 Ok(()) => {}
@@ -117,7 +125,7 @@ pub struct MemSnapshots {
 }
 
 impl SnapshotStore for MemSnapshots {
-    fn load(&self) -> std::io::Result<Option<Vec<u8>>> {
+    fn load(&self, _state_version: &str) -> std::io::Result<Option<Vec<u8>>> {
         Ok(self.bytes.lock().unwrap_or_else(|p| p.into_inner()).clone())
     }
 
@@ -126,7 +134,7 @@ impl SnapshotStore for MemSnapshots {
         Ok(())
     }
 
-    fn clear(&self) -> std::io::Result<()> {
+    fn clear(&self, _seq: u64) -> std::io::Result<()> {
         *self.bytes.lock().unwrap_or_else(|p| p.into_inner()) = None;
         Ok(())
     }
@@ -224,6 +232,36 @@ pub(crate) fn encode(
     let digest = blake3::hash(&out);
     out.extend_from_slice(digest.as_bytes());
     Ok(out)
+}
+
+/// What a snapshot's header says it is, read without checking its digest (a store files the
+/// snapshot under it; [`decode`] checks everything when it is loaded). Only the PostgreSQL
+/// store files snapshots so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) struct Anchor {
+    pub seq: u64,
+    pub hash: String,
+    pub state_version: String,
+}
+
+/// The [`Anchor`] in the header of `bytes`.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) fn anchor_of(bytes: &[u8]) -> Result<Anchor, String> {
+    let rest = bytes
+        .strip_prefix(MAGIC)
+        .ok_or("it does not start with thinkledger-snapshot/1")?;
+    let newline = rest
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or("it has no header line")?;
+    let header: Header = serde_json::from_slice(&rest[..newline])
+        .map_err(|e| format!("its header does not parse: {e}"))?;
+    Ok(Anchor {
+        seq: header.seq,
+        hash: header.hash,
+        state_version: header.state_version,
+    })
 }
 
 /// Reads a snapshot, checking its digest, its ledger and its state version; the anchor is the
@@ -356,16 +394,31 @@ pub(crate) type SnapshotJob = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send
 /// dropped, so no snapshot older than an erasure survives the erasing call's answer.
 pub(crate) struct SnapshotWorker {
     store: Arc<dyn SnapshotStore>,
+    /// The decider's state version, whose snapshots this worker saves and loads.
+    state_version: &'static str,
     /// Snapshots anchored below this seq are never saved (an erasure came after them).
     watermark: Arc<Mutex<u64>>,
     busy: Arc<AtomicBool>,
-    tx: Option<std::sync::mpsc::Sender<(u64, SnapshotJob)>>,
+    tx: Option<std::sync::mpsc::Sender<Queued>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// A save handed to the snapshot thread.
+struct Queued {
+    /// The seq the snapshot is anchored at.
+    seq: u64,
+    /// A snapshot saved (by another process) anchored at this seq or later makes this one
+    /// not worth making.
+    fresh_from: u64,
+    job: SnapshotJob,
+}
+
 impl SnapshotWorker {
-    pub fn start(store: Arc<dyn SnapshotStore>) -> std::io::Result<Self> {
-        let (tx, rx) = std::sync::mpsc::channel::<(u64, SnapshotJob)>();
+    pub fn start(
+        store: Arc<dyn SnapshotStore>,
+        state_version: &'static str,
+    ) -> std::io::Result<Self> {
+        let (tx, rx) = std::sync::mpsc::channel::<Queued>();
         let watermark = Arc::new(Mutex::new(0u64));
         let busy = Arc::new(AtomicBool::new(false));
         let (thread_store, thread_watermark, thread_busy) =
@@ -374,35 +427,14 @@ impl SnapshotWorker {
             .name("thinkledger-snapshot".into())
             .spawn(move || {
                 yield_to_calls();
-                for (seq, job) in rx {
-                    let started = std::time::Instant::now();
-                    let made = job();
-                    let made_ms = started.elapsed().as_millis() as u64;
-                    let floor = thread_watermark.lock().unwrap_or_else(|p| p.into_inner());
-                    match made {
-                        Ok(bytes) if seq >= *floor => match thread_store.save(&bytes) {
-                            Ok(()) => tracing::info!(
-                                seq,
-                                bytes = bytes.len(),
-                                made_ms,
-                                took_ms = started.elapsed().as_millis() as u64,
-                                "snapshot saved"
-                            ),
-                            Err(e) => tracing::warn!(
-                                seq,
-                                error = %e,
-                                "saving a snapshot failed; the next open replays more of the log"
-                            ),
-                        },
-                        Ok(_) => {}
-                        Err(reason) => tracing::warn!(seq, %reason, "no snapshot could be made"),
-                    }
-                    drop(floor);
+                for queued in rx {
+                    make_and_save(&*thread_store, state_version, &thread_watermark, queued);
                     thread_busy.store(false, Ordering::Release);
                 }
             })?;
         Ok(Self {
             store,
+            state_version,
             watermark,
             busy,
             tx: Some(tx),
@@ -415,11 +447,18 @@ impl SnapshotWorker {
         self.busy.load(Ordering::Acquire)
     }
 
-    /// Queues `job` (which makes a snapshot anchored at `seq`) to be made and saved.
-    pub fn save(&self, seq: u64, job: SnapshotJob) {
+    /// Queues `job` (which makes a snapshot anchored at `seq`) to be made and saved, unless a
+    /// snapshot anchored at `fresh_from` or later is saved by then (another process sharing
+    /// the store made it).
+    pub fn save(&self, seq: u64, fresh_from: u64, job: SnapshotJob) {
         if let Some(tx) = &self.tx {
             self.busy.store(true, Ordering::Release);
-            if tx.send((seq, job)).is_err() {
+            let queued = Queued {
+                seq,
+                fresh_from,
+                job,
+            };
+            if tx.send(queued).is_err() {
                 self.busy.store(false, Ordering::Release);
             }
         }
@@ -429,12 +468,12 @@ impl SnapshotWorker {
     pub fn invalidate(&self, seq: u64) -> std::io::Result<()> {
         let mut floor = self.watermark.lock().unwrap_or_else(|p| p.into_inner());
         *floor = (*floor).max(seq);
-        self.store.clear()
+        self.store.clear(seq)
     }
 
-    /// The saved snapshot's bytes, if any.
+    /// The newest saved snapshot's bytes of this worker's state version, if any.
     pub fn load(&self) -> std::io::Result<Option<Vec<u8>>> {
-        self.store.load()
+        self.store.load(self.state_version)
     }
 
     /// Waits until every queued save is done.
@@ -449,6 +488,55 @@ impl SnapshotWorker {
 impl Drop for SnapshotWorker {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// On the snapshot thread: makes the snapshot `queued` asks for and saves it, unless an erasure
+/// came after its anchor (`watermark`) or a fresh enough one is saved already.
+fn make_and_save(
+    store: &dyn SnapshotStore,
+    state_version: &str,
+    watermark: &Mutex<u64>,
+    queued: Queued,
+) {
+    let Queued {
+        seq,
+        fresh_from,
+        job,
+    } = queued;
+    match store.holds_from(fresh_from, state_version) {
+        Ok(true) => {
+            tracing::debug!(
+                seq,
+                fresh_from,
+                "a snapshot saved meanwhile is fresh enough"
+            );
+            return;
+        }
+        Ok(false) => {}
+        Err(e) => tracing::debug!(error = %e, "whether a snapshot is saved already is not known"),
+    }
+    let started = std::time::Instant::now();
+    let made = job();
+    let made_ms = started.elapsed().as_millis() as u64;
+    let floor = watermark.lock().unwrap_or_else(|p| p.into_inner());
+    match made {
+        Ok(bytes) if seq >= *floor => match store.save(&bytes) {
+            Ok(()) => tracing::info!(
+                seq,
+                bytes = bytes.len(),
+                made_ms,
+                took_ms = started.elapsed().as_millis() as u64,
+                "snapshot saved"
+            ),
+            Err(e) => tracing::warn!(
+                seq,
+                error = %e,
+                "saving a snapshot failed; the next open replays more of the log"
+            ),
+        },
+        Ok(_) => {}
+        Err(reason) => tracing::warn!(seq, %reason, "no snapshot could be made"),
     }
 }
 
@@ -470,6 +558,12 @@ mod tests {
             let tree = tree(n);
             let erased = HashMap::from([([7u8; 32], 5u64)]);
             let bytes = encode("L", "v1", n, "h", &tree, &erased, b"{\"x\":1}".to_vec()).unwrap();
+            let anchor = Anchor {
+                seq: n,
+                hash: "h".into(),
+                state_version: "v1".into(),
+            };
+            assert_eq!(anchor_of(&bytes), Ok(anchor));
             let image = decode(bytes, "L", "v1").unwrap();
             assert_eq!(image.seq, n);
             assert_eq!(image.hash, "h");
@@ -525,16 +619,16 @@ mod tests {
     #[test]
     fn an_erasure_drops_older_snapshots_saved_or_queued() {
         let store = Arc::new(MemSnapshots::default());
-        let mut worker = SnapshotWorker::start(store.clone()).unwrap();
-        worker.save(5, Box::new(|| Ok(b"five".to_vec())));
+        let mut worker = SnapshotWorker::start(store.clone(), "v1").unwrap();
+        worker.save(5, 0, Box::new(|| Ok(b"five".to_vec())));
         worker.invalidate(6).unwrap();
-        worker.save(4, Box::new(|| Ok(b"four".to_vec())));
+        worker.save(4, 0, Box::new(|| Ok(b"four".to_vec())));
         worker.finish();
-        assert_eq!(store.load().unwrap(), None);
-        let mut worker = SnapshotWorker::start(store.clone()).unwrap();
-        worker.save(7, Box::new(|| Ok(b"seven".to_vec())));
+        assert_eq!(store.load("v1").unwrap(), None);
+        let mut worker = SnapshotWorker::start(store.clone(), "v1").unwrap();
+        worker.save(7, 0, Box::new(|| Ok(b"seven".to_vec())));
         worker.finish();
-        assert_eq!(store.load().unwrap().as_deref(), Some(&b"seven"[..]));
+        assert_eq!(store.load("v1").unwrap().as_deref(), Some(&b"seven"[..]));
     }
 
     /// Snapshots are made at a nice value [`SNAPSHOT_NICE`] above the threads that queue them
@@ -545,9 +639,10 @@ mod tests {
         let nice = || rustix::process::getpriority_process(Some(rustix::thread::gettid()));
         let ours = nice().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let mut worker = SnapshotWorker::start(Arc::new(MemSnapshots::default())).unwrap();
+        let mut worker = SnapshotWorker::start(Arc::new(MemSnapshots::default()), "v1").unwrap();
         worker.save(
             1,
+            0,
             Box::new(move || {
                 tx.send(nice()).map_err(|e| e.to_string())?;
                 Ok(b"one".to_vec())
@@ -567,12 +662,12 @@ mod tests {
     fn a_file_snapshot_is_replaced_whole_and_cleared() {
         let dir = tempfile::tempdir().unwrap();
         let files = FileSnapshots::new(dir.path());
-        assert_eq!(files.load().unwrap(), None);
+        assert_eq!(files.load("v1").unwrap(), None);
         files.save(b"one").unwrap();
         files.save(b"two").unwrap();
-        assert_eq!(files.load().unwrap().as_deref(), Some(&b"two"[..]));
-        files.clear().unwrap();
-        assert_eq!(files.load().unwrap(), None);
+        assert_eq!(files.load("v1").unwrap().as_deref(), Some(&b"two"[..]));
+        files.clear(1).unwrap();
+        assert_eq!(files.load("v1").unwrap(), None);
         assert!(!dir.path().join("projections.snapshot.tmp").exists());
     }
 }

@@ -15,11 +15,15 @@
 //!     timed; the copies verify, with the same head and every signed checkpoint (so the same
 //!     Merkle root at each), and the checkpoint files of both directories are identical.
 //!
+//! (c) Start: a PostgreSQL node's start (spawn to first call answered, stdio) on a ledger of
+//!     EVENTS events copied there, without a snapshot in the database (a full replay) and from
+//!     the snapshot the previous start saved, RUNS times in turn.
+//!
 //! `cargo bench --bench postgres` (RUNS 3 × 10 s per configuration; EVENTS 100,000); under
 //! `cargo test` a smoke run (1 × 1 s, 8 clients, 500 events). Overrides:
 //! THINKLEDGER_BENCH_RUNS, THINKLEDGER_BENCH_MILLIS, THINKLEDGER_BENCH_CLIENTS,
-//! THINKLEDGER_BENCH_EVENTS, THINKLEDGER_BENCH_PART (`load` or `migrate`). Without PostgreSQL
-//! installed it says so and does nothing (under `CI=true` it fails).
+//! THINKLEDGER_BENCH_EVENTS, THINKLEDGER_BENCH_PART (`load`, `migrate` or `start`). Without
+//! PostgreSQL installed it says so and does nothing (under `CI=true` it fails).
 
 mod common;
 #[path = "../postgres/server.rs"]
@@ -29,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::stdio::StdioClient;
 use common::{HttpNode, Latency, across, rate, us};
 use pg_server::PgServer;
 use serde_json::{Value, json};
@@ -448,16 +453,15 @@ fn part_migrate(pg: &PgServer, full: bool) {
         a["headHash"].as_str().unwrap_or("?"),
         a["checkpointsVerified"]
     );
-    // What a node's start costs on each: a one-shot command opens the ledger (a full replay;
-    // a server would load a snapshot on sled, none exists on PostgreSQL) and answers.
+    // What a one-shot command's start costs on each: it opens the ledger and answers.
     let sled: Vec<f64> = (0..3)
         .map(|_| open_and_list(&back, None).as_secs_f64())
         .collect();
     let postgres: Vec<f64> = (0..3)
         .map(|_| open_and_list(&source, Some(&url)).as_secs_f64())
         .collect();
-    // On sled the first open replays and leaves a snapshot of state the next ones load; on
-    // PostgreSQL every open replays the whole log.
+    // On each the first open replays and leaves a snapshot of state the next ones load (on
+    // PostgreSQL in the database); a one-shot command then checks the events under it.
     let runs = |v: &[f64]| {
         v.iter()
             .map(|t| format!("{t:.2} s"))
@@ -466,10 +470,111 @@ fn part_migrate(pg: &PgServer, full: bool) {
     };
     println!(
         "open {events} events and list sessions (`thinkledger sessions`, 3 runs in a row): \
-         sled {} (the first replays, the others load its snapshot); PostgreSQL {} (each \
-         replays)",
+         sled {}; PostgreSQL {} (on each the first replays, the others load its snapshot)",
         runs(&sled),
         runs(&postgres)
+    );
+}
+
+/// A `thinkledger --store URL serve` (stdio) node started on the ledger at `url`: the time from
+/// its spawn to the answer of its first call (a new session's first thought, which is event
+/// `expected_seq`), and the `state rebuilt` line it logged.
+fn first_call(data_dir: &Path, url: &str, expected_seq: u64) -> (Duration, String) {
+    let log = data_dir.join("start.log");
+    let mut command = Command::new(common::server_binary());
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--store", url, "serve"]);
+    let spawned = Instant::now();
+    let mut client = StdioClient::spawn_command(command, &log);
+    client.initialize();
+    loop {
+        let (id, bytes) = client.request(
+            "tools/call",
+            json!({"name": "sequentialthinking", "arguments": common::thought_args(1, 1)}),
+        );
+        let (response, _) = client.round_trip(id, &bytes);
+        let text = response["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("");
+        if response["result"]["isError"] == json!(true) && text.contains("ledger_opening") {
+            continue;
+        }
+        assert_eq!(
+            response["result"]["structuredContent"]["seq"].as_u64(),
+            Some(expected_seq),
+            "first call failed: {response}"
+        );
+        break;
+    }
+    let took = spawned.elapsed();
+    let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| client.finish()));
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    if let Err(panic) = finished {
+        eprintln!("the node's log:\n{logged}");
+        std::panic::resume_unwind(panic);
+    }
+    let rebuilt = logged
+        .lines()
+        .find(|l| l.contains("state rebuilt"))
+        .map_or_else(String::new, |l| {
+            l.split("state rebuilt")
+                .nth(1)
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        });
+    (took, rebuilt)
+}
+
+/// (c) A PostgreSQL node's start on a ledger of EVENTS events: spawn to first call answered,
+/// without a snapshot in the database (the rows deleted first: a full replay, as every start
+/// was before snapshots were kept there; it saves one as it stops) and then from the snapshot
+/// the previous start saved, RUNS times in turn.
+fn part_start(pg: &PgServer, full: bool) {
+    let events = common::env_usize("EVENTS", if full { 100_000 } else { 500 }) as u64;
+    let runs = common::env_usize("RUNS", if full { 3 } else { 1 });
+    let root = common::temp_data_dir();
+    let source = root.path().join("source");
+    let recorded = common::record_thoughts(&source, events);
+    let url = pg.url("start");
+    let copied = migrate(&source, source.to_str().expect("utf-8"), &url);
+    println!(
+        "\n(c) a PostgreSQL node's start (spawn to first call answered) on {events} events \
+         (recorded in {:.1} s, copied in {:.1} s), {runs} run(s) each",
+        recorded.as_secs_f64(),
+        copied.as_secs_f64()
+    );
+    let (mut replayed, mut loaded) = (Vec::new(), Vec::new());
+    let mut seq = events;
+    for run in 1..=runs {
+        pg.psql("start", "DELETE FROM thinkledger_snapshots");
+        seq += 1;
+        let (without, how) = first_call(&source, &url, seq);
+        println!(
+            "  run {run} without a snapshot: {:.3} s ({how})",
+            without.as_secs_f64()
+        );
+        seq += 1;
+        let (with, how) = first_call(&source, &url, seq);
+        println!(
+            "  run {run} from the snapshot: {:.3} s ({how})",
+            with.as_secs_f64()
+        );
+        replayed.push(without.as_secs_f64() * 1e3);
+        loaded.push(with.as_secs_f64() * 1e3);
+    }
+    let ms = |v: f64| format!("{v:.0} ms");
+    let size = pg.psql(
+        "start",
+        "SELECT coalesce(max(octet_length(bytes)), 0) FROM thinkledger_snapshots",
+    );
+    println!(
+        "| {events} events | without a snapshot (full replay) | from the snapshot ({size} bytes) |\n\
+         |---|---|---|\n| first call answered | {} | {} |",
+        across(&replayed, ms),
+        across(&loaded, ms)
     );
 }
 
@@ -484,5 +589,8 @@ fn main() {
     }
     if part.is_empty() || part == "migrate" {
         part_migrate(&pg, full);
+    }
+    if part.is_empty() || part == "start" {
+        part_start(&pg, full);
     }
 }

@@ -23,6 +23,8 @@ mod otel;
 #[path = "../postgres/server.rs"]
 mod pg_server;
 #[cfg(feature = "postgres")]
+mod pg_snapshots;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod processes;
 mod protocol;

@@ -20,7 +20,12 @@
 //! transaction that moves the head from where this store last saw it.
 //!
 //! The connection (pool, runtime, TLS) is `conn`; the schema and its migrations `schema`; the
-//! store itself `store`; the tables beside it `checkpoints`, `tokens` and `timestamps`.
+//! store itself `store`, and its reads beside the writer `reads`; the tables beside it
+//! `checkpoints`, `snapshots`, `tokens` and `timestamps`.
+//!
+//! A node opens from the newest snapshot of its state version in `thinkledger_snapshots`
+//! (whichever node saved it) and folds only the events after it; the events under it are
+//! checked between calls, as on the embedded store.
 
 use std::str::FromStr;
 
@@ -28,7 +33,9 @@ use super::LedgerError;
 
 mod checkpoints;
 mod conn;
+mod reads;
 mod schema;
+mod snapshots;
 mod store;
 mod timestamps;
 mod tokens;

@@ -55,6 +55,24 @@ pub const MIGRATIONS: &[&str] = &[
         token bytea NOT NULL
      );
      CREATE INDEX thinkledger_timestamps_by_size ON thinkledger_timestamps (size);",
+    // 4: snapshots of a node's state (`ledger::snapshot`), saved by whichever node is due and
+    // loaded by any node of the same state version: one row a snapshot, keyed by the seq it is
+    // anchored at and the state version it holds, with that event's hash; the newest few are
+    // kept. Below `thinkledger_snapshot_floor.seq` (the last erasure's) none is saved again.
+    "CREATE TABLE thinkledger_snapshots (
+        seq bigint NOT NULL,
+        state_version text NOT NULL,
+        hash text NOT NULL,
+        bytes bytea NOT NULL,
+        saved_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (state_version, seq)
+     );
+     ALTER TABLE thinkledger_snapshots ALTER COLUMN bytes SET STORAGE EXTERNAL;
+     CREATE TABLE thinkledger_snapshot_floor (
+        id integer PRIMARY KEY CHECK (id = 1),
+        seq bigint NOT NULL
+     );
+     INSERT INTO thinkledger_snapshot_floor (id, seq) VALUES (1, 0);",
 ];
 
 /// Applies the migrations the database lacks, one transaction each, under a transaction-level

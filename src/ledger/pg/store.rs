@@ -11,11 +11,15 @@ use tokio_postgres::types::ToSql;
 use super::checkpoints::PgCheckpoints;
 use super::conn::Conn;
 use super::pg_error;
+use super::reads::PgReads;
 use super::schema::migrate;
+use super::snapshots::PgSnapshots;
 use super::tokens::PgTokens;
 use crate::events::SessionId;
 use crate::ledger::LedgerError;
+use crate::ledger::snapshot::SnapshotStore;
 use crate::ledger::store::{Batch, EventIter, LedgerMeta, Store, TextIter, TextRecord};
+use crate::ledger::view::SessionLog;
 
 /// Rows read per round trip by whole-log passes (replay at open, verify, migrate).
 const PAGE: i64 = 2_000;
@@ -185,7 +189,8 @@ impl PgStore {
         self.conn.run(|mut client| async move {
             let tx = client.transaction().await?;
             tx.batch_execute(
-                "TRUNCATE thinkledger_events, thinkledger_texts, thinkledger_checkpoints;
+                "TRUNCATE thinkledger_events, thinkledger_texts, thinkledger_checkpoints, \
+                 thinkledger_snapshots;
                  DELETE FROM thinkledger_meta;
                  UPDATE thinkledger_head SET last_seq = NULL;",
             )
@@ -605,6 +610,18 @@ impl Store for PgStore {
         self.writes
     }
 
+    fn snapshots(&self) -> Option<Arc<dyn SnapshotStore>> {
+        Some(Arc::new(PgSnapshots {
+            conn: self.conn.clone(),
+        }))
+    }
+
+    fn session_log(&self) -> Option<Arc<dyn SessionLog>> {
+        Some(Arc::new(PgReads {
+            conn: self.conn.clone(),
+        }))
+    }
+
     fn begin_batch(&mut self) -> Result<(), LedgerError> {
         if self.in_batch {
             return Ok(());
@@ -662,7 +679,7 @@ impl Store for PgStore {
     }
 }
 
-fn text_record(
+pub(super) fn text_record(
     commitment: &[u8; 32],
     salt: Vec<u8>,
     text: String,

@@ -313,7 +313,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
     fn run(mut self, mut rx: mpsc::Receiver<Message<D>>) {
         let mut stopped = false;
         if self.snapshot_due(rx.is_empty()) {
-            self.take_snapshot();
+            self.take_snapshot(self.snapshot_interval() / 2);
         }
         // A message that ended the previous batch early (a query or a shutdown).
         let mut carried: Option<Message<D>> = None;
@@ -424,7 +424,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         } else if self.prefix_check.is_some() {
             *stopped = !self.check_prefix(PREFIX_CHECK_BUSY_STEP);
         } else if self.snapshot_due(nothing_carried && rx.is_empty()) {
-            self.take_snapshot();
+            self.take_snapshot(self.snapshot_interval() / 2);
         }
     }
 

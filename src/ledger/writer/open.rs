@@ -167,6 +167,21 @@ pub fn ensure_meta<S: Store>(store: &mut S) -> Result<LedgerMeta, LedgerError> {
     }
 }
 
+/// The thread that saves snapshots of state where `store` keeps them: none when it keeps none,
+/// the decider's state has no version or the configuration asks for none.
+fn snapshot_worker<S: Store, D: Decider>(
+    store: &S,
+    decider: &D,
+    config: &WriterConfig,
+) -> Option<SnapshotWorker> {
+    let version = decider
+        .state_version()
+        .filter(|_| config.snapshot_every > 0)?;
+    SnapshotWorker::start(store.snapshots()?, version)
+        .map_err(|e| tracing::warn!(error = %e, "snapshots are off: no thread for them"))
+        .ok()
+}
+
 impl<S: Store, D: Decider> Writer<S, D> {
     /// Replays the log into `decider`, checks it against the notary's checkpoints and finishes
     /// interrupted erasures: everything before the first call may be decided.
@@ -183,16 +198,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
             let _ = gate.log.set(log.clone());
             decider.attach_log(log);
         }
-        let snapshots = (config.snapshot_every > 0 && decider.state_version().is_some())
-            .then(|| store.snapshots())
-            .flatten()
-            .and_then(|store| {
-                SnapshotWorker::start(store)
-                    .map_err(
-                        |e| tracing::warn!(error = %e, "snapshots are off: no thread for them"),
-                    )
-                    .ok()
-            });
+        let snapshots = snapshot_worker(&store, &decider, &config);
         let restored = match &snapshots {
             Some(worker) => match restore(&store, &meta, &mut decider, worker) {
                 Ok(restored) => restored,

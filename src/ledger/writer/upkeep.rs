@@ -22,14 +22,21 @@ impl<S: Store, D: Decider> Writer<S, D> {
             return false;
         }
         let since = self.head.seq.saturating_sub(self.snapshot_seq);
-        let due = self.snapshot_every.max(self.head.seq / 10);
+        let due = self.snapshot_interval();
         since >= due && (idle || since >= due.saturating_mul(2))
+    }
+
+    /// Events between snapshots: [`WriterConfig::snapshot_every`], or a tenth of the log.
+    pub(super) fn snapshot_interval(&self) -> u64 {
+        self.snapshot_every.max(self.head.seq / 10)
     }
 
     /// Hands a view of state (shared with the writer's, which goes on changing its own copy)
     /// with a copy of the tree and the erased list to the snapshot thread, which serializes,
     /// hashes and saves them: the writer pays for copying the tree's nodes, not for the state.
-    pub(super) fn take_snapshot(&mut self) {
+    /// A snapshot another writer of a shared store saved meanwhile, anchored fewer than `slack`
+    /// events back, makes this one not worth its cost: it is not made.
+    pub(super) fn take_snapshot(&mut self, slack: u64) {
         let (Some(worker), Some(version)) = (&self.snapshots, self.decider.state_version()) else {
             return;
         };
@@ -40,8 +47,10 @@ impl<S: Store, D: Decider> Writer<S, D> {
             self.head.hash.clone(),
         );
         let (tree, erased) = (self.tree.clone(), self.erased.clone());
+        let fresh_from = seq.saturating_sub(slack);
         worker.save(
             seq,
+            fresh_from,
             Box::new(move || {
                 let state = D::save_view(&view)?;
                 snapshot::encode(&ledger_id, version, seq, &hash, &tree, &erased, state)
@@ -57,7 +66,7 @@ impl<S: Store, D: Decider> Writer<S, D> {
         let since = self.head.seq.saturating_sub(self.snapshot_seq);
         let none = self.snapshot_seq == 0 && self.head.seq > 0;
         if self.snapshots.is_some() && (none || since >= FINAL_SNAPSHOT_MIN_EVENTS) {
-            self.take_snapshot();
+            self.take_snapshot(FINAL_SNAPSHOT_MIN_EVENTS);
         }
         if let Some(worker) = &mut self.snapshots {
             worker.finish();

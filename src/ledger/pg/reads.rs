@@ -1,0 +1,66 @@
+//! [`PgReads`]: the log read beside the writer by any thread (the [`SessionLog`] a server folds a
+//! session's body from, and the Merkle tree reads its dropped leaves from), one query a read
+//! on the store's pool. It reads what is committed: a batch's own events are had from the
+//! writer's state until its commit (docs/invariants.md, "A session's body is what its own events
+//! fold to").
+//!
+//! Must not know: batches, the head row or how rows are written (`store`).
+
+use std::sync::Arc;
+
+use super::conn::Conn;
+use super::store::{seq_param, text_record};
+use crate::events::SessionId;
+use crate::ledger::LedgerError;
+use crate::ledger::store::TextRecord;
+use crate::ledger::view::SessionLog;
+
+/// Reads of the ledger's committed events and texts.
+pub(super) struct PgReads {
+    pub(super) conn: Arc<Conn>,
+}
+
+impl SessionLog for PgReads {
+    fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
+        let name = session.as_str().to_owned();
+        self.conn.run(move |client| async move {
+            Ok(client
+                .query(
+                    "SELECT seq FROM thinkledger_events WHERE session = $1 ORDER BY seq",
+                    &[&name],
+                )
+                .await?
+                .into_iter()
+                .map(|r| r.get::<_, i64>(0).unsigned_abs())
+                .collect())
+        })
+    }
+
+    fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
+        let seq = seq_param(seq)?;
+        self.conn.run(move |client| async move {
+            Ok(client
+                .query_opt(
+                    "SELECT bytes FROM thinkledger_events WHERE seq = $1",
+                    &[&seq],
+                )
+                .await?
+                .map(|row| row.get(0)))
+        })
+    }
+
+    fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
+        let key = commitment.to_vec();
+        let row = self.conn.run(move |client| async move {
+            client
+                .query_opt(
+                    "SELECT salt, text FROM thinkledger_texts WHERE commitment = $1",
+                    &[&key],
+                )
+                .await
+                .map(|row| row.map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, String>(1))))
+        })?;
+        row.map(|(salt, text)| text_record(commitment, salt, text))
+            .transpose()
+    }
+}
