@@ -63,10 +63,12 @@ fn create(path: &Path, ledger_id: &str) -> Result<NoteSigner, LedgerError> {
         )))
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let staged = dir.join(format!(
-        ".signing.key.{}.tmp",
-        uuid::Uuid::new_v4().simple()
-    ));
+    // A name no other process or thread stages under: this process's id and a count.
+    static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let staged = dir.join(format!(".signing.key.{}.{count}.tmp", std::process::id()));
+    // One left by a process that crashed with this id before (ids are reused) is nobody's now.
+    let _ = std::fs::remove_file(&staged);
     let published =
         write_private(&staged, &signer.to_skey()).and_then(|()| std::fs::hard_link(&staged, path));
     let _ = std::fs::remove_file(&staged);
