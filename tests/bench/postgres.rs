@@ -22,8 +22,9 @@
 //! `cargo bench --bench postgres` (RUNS 3 × 10 s per configuration; EVENTS 100,000); under
 //! `cargo test` a smoke run (1 × 1 s, 8 clients, 500 events). Overrides:
 //! THINKLEDGER_BENCH_RUNS, THINKLEDGER_BENCH_MILLIS, THINKLEDGER_BENCH_CLIENTS,
-//! THINKLEDGER_BENCH_EVENTS, THINKLEDGER_BENCH_PART (`load`, `migrate` or `start`). Without
-//! PostgreSQL installed it says so and does nothing (under `CI=true` it fails).
+//! THINKLEDGER_BENCH_EVENTS, THINKLEDGER_BENCH_PART (`load`, `migrate` or `start`),
+//! THINKLEDGER_BENCH_SOURCE (part (c): a kept data directory, copied, instead of recording
+//! EVENTS events; `tests/bench/thoughts_stdio.py` records one). Without PostgreSQL installed it says so and does nothing (under `CI=true` it fails).
 
 mod common;
 #[path = "../postgres/server.rs"]
@@ -240,6 +241,21 @@ async fn load(urls: &[String], logs: &[PathBuf], clients: usize, duration: Durat
         },
         calls,
     )
+}
+
+/// `thinkledger verify --json` of the embedded ledger in `data_dir`, asserted intact.
+fn verify_json(data_dir: &Path) -> Value {
+    let output = Command::new(common::server_binary())
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["verify", "--json"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run verify");
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("verify printed no JSON ({e}): {output:?}"));
+    assert!(output.status.success(), "verify failed: {report}");
+    report
 }
 
 /// `thinkledger verify --json` of a ledger: asserts it intact with `events` events.
@@ -533,11 +549,31 @@ fn first_call(data_dir: &Path, url: &str, expected_seq: u64) -> (Duration, Strin
 /// was before snapshots were kept there; it saves one as it stops) and then from the snapshot
 /// the previous start saved, RUNS times in turn.
 fn part_start(pg: &PgServer, full: bool) {
-    let events = common::env_usize("EVENTS", if full { 100_000 } else { 500 }) as u64;
     let runs = common::env_usize("RUNS", if full { 3 } else { 1 });
     let root = common::temp_data_dir();
     let source = root.path().join("source");
-    let recorded = common::record_thoughts(&source, events);
+    // A kept ledger (`tests/bench/thoughts_stdio.py` records one through a release server in
+    // minutes) is copied, not recorded again.
+    let (events, recorded) = match std::env::var_os("THINKLEDGER_BENCH_SOURCE") {
+        Some(kept) => {
+            let status = Command::new("cp")
+                .arg("-r")
+                .arg(&kept)
+                .arg(&source)
+                .status()
+                .expect("run cp");
+            assert!(status.success(), "copy {kept:?}");
+            let report = verify_json(&source);
+            let events = report["events"]
+                .as_u64()
+                .expect("events in verify's report");
+            (events, Duration::ZERO)
+        }
+        None => {
+            let events = common::env_usize("EVENTS", if full { 100_000 } else { 500 }) as u64;
+            (events, common::record_thoughts(&source, events))
+        }
+    };
     let url = pg.url("start");
     let copied = migrate(&source, source.to_str().expect("utf-8"), &url);
     println!(

@@ -1,6 +1,8 @@
 //! [`PgReads`]: the log read beside the writer by any thread (the [`SessionLog`] a server folds a
 //! session's body from, and the Merkle tree reads its dropped leaves from), one query a read
-//! on the store's pool. It reads what is committed: a batch's own events are had from the
+//! on the store's pool, each statement prepared once per pooled connection (a start from a
+//! snapshot reads thousands of leaves to check the signed checkpoints: preparing each read
+//! doubled its round trips). It reads what is committed: a batch's own events are had from the
 //! writer's state until its commit (docs/invariants.md, "A session's body is what its own events
 //! fold to").
 //!
@@ -24,11 +26,13 @@ impl SessionLog for PgReads {
     fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError> {
         let name = session.as_str().to_owned();
         self.conn.run(move |client| async move {
-            Ok(client
-                .query(
+            let statement = client
+                .prepare_cached(
                     "SELECT seq FROM thinkledger_events WHERE session = $1 ORDER BY seq",
-                    &[&name],
                 )
+                .await?;
+            Ok(client
+                .query(&statement, &[&name])
                 .await?
                 .into_iter()
                 .map(|r| r.get::<_, i64>(0).unsigned_abs())
@@ -39,11 +43,11 @@ impl SessionLog for PgReads {
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError> {
         let seq = seq_param(seq)?;
         self.conn.run(move |client| async move {
+            let statement = client
+                .prepare_cached("SELECT bytes FROM thinkledger_events WHERE seq = $1")
+                .await?;
             Ok(client
-                .query_opt(
-                    "SELECT bytes FROM thinkledger_events WHERE seq = $1",
-                    &[&seq],
-                )
+                .query_opt(&statement, &[&seq])
                 .await?
                 .map(|row| row.get(0)))
         })
@@ -52,11 +56,11 @@ impl SessionLog for PgReads {
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError> {
         let key = commitment.to_vec();
         let row = self.conn.run(move |client| async move {
+            let statement = client
+                .prepare_cached("SELECT salt, text FROM thinkledger_texts WHERE commitment = $1")
+                .await?;
             client
-                .query_opt(
-                    "SELECT salt, text FROM thinkledger_texts WHERE commitment = $1",
-                    &[&key],
-                )
+                .query_opt(&statement, &[&key])
                 .await
                 .map(|row| row.map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, String>(1))))
         })?;
