@@ -63,12 +63,10 @@ fn create(path: &Path, ledger_id: &str) -> Result<NoteSigner, LedgerError> {
         )))
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    // A name no other process or thread stages under: this process's id and a count.
-    static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let count = STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let staged = dir.join(format!(".signing.key.{}.{count}.tmp", std::process::id()));
-    // One left by a process that crashed with this id before (ids are reused) is nobody's now.
-    let _ = std::fs::remove_file(&staged);
+    // Named by the new key's own fingerprint: no other process, thread or earlier crash stages
+    // under it, whatever their process ids (containers sharing a directory reuse them).
+    let fingerprint = blake3::hash(signer.verifier().to_vkey().as_bytes()).to_hex();
+    let staged = dir.join(format!(".signing.key.{}.tmp", &fingerprint[..16]));
     let published =
         write_private(&staged, &signer.to_skey()).and_then(|()| std::fs::hard_link(&staged, path));
     let _ = std::fs::remove_file(&staged);
