@@ -248,6 +248,16 @@ pub(crate) struct Anchor {
 /// The [`Anchor`] in the header of `bytes`.
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) fn anchor_of(bytes: &[u8]) -> Result<Anchor, String> {
+    let (header, _) = header_of(bytes)?;
+    Ok(Anchor {
+        seq: header.seq,
+        hash: header.hash,
+        state_version: header.state_version,
+    })
+}
+
+/// The header of a snapshot's `bytes` (after the magic line), and the sections after it.
+fn header_of(bytes: &[u8]) -> Result<(Header, &[u8]), String> {
     let rest = bytes
         .strip_prefix(MAGIC)
         .ok_or("it does not start with thinkledger-snapshot/1")?;
@@ -257,11 +267,7 @@ pub(crate) fn anchor_of(bytes: &[u8]) -> Result<Anchor, String> {
         .ok_or("it has no header line")?;
     let header: Header = serde_json::from_slice(&rest[..newline])
         .map_err(|e| format!("its header does not parse: {e}"))?;
-    Ok(Anchor {
-        seq: header.seq,
-        hash: header.hash,
-        state_version: header.state_version,
-    })
+    Ok((header, &rest[newline + 1..]))
 }
 
 /// Reads a snapshot, checking its digest, its ledger and its state version; the anchor is the
@@ -279,15 +285,7 @@ pub(crate) fn decode(
         return Err("its digest does not match its bytes".into());
     }
     bytes.truncate(body_len);
-    let rest = bytes
-        .strip_prefix(MAGIC)
-        .ok_or("it does not start with thinkledger-snapshot/1")?;
-    let newline = rest
-        .iter()
-        .position(|b| *b == b'\n')
-        .ok_or("it has no header line")?;
-    let header: Header = serde_json::from_slice(&rest[..newline])
-        .map_err(|e| format!("its header does not parse: {e}"))?;
+    let (header, body) = header_of(&bytes)?;
     if header.ledger_id != ledger_id {
         return Err(format!(
             "it was saved by ledger {}, not this one ({ledger_id})",
@@ -300,7 +298,6 @@ pub(crate) fn decode(
             header.state_version
         ));
     }
-    let body = &rest[newline + 1..];
     let sizes = [header.tree_bytes, header.erased_bytes, header.state_bytes];
     let total = sizes
         .iter()

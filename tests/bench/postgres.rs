@@ -243,23 +243,9 @@ async fn load(urls: &[String], logs: &[PathBuf], clients: usize, duration: Durat
     )
 }
 
-/// `thinkledger verify --json` of the embedded ledger in `data_dir`, asserted intact.
-fn verify_json(data_dir: &Path) -> Value {
-    let output = Command::new(common::server_binary())
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(["verify", "--json"])
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run verify");
-    let report: Value = serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("verify printed no JSON ({e}): {output:?}"));
-    assert!(output.status.success(), "verify failed: {report}");
-    report
-}
-
-/// `thinkledger verify --json` of a ledger: asserts it intact with `events` events.
-fn assert_verified(data_dir: &Path, store: Option<&str>, events: u64) -> Value {
+/// `thinkledger verify --json` of the ledger in `data_dir` (on `store` when given): asserts it
+/// intact, and returns its report.
+fn verify_json(data_dir: &Path, store: Option<&str>) -> Value {
     let mut command = Command::new(common::server_binary());
     command.arg("--data-dir").arg(data_dir);
     if let Some(url) = store {
@@ -274,6 +260,12 @@ fn assert_verified(data_dir: &Path, store: Option<&str>, events: u64) -> Value {
         .unwrap_or_else(|e| panic!("verify printed no JSON ({e}): {output:?}"));
     assert!(output.status.success(), "verify failed: {report}");
     assert_eq!(report["problems"], json!([]), "{report}");
+    report
+}
+
+/// [`verify_json`], asserting `events` events.
+fn assert_verified(data_dir: &Path, store: Option<&str>, events: u64) -> Value {
+    let report = verify_json(data_dir, store);
     assert_eq!(report["events"], events, "{report}");
     report
 }
@@ -505,25 +497,7 @@ fn first_call(data_dir: &Path, url: &str, expected_seq: u64) -> (Duration, Strin
     let spawned = Instant::now();
     let mut client = StdioClient::spawn_command(command, &log);
     client.initialize();
-    loop {
-        let (id, bytes) = client.request(
-            "tools/call",
-            json!({"name": "sequentialthinking", "arguments": common::thought_args(1, 1)}),
-        );
-        let (response, _) = client.round_trip(id, &bytes);
-        let text = response["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("");
-        if response["result"]["isError"] == json!(true) && text.contains("ledger_opening") {
-            continue;
-        }
-        assert_eq!(
-            response["result"]["structuredContent"]["seq"].as_u64(),
-            Some(expected_seq),
-            "first call failed: {response}"
-        );
-        break;
-    }
+    client.first_thought(expected_seq);
     let took = spawned.elapsed();
     let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| client.finish()));
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
@@ -563,7 +537,7 @@ fn part_start(pg: &PgServer, full: bool) {
                 .status()
                 .expect("run cp");
             assert!(status.success(), "copy {kept:?}");
-            let report = verify_json(&source);
+            let report = verify_json(&source, None);
             let events = report["events"]
                 .as_u64()
                 .expect("events in verify's report");

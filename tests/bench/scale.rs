@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use common::stdio::StdioClient;
 use common::{across, rate, record_thoughts};
-use serde_json::json;
 use thinkledger::ledger::Store;
 use thinkledger::server;
 
@@ -74,29 +73,7 @@ fn start_once(data_dir: &Path, expected_seq: u64) -> Start {
     let mut client = StdioClient::spawn(data_dir);
     client.initialize();
     let initialize = spawned.elapsed();
-    // A ledger still opening after the server's wait (30 s) refuses the call with
-    // `ledger_opening`, recording nothing: send it again, as a client would.
-    let mut refused = 0;
-    loop {
-        let (id, bytes) = client.request(
-            "tools/call",
-            json!({"name": "sequentialthinking", "arguments": common::thought_args(1, 1)}),
-        );
-        let (response, _) = client.round_trip(id, &bytes);
-        let text = response["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("");
-        if response["result"]["isError"] == json!(true) && text.contains("ledger_opening") {
-            refused += 1;
-            continue;
-        }
-        assert_eq!(
-            response["result"]["structuredContent"]["seq"].as_u64(),
-            Some(expected_seq),
-            "first call failed: {response}"
-        );
-        break;
-    }
+    let refused = client.first_thought(expected_seq);
     let first_call = spawned.elapsed();
     let pid = client.child.id();
     let (rss_mb, peak_rss_mb) = (status_mb(pid, "VmRSS:"), status_mb(pid, "VmHWM:"));

@@ -120,6 +120,33 @@ impl StdioClient {
         took
     }
 
+    /// A new session's first thought on a server just started, sent again while the ledger is
+    /// still opening (refused with `ledger_opening` after the server's wait, recording nothing),
+    /// as a client would; checks it became event `expected_seq`. Returns how often it was refused.
+    pub fn first_thought(&mut self, expected_seq: u64) -> u32 {
+        let mut refused = 0;
+        loop {
+            let (id, bytes) = self.request(
+                "tools/call",
+                json!({"name": "sequentialthinking", "arguments": super::thought_args(1, 1)}),
+            );
+            let (response, _) = self.round_trip(id, &bytes);
+            let text = response["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("");
+            if response["result"]["isError"] == json!(true) && text.contains("ledger_opening") {
+                refused += 1;
+                continue;
+            }
+            assert_eq!(
+                response["result"]["structuredContent"]["seq"].as_u64(),
+                Some(expected_seq),
+                "first call failed: {response}"
+            );
+            return refused;
+        }
+    }
+
     /// One timed `sequentialthinking` call that succeeded, and its response (any server).
     pub fn timed_thought(&mut self, number: u32, total: u32) -> (Duration, Value) {
         let (id, bytes) = self.request(
