@@ -13,6 +13,7 @@
 //! Owns: the eight tools' arguments, answers and rules. Must not know any other family.
 
 mod appraisal;
+mod argues;
 pub mod argument;
 mod argument_words;
 pub mod bias;
