@@ -1,4 +1,4 @@
-//! `thinkledger.cognition.argues/1`: whether a passage argues at all — a binary logistic
+//! `thinkledger.cognition.argues/2`: whether a passage argues at all — a binary logistic
 //! regression over reader/2's inputs and the passage's discourse ([`discourse`]: how much of it
 //! asks, instructs, greets, narrates or reports, and how much of it concludes, gives reasons,
 //! prescribes, judges or predicts). It decides one thing, the neutral answer of
@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use super::reader::{self, Weights};
 
 /// The model's name and version, as answers and the evaluation name it.
-pub const RULES: &str = "thinkledger.cognition.argues/1";
+pub const RULES: &str = "thinkledger.cognition.argues/2";
 
 /// Words that mark a conclusion drawn.
 const CONCLUDE: &[&str] = &[

@@ -76,7 +76,7 @@ const DEV_SETS: [(&str, &str); 6] = [
     ),
 ];
 
-/// One labelled passage: its class index, text and inputs (argues/1's: reader/2 takes the
+/// One labelled passage: its class index, text and inputs (argues/2's: reader/2 takes the
 /// first 79).
 struct Example {
     class: usize,
@@ -501,19 +501,20 @@ fn fifth_held_out_set_once() {
     );
 }
 
-/// argues/1's settings (chosen by leave-one-set-out cross-validation, docs/cognition.md).
+/// argues/2's settings (chosen by leave-one-set-out cross-validation, docs/cognition.md).
 const ARGUES: Settings = Settings {
     columns: 79 + argues::DISCOURSE.len(),
     epochs: 400,
     rate: 0.5,
-    l2: 0.3,
+    l2: 0.1,
     flag_at: 0.0,
     neutral_at: 0.75,
     margin: 0.0,
 };
 
-/// argues/1's development sets: reader/2's six, the fifth held-out set (development data since
-/// its one run), and dev3 (passages with and without an argument, written to train on).
+/// argues/2's development sets: reader/2's six, the fifth and sixth held-out sets (development
+/// data since their one runs), and dev3 and dev4 (passages with and without an argument,
+/// written to train on).
 fn argues_sets() -> Vec<(String, Vec<Example>)> {
     let mut sets = dev_sets();
     for (name, tsv) in [
@@ -525,13 +526,21 @@ fn argues_sets() -> Vec<(String, Vec<Example>)> {
             "reasoning_dev3.tsv",
             include_str!("../../../tests/cognition/reasoning_dev3.tsv"),
         ),
+        (
+            "reasoning_heldout6.tsv",
+            include_str!("../../../tests/cognition/reasoning_heldout6.tsv"),
+        ),
+        (
+            "reasoning_dev4.tsv",
+            include_str!("../../../tests/cognition/reasoning_dev4.tsv"),
+        ),
     ] {
         sets.push((name.to_owned(), examples(tsv)));
     }
     sets
 }
 
-/// argues/1 trained on `data`: "argues" (every class but no argument) against "argues nothing".
+/// argues/2 trained on `data`: "argues" (every class but no argument) against "argues nothing".
 fn train_argues(data: &[&Example], s: Settings) -> Weights {
     let rows: Vec<(usize, &[f64])> = data
         .iter()
@@ -539,13 +548,13 @@ fn train_argues(data: &[&Example], s: Settings) -> Weights {
         .collect();
     let about = format!(
         "binary logistic regression (argues, argues nothing), full-batch gradient descent from \
-         zero, {} epochs, rate {}, L2 {}, classes weighted alike, on the eight development sets",
+         zero, {} epochs, rate {}, L2 {}, classes weighted alike, on the ten development sets",
         s.epochs, s.rate, s.l2
     );
     fit(&rows, 2, s, about)
 }
 
-/// The answer with reader/2's findings and argues/1's neutral answer: neutral when argues/1
+/// The answer with reader/2's findings and argues/2's neutral answer: neutral when argues/2
 /// reads no argument and nothing was found.
 fn with_argues(e: &Example, w: &Weights) -> Answer {
     let reading = reader::read(&e.text).expect("the reader loads");
@@ -560,10 +569,10 @@ fn with_argues(e: &Example, w: &Weights) -> Answer {
 fn argues_leave_one_set_out() {
     let sets = argues_sets();
     let variants: Vec<Settings> = match std::env::var("READER_VARIANTS") {
-        Ok(_) => [0.1, 0.3, 0.5]
+        Ok(_) => [0.1, 0.3, 1.0]
             .iter()
             .flat_map(|&l2| {
-                [0.7, 0.75, 0.8].map(|neutral_at| Settings {
+                [0.6, 0.7, 0.75, 0.8, 0.85].map(|neutral_at| Settings {
                     l2,
                     neutral_at,
                     ..ARGUES
@@ -589,12 +598,12 @@ fn argues_leave_one_set_out() {
             let f = measure(&held, &|e| with_argues(e, &w));
             let reading = |e: &Example| reader::read(&e.text).expect("the reader loads");
             let b = measure(&held, &|e| with_reader(&e.text, &reading(e), false));
-            print(name, &format!("argues/1 {s:?}"), &f);
+            print(name, &format!("argues/2 {s:?}"), &f);
             add(&mut total, &f);
             add(&mut base, &b);
         }
-        print("all eight", "reader/2 findings", &base);
-        print("all eight", &format!("argues/1 {s:?}"), &total);
+        print("all ten", "reader/2 findings", &base);
+        print("all ten", &format!("argues/2 {s:?}"), &total);
         assert!(total.none > 0);
     }
 }
@@ -619,17 +628,17 @@ fn argues_weights_are_the_trainers() {
     );
 }
 
-/// The sixth held-out set (84 passages by a writer who read nothing of this project), run once
-/// after the decision rule in docs/cognition.md was committed: features/2's figures, reader/2's
-/// findings beside them, and those with argues/1's neutral answer. Figures only: no passage is
-/// printed.
+/// The seventh held-out set (84 passages by a writer who read nothing of this project), run
+/// once after the decision rule in docs/cognition.md was committed: features/2's figures,
+/// reader/2's findings beside them, and those with argues/2's neutral answer. Figures only: no
+/// passage is printed. (The sixth set's run, with argues/1, was this test at acf3307.)
 #[test]
-fn sixth_held_out_set_once() {
+fn seventh_held_out_set_once() {
     let held = examples(include_str!(
-        "../../../tests/cognition/reasoning_heldout6.tsv"
+        "../../../tests/cognition/reasoning_heldout7.tsv"
     ));
     let held: Vec<&Example> = held.iter().collect();
-    let name = "reasoning_heldout6.tsv";
+    let name = "reasoning_heldout7.tsv";
     print(
         name,
         "features/2",
@@ -642,10 +651,10 @@ fn sixth_held_out_set_once() {
         &measure(&held, &|e| with_reader(&e.text, &read(e), false)),
     );
     let w: Weights =
-        serde_json::from_str(include_str!("argues_weights.json")).expect("argues/1 loads");
+        serde_json::from_str(include_str!("argues_weights.json")).expect("argues/2 loads");
     print(
         name,
-        "reader/2 findings and argues/1 neutral",
+        "reader/2 findings and argues/2 neutral",
         &measure(&held, &|e| with_argues(e, &w)),
     );
 }
