@@ -691,6 +691,69 @@ async fn analyze_reasoning_names_a_false_dilemma_by_reader_2() {
     server.stop().await;
 }
 
+/// Issue 41: a text that argues nothing gets the neutral answer (argues/2), and an argument —
+/// sound or fallacious — does not.
+#[tokio::test]
+async fn analyze_reasoning_answers_neutrally_for_a_text_that_argues_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_provider = [("THINKLEDGER_MODEL_PROVIDER_URL", "")];
+    let server = StdioServer::start_with_env(dir.path(), &[], &no_provider).await;
+    let analyse = |text: &'static str| {
+        let server = &server;
+        async move {
+            let body = ok(&call(server, "analyze_reasoning", json!({"reasoning": text})).await);
+            envelope(&body, &["confidenceAssessor", "biasDetector"])
+        }
+    };
+    for text in [
+        "The sky is blue.",
+        "Does anyone know if the pool is open on Sundays? I'd like to take the kids.",
+        "The meeting is at 3pm in room 4.",
+    ] {
+        let data = analyse(text).await;
+        for measure in [
+            "coherence",
+            "completeness",
+            "logicalValidity",
+            "evidenceSupport",
+        ] {
+            assert_eq!(data["quality"][measure], 0.5, "{text}: {data}");
+        }
+        assert_eq!(data["strengths"], json!([]), "{text}: {data}");
+        assert_eq!(data["weaknesses"], json!([]), "{text}: {data}");
+        assert!(
+            data["recommendations"][0]
+                .as_str()
+                .is_some_and(|r| r.starts_with("No argument to assess")),
+            "{text}: {data}"
+        );
+        assert!(
+            data["provenance"]["rules"]
+                .as_str()
+                .is_some_and(|r| r.contains("thinkledger.cognition.argues/2")),
+            "{text}: {data}"
+        );
+    }
+    for text in [
+        "We should move the release to Monday: two of the five blockers are still open and QA \
+         needs two days to retest.",
+        "The sky is blue because it is blue.",
+    ] {
+        let data = analyse(text).await;
+        assert!(
+            !data["recommendations"]
+                .to_string()
+                .contains("No argument to assess"),
+            "{text}: {data}"
+        );
+        assert!(
+            !data["provenance"]["rules"].to_string().contains("argues/2"),
+            "{text}: {data}"
+        );
+    }
+    server.stop().await;
+}
+
 async fn model_call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be a JSON object")

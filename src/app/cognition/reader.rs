@@ -10,8 +10,9 @@
 //! leave-one-set-out cross-validation against extra findings on sound passages. **Adopted for
 //! its findings** by the fifth held-out set's one run (13/32 of the four fallacies the rules do
 //! not name, no sound passage flagged; docs/cognition.md): `analyze_reasoning` adds
-//! [`finding`] beside features/2's and [`lowered`] its measure. The neutral answer for text
-//! without an argument ([`no_argument`], test-only) was not adopted (2/12 on that run).
+//! [`finding`] beside features/2's and [`lowered`] its measure. Its own neutral answer for text
+//! without an argument ([`no_argument`], test-only) was not adopted (2/12 on that run): that
+//! question is argues/2's ([`super::argues`]).
 //!
 //! Pure: a static embedding is a table lookup compiled into the binary, the weights are
 //! compiled in too, so a reading is a function of the text and re-execution gives the same
