@@ -80,6 +80,18 @@ pub trait SessionLog: Send + Sync {
     fn session_seqs(&self, session: &SessionId) -> Result<Vec<u64>, LedgerError>;
     /// The stored canonical bytes of the event at `seq`.
     fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, LedgerError>;
+    /// The stored bytes of the events `first..=last` there are, ascending by seq. A store that
+    /// reads a range in one round trip overrides this (the Merkle tree reads its dropped leaves
+    /// a block at a time: a start checks every signed checkpoint that way).
+    fn events_bytes(&self, first: u64, last: u64) -> Result<Vec<(u64, Vec<u8>)>, LedgerError> {
+        let mut found = Vec::new();
+        for seq in first..=last {
+            if let Some(bytes) = self.event_bytes(seq)? {
+                found.push((seq, bytes));
+            }
+        }
+        Ok(found)
+    }
     /// The text behind a commitment; `None` when it was erased or never stored.
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError>;
 }

@@ -1,8 +1,8 @@
 //! [`PgReads`]: the log read beside the writer by any thread (the [`SessionLog`] a server folds a
 //! session's body from, and the Merkle tree reads its dropped leaves from), one query a read
-//! on the store's pool, each statement prepared once per pooled connection (a start from a
-//! snapshot reads thousands of leaves to check the signed checkpoints: preparing each read
-//! doubled its round trips). It reads what is committed: a batch's own events are had from the
+//! on the store's pool, each statement prepared once per pooled connection. A start from a
+//! snapshot checks every signed checkpoint against leaves read back from here, so round trips
+//! are what it costs: a block of leaves is one ranged query, and no read is prepared twice. It reads what is committed: a batch's own events are had from the
 //! writer's state until its commit (docs/invariants.md, "A session's body is what its own events
 //! fold to").
 //!
@@ -50,6 +50,24 @@ impl SessionLog for PgReads {
                 .query_opt(&statement, &[&seq])
                 .await?
                 .map(|row| row.get(0)))
+        })
+    }
+
+    fn events_bytes(&self, first: u64, last: u64) -> Result<Vec<(u64, Vec<u8>)>, LedgerError> {
+        let (first, last) = (seq_param(first)?, seq_param(last)?);
+        self.conn.run(move |client| async move {
+            let statement = client
+                .prepare_cached(
+                    "SELECT seq, bytes FROM thinkledger_events \
+                     WHERE seq BETWEEN $1 AND $2 ORDER BY seq",
+                )
+                .await?;
+            Ok(client
+                .query(&statement, &[&first, &last])
+                .await?
+                .into_iter()
+                .map(|r| (r.get::<_, i64>(0).unsigned_abs(), r.get(1)))
+                .collect())
         })
     }
 

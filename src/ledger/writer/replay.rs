@@ -324,19 +324,29 @@ impl LogLeaves {
     }
 
     fn read(&self, start: u64, end: u64) -> Result<Vec<NodeHash>, String> {
-        (start + 1..=end)
-            .map(|seq| {
-                let bytes = self
-                    .log
-                    .event_bytes(seq)
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| format!("event {seq} is not in the log"))?;
-                let hash: EventHash = serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("event {seq} does not parse: {e}"))?;
-                let data = leaf_data(&hash.hash).map_err(|e| e.to_string())?;
-                Ok(Blake3Hasher.hash_leaf(&data))
-            })
-            .collect()
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        let events = self
+            .log
+            .events_bytes(start + 1, end)
+            .map_err(|e| e.to_string())?;
+        let mut expected = start + 1;
+        let mut leaves = Vec::with_capacity(events.len());
+        for (seq, bytes) in events {
+            if seq != expected {
+                return Err(format!("event {expected} is not in the log"));
+            }
+            let hash: EventHash = serde_json::from_slice(&bytes)
+                .map_err(|e| format!("event {seq} does not parse: {e}"))?;
+            let data = leaf_data(&hash.hash).map_err(|e| e.to_string())?;
+            leaves.push(Blake3Hasher.hash_leaf(&data));
+            expected += 1;
+        }
+        if expected <= end {
+            return Err(format!("event {expected} is not in the log"));
+        }
+        Ok(leaves)
     }
 }
 
