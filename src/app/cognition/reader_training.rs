@@ -443,14 +443,6 @@ fn reader_weights_are_the_trainers() {
     let sets = dev_sets();
     let all: Vec<&Example> = sets.iter().flat_map(|(_, e)| e.iter()).collect();
     let w = train(&all, SETTINGS);
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/src/app/cognition/reader_weights.json"
-    );
-    if std::env::var("UPDATE_READER").is_ok() {
-        let text = serde_json::to_string_pretty(&w).expect("serialises");
-        std::fs::write(path, text + "\n").expect("writes the weights");
-    }
     assert_committed(
         &w,
         include_str!("reader_weights.json"),
@@ -458,8 +450,14 @@ fn reader_weights_are_the_trainers() {
     );
 }
 
-/// `committed` (a weights file's text) is what the trainer made, `w`.
+/// `committed` (the text of `file`, beside this module) is what the trainer made, `w`; with
+/// `UPDATE_READER` set, `file` is rewritten with `w` first.
 fn assert_committed(w: &Weights, committed: &str, file: &str) {
+    if std::env::var("UPDATE_READER").is_ok() {
+        let path = format!("{}/src/app/cognition/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = serde_json::to_string_pretty(w).expect("serialises");
+        std::fs::write(path, text + "\n").expect("writes the weights");
+    }
     let committed: Weights = serde_json::from_str(committed).expect("parses");
     assert_eq!(committed.columns, w.columns);
     assert_eq!(committed.trained, w.trained);
@@ -478,27 +476,35 @@ fn assert_committed(w: &Weights, committed: &str, file: &str) {
 /// passage is printed.
 #[test]
 fn fifth_held_out_set_once() {
-    let held = examples(include_str!(
-        "../../../tests/cognition/reasoning_heldout5.tsv"
-    ));
+    held_out_once(
+        "reasoning_heldout5.tsv",
+        include_str!("../../../tests/cognition/reasoning_heldout5.tsv"),
+        "reader/2 findings and neutral",
+        &|e| with_reader(&e.text, &read(e), true),
+    );
+}
+
+/// What reader/2 reads in `e`.
+fn read(e: &Example) -> Reading {
+    reader::read(&e.text).expect("the reader loads")
+}
+
+/// One held-out set's run: features/2's figures, reader/2's findings beside them, and the
+/// answers of `neutral` (named `who`). Figures only: no passage is printed.
+fn held_out_once(name: &str, tsv: &str, who: &str, neutral: &dyn Fn(&Example) -> Answer) {
+    let held = examples(tsv);
     let held: Vec<&Example> = held.iter().collect();
-    let name = "reasoning_heldout5.tsv";
     print(
         name,
         "features/2",
         &measure(&held, &|e| features2_alone(&e.text)),
     );
-    let read = |e: &Example| reader::read(&e.text).expect("the reader loads");
     print(
         name,
         "reader/2 findings",
         &measure(&held, &|e| with_reader(&e.text, &read(e), false)),
     );
-    print(
-        name,
-        "reader/2 findings and neutral",
-        &measure(&held, &|e| with_reader(&e.text, &read(e), true)),
-    );
+    print(name, who, &measure(&held, neutral));
 }
 
 /// argues/2's settings (chosen by leave-one-set-out cross-validation, docs/cognition.md).
@@ -557,8 +563,7 @@ fn train_argues(data: &[&Example], s: Settings) -> Weights {
 /// The answer with reader/2's findings and argues/2's neutral answer: neutral when argues/2
 /// reads no argument and nothing was found.
 fn with_argues(e: &Example, w: &Weights) -> Answer {
-    let reading = reader::read(&e.text).expect("the reader loads");
-    let (score, found, added) = with_reader(&e.text, &reading, false);
+    let (score, found, added) = with_reader(&e.text, &read(e), false);
     if found.is_empty() && argues::no_argument_probability(w, &e.inputs) >= w.neutral_at {
         return (None, found, added);
     }
@@ -596,8 +601,7 @@ fn argues_leave_one_set_out() {
             };
             let held: Vec<&Example> = held.iter().collect();
             let f = measure(&held, &|e| with_argues(e, &w));
-            let reading = |e: &Example| reader::read(&e.text).expect("the reader loads");
-            let b = measure(&held, &|e| with_reader(&e.text, &reading(e), false));
+            let b = measure(&held, &|e| with_reader(&e.text, &read(e), false));
             print(name, &format!("argues/2 {s:?}"), &f);
             add(&mut total, &f);
             add(&mut base, &b);
@@ -613,14 +617,6 @@ fn argues_weights_are_the_trainers() {
     let sets = argues_sets();
     let all: Vec<&Example> = sets.iter().flat_map(|(_, e)| e.iter()).collect();
     let w = train_argues(&all, ARGUES);
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/src/app/cognition/argues_weights.json"
-    );
-    if std::env::var("UPDATE_READER").is_ok() {
-        let text = serde_json::to_string_pretty(&w).expect("serialises");
-        std::fs::write(path, text + "\n").expect("writes the weights");
-    }
     assert_committed(
         &w,
         include_str!("argues_weights.json"),
@@ -634,27 +630,12 @@ fn argues_weights_are_the_trainers() {
 /// passage is printed. (The sixth set's run, with argues/1, was this test at acf3307.)
 #[test]
 fn seventh_held_out_set_once() {
-    let held = examples(include_str!(
-        "../../../tests/cognition/reasoning_heldout7.tsv"
-    ));
-    let held: Vec<&Example> = held.iter().collect();
-    let name = "reasoning_heldout7.tsv";
-    print(
-        name,
-        "features/2",
-        &measure(&held, &|e| features2_alone(&e.text)),
-    );
-    let read = |e: &Example| reader::read(&e.text).expect("the reader loads");
-    print(
-        name,
-        "reader/2 findings",
-        &measure(&held, &|e| with_reader(&e.text, &read(e), false)),
-    );
     let w: Weights =
         serde_json::from_str(include_str!("argues_weights.json")).expect("argues/2 loads");
-    print(
-        name,
+    held_out_once(
+        "reasoning_heldout7.tsv",
+        include_str!("../../../tests/cognition/reasoning_heldout7.tsv"),
         "reader/2 findings and argues/2 neutral",
-        &measure(&held, &|e| with_argues(e, &w)),
+        &|e| with_argues(e, &w),
     );
 }
