@@ -141,23 +141,15 @@ pub(super) fn discourse(text: &str) -> [f64; DISCOURSE.len()] {
         .collect();
     let n = sentences.len().max(1) as f64;
     let ends = |c: char| sentences.iter().filter(|s| s.ends_with(c)).count() as f64 / n;
-    let words: Vec<String> = text
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase().replace('’', "'"))
-        .collect();
+    let words = words_of(text);
     let w = words.len().max(1) as f64;
     let of = |list: &[&str]| words.iter().filter(|x| list.contains(&x.as_str())).count() as f64;
     let instructions = sentences
         .iter()
         .filter(|s| {
-            let first = s
-                .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-                .find(|x| !x.is_empty())
-                .unwrap_or("")
-                .to_lowercase()
-                .replace('’', "'");
-            INSTRUCT.contains(&first.as_str())
+            words_of(s)
+                .first()
+                .is_some_and(|first| INSTRUCT.contains(&first.as_str()))
         })
         .count() as f64;
     let numbers = words
@@ -189,6 +181,14 @@ pub(super) fn discourse(text: &str) -> [f64; DISCOURSE.len()] {
         past / w,
         w.ln(),
     ]
+}
+
+/// The words of `text`, lowercased, a typographic apostrophe made plain.
+fn words_of(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().replace('’', "'"))
+        .collect()
 }
 
 /// reader/2's inputs, then the passage's [`discourse`]; `None` when the embedding did not load.
