@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::common::{Client, HttpServer, call, cli, ok, read_json, receipt, think, within};
 use crate::pg_server::PgServer;
+use crate::postgres::on;
 
 /// Thoughts recorded through the first node.
 const THOUGHTS: u32 = 12;
@@ -126,7 +127,7 @@ async fn a_node_opens_from_the_snapshot_another_node_saved_and_answers_as_a_repl
     );
 
     // A one-shot command opens from the snapshot too, and sees the same session.
-    let listed = cli(&first, &["--store", &url, "sessions", "--json"]).await;
+    let listed = on(&first, &url, &["sessions", "--json"]).await;
     assert!(listed.status.success(), "{listed:?}");
     assert!(listed.stdout.contains(&session), "{}", listed.stdout);
 
@@ -134,9 +135,9 @@ async fn a_node_opens_from_the_snapshot_another_node_saved_and_answers_as_a_repl
     // back from the database a block at a time, and the export verifies offline.
     let file = root.path().join("session.audit.json");
     let path = file.to_str().expect("UTF-8 path");
-    let audit = cli(&first, &["--store", &url, "audit", &session, "-o", path]).await;
+    let audit = on(&first, &url, &["audit", &session, "-o", path]).await;
     assert!(audit.status.success(), "{audit:?}");
-    let key = cli(&first, &["--store", &url, "key"]).await;
+    let key = on(&first, &url, &["key"]).await;
     assert!(key.status.success(), "{key:?}");
     let checked = cli(
         &first,
@@ -214,17 +215,10 @@ async fn an_erasure_through_one_node_leaves_no_older_snapshot_for_any_node() {
     let (session, last, _) = record_and_stop(&first, &url).await;
     let count = |sql: &str| pg.psql("erasure", sql);
     assert_eq!(count("SELECT count(*) FROM thinkledger_snapshots"), "1");
-    let erased = cli(
+    let erased = on(
         &first,
-        &[
-            "--store",
-            &url,
-            "erase",
-            "--session",
-            &session,
-            "--reason",
-            "test",
-        ],
+        &url,
+        &["erase", "--session", &session, "--reason", "test"],
     )
     .await;
     assert!(erased.status.success(), "{erased:?}");

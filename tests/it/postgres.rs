@@ -20,7 +20,7 @@ use crate::common::{BIN, Client, HttpServer, call, cli, holds, ok, receipt, with
 use crate::pg_server::PgServer;
 
 /// `thinkledger --data-dir DIR --store URL ARGS…`, to completion.
-async fn on(data_dir: &Path, url: &str, args: &[&str]) -> crate::common::CliRun {
+pub(crate) async fn on(data_dir: &Path, url: &str, args: &[&str]) -> crate::common::CliRun {
     let mut all = vec!["--store", url];
     all.extend_from_slice(args);
     cli(data_dir, &all).await

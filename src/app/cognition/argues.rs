@@ -192,7 +192,7 @@ fn words_of(text: &str) -> Vec<String> {
 }
 
 /// reader/2's inputs, then the passage's [`discourse`]; `None` when the embedding did not load.
-pub(super) fn inputs(text: &str) -> Option<Vec<f64>> {
+pub fn inputs(text: &str) -> Option<Vec<f64>> {
     let mut out = reader::inputs(text)?;
     out.extend(discourse(text));
     Some(out)
@@ -210,11 +210,11 @@ pub(super) fn no_argument_probability(w: &Weights, inputs: &[f64]) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Whether `text` argues nothing, by the weights' `neutral_at`; `None` when the embedding or
-/// the weights did not load (then the answer is never neutral).
-pub fn argues_nothing(text: &str) -> Option<(bool, f64)> {
+/// Whether the passage of `inputs` ([`inputs`]) argues nothing, by the weights' `neutral_at`,
+/// and the probability; `None` when the weights did not load (then the answer is never neutral).
+pub fn argues_nothing(inputs: &[f64]) -> Option<(bool, f64)> {
     let w = WEIGHTS.as_ref()?;
-    let p = no_argument_probability(w, &inputs(text)?);
+    let p = no_argument_probability(w, inputs);
     Some((p >= w.neutral_at, p))
 }
 
@@ -246,7 +246,8 @@ mod tests {
         assert_eq!(w.columns, x.len());
         assert_eq!(w.bias.len(), 2);
         assert!(w.weights.iter().all(|r| r.len() == w.columns));
-        let (_, p) = argues_nothing("Is the bus running late today?").expect("reads");
+        let x = inputs("Is the bus running late today?").expect("embeds");
+        let (_, p) = argues_nothing(&x).expect("reads");
         assert!((0.0..=1.0).contains(&p));
     }
 }

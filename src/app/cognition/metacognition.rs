@@ -393,21 +393,26 @@ fn recorded_findings(a: &argument::Assessment, read: Option<&Read>) -> serde_jso
 /// A fallacy reader/2 adds, its reading, and the passage's length in bytes.
 type Read = (argument::Fallacy, Reading, usize);
 
-/// reader/2's finding on `text`, when it reads a fallacy features/2 has not found.
-fn read_finding(text: &str, a: &argument::Assessment) -> Option<Read> {
-    let reading = reader::read(text)?;
+/// reader/2's finding on `text`, when it reads a fallacy features/2 has not found. `inputs`
+/// are argues/2's ([`argues::inputs`]: reader/2's, then more), made once for both readers.
+fn read_finding(text: &str, inputs: Option<&[f64]>, a: &argument::Assessment) -> Option<Read> {
+    let reading = reader::read_inputs(inputs?)?;
     let found: Vec<argument::Fallacy> = features2::taken(a).iter().map(|f| f.fallacy).collect();
     let fallacy = reader::finding(&reading, &found)?;
     Some((fallacy, reading, text.len()))
 }
 
-/// argues/2's probability that `text` argues nothing, when it reads so and nothing was found
-/// (neither the rules' findings nor reader/2's): the answer is then neutral.
-fn argues_nothing(text: &str, a: &argument::Assessment, read: Option<&Read>) -> Option<f64> {
+/// argues/2's probability that the passage of `inputs` argues nothing, when it reads so and
+/// nothing was found (neither the rules' findings nor reader/2's): the answer is then neutral.
+fn argues_nothing(
+    inputs: Option<&[f64]>,
+    a: &argument::Assessment,
+    read: Option<&Read>,
+) -> Option<f64> {
     if read.is_some() || !features2::taken(a).is_empty() {
         return None;
     }
-    argues::argues_nothing(text).and_then(|(nothing, p)| nothing.then_some(p))
+    argues::argues_nothing(inputs?).and_then(|(nothing, p)| nothing.then_some(p))
 }
 
 /// The neutral answer for a text that argues nothing: the four measures at 0.5, no strength or
@@ -480,7 +485,8 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     let x = features::count(&args.reasoning, &[], args.context.as_deref());
     let d = features::dimensions(&x);
     let assessment = argument::assess(&args.reasoning);
-    let read = read_finding(&args.reasoning, &assessment);
+    let inputs = argues::inputs(&args.reasoning);
+    let read = read_finding(&args.reasoning, inputs.as_deref(), &assessment);
     let mut quality = features2::quality(&args.reasoning, &x, &d, &assessment);
     if let Some((_, reading, _)) = &read {
         let found: Vec<argument::Fallacy> = features2::taken(&assessment)
@@ -491,7 +497,7 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
     }
     let mut judged = features2::judge(&x, &quality, &assessment);
     judge_read(read.as_ref(), &mut judged.1, &mut judged.2);
-    let nothing = argues_nothing(&args.reasoning, &assessment, read.as_ref());
+    let nothing = argues_nothing(inputs.as_deref(), &assessment, read.as_ref());
     if let Some(p) = nothing {
         neutral(p, &mut quality, &mut judged);
     }
@@ -584,31 +590,40 @@ pub(super) fn decide_analysis(call: &mut Call<'_>) -> Outcome {
 mod tests {
     use super::*;
 
+    /// [`read_finding`] with the inputs made from `text`.
+    fn finding(text: &str, a: &argument::Assessment) -> Option<Read> {
+        read_finding(text, argues::inputs(text).as_deref(), a)
+    }
+
     #[test]
     fn reader_2_adds_a_development_false_dilemma_and_spares_the_fixtures_passage() {
         let text = "Either we ship the feature this week or the company goes bankrupt.";
         let a = argument::assess(text);
-        let (fallacy, reading, len) = read_finding(text, &a).expect("reader/2 reads a fallacy");
+        let (fallacy, reading, len) = finding(text, &a).expect("reader/2 reads a fallacy");
         assert_eq!(fallacy, argument::Fallacy::FalseDilemma, "{reading:?}");
         assert_eq!(len, text.len());
-        let recorded = recorded_findings(&a, read_finding(text, &a).as_ref());
+        let recorded = recorded_findings(&a, finding(text, &a).as_ref());
         assert_eq!(
             recorded["findings"][0]["type"], "false_dilemma",
             "{recorded}"
         );
         let fixture = "Based on our analysis, the proposed solution is optimal because it \
                        addresses all requirements while minimizing costs";
-        assert_eq!(read_finding(fixture, &argument::assess(fixture)), None);
+        assert_eq!(finding(fixture, &argument::assess(fixture)), None);
     }
 
     #[test]
     fn argues_2_answers_neutrally_only_where_nothing_was_found() {
         let none = "The meeting is at 3pm in room 4.";
         let a = argument::assess(none);
-        assert!(argues_nothing(none, &a, read_finding(none, &a).as_ref()).is_some());
+        let x = argues::inputs(none);
+        assert!(argues_nothing(x.as_deref(), &a, finding(none, &a).as_ref()).is_some());
         let circular = "The sky is blue because it is blue.";
         let a = argument::assess(circular);
         assert!(!features2::taken(&a).is_empty());
-        assert_eq!(argues_nothing(circular, &a, None), None);
+        assert_eq!(
+            argues_nothing(argues::inputs(circular).as_deref(), &a, None),
+            None
+        );
     }
 }

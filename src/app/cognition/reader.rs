@@ -184,8 +184,13 @@ pub(super) fn classify(w: &Weights, inputs: &[f64]) -> Reading {
 /// What the reader makes of `text`; `None` when the embedding model or the weights did not
 /// load.
 pub fn read(text: &str) -> Option<Reading> {
-    let w = WEIGHTS.as_ref()?;
-    Some(classify(w, &inputs(text)?))
+    read_inputs(&inputs(text)?)
+}
+
+/// What the reader makes of a passage's [`inputs`] (or a longer row that begins with them);
+/// `None` when the weights did not load.
+pub fn read_inputs(inputs: &[f64]) -> Option<Reading> {
+    Some(classify(WEIGHTS.as_ref()?, inputs))
 }
 
 /// The fallacy `reading` adds as a finding: its class when that is a fallacy read with at
