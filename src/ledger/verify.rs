@@ -6,9 +6,13 @@
 //! event says about itself is checked in parallel (`event_check`); what spans events
 //! is checked here, in seq order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Mutex, mpsc};
 
+// Keyed by commitments read from the log: seeded, so a crafted ledger cannot pick collisions,
+// and several times cheaper than SipHash on 32-byte keys (two million of them at a million
+// events).
+use foldhash::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -224,11 +228,12 @@ fn check_against_tree(
 
 /// [`verify_with_checkpoints`], calling `progress(events read, last seq)` as it goes.
 ///
-/// One pass, the calling thread reading and one worker per core checking. The stored texts are
-/// read first, in file order, and handed to the workers to re-hash; then the events are read in
-/// seq order and handed over in batches, each worker parsing, canonicalizing and hashing them
-/// ([`check_event`]). Their results are put back in seq order for the checks that span events
-/// (gaps, links, the tree); text references are judged once every text's status is in. Queues
+/// One pass, the calling thread reading and one worker per core checking. The events are read
+/// in seq order and handed over in batches, each worker parsing, canonicalizing and hashing
+/// them ([`check_event`]); then the stored texts, asked for first so that the store can find
+/// them meanwhile, are read in file order and handed to the workers to re-hash. The events'
+/// results are put back in seq order for the checks that span events (gaps, links, the tree);
+/// text references are judged once every text's status is in. Queues
 /// are bounded, so memory does not grow with the ledger beyond the text statuses, the text
 /// references and the Merkle leaves.
 pub fn verify_with_progress<S: Store + ?Sized>(
@@ -255,8 +260,10 @@ pub fn verify_with_progress<S: Store + ?Sized>(
         drop(done_tx);
         let ledger_id = ledger_id.clone();
         let consumer = scope.spawn(move || fold_in_order(done_rx, ledger_id));
-        send_texts(texts, &work_tx);
+        // Events first: the store may still be walking its text index (see
+        // `Store::texts_in_file_order`), which the texts wait for.
         let read_error = send_events(store, &work_tx, progress, last);
+        send_texts(texts, &work_tx);
         drop(work_tx);
         let chain = consumer
             .join()
@@ -351,6 +358,9 @@ struct StoredTexts {
     /// Texts that could not be read, with why: the first referenced one stops verification,
     /// as reading it one by one would.
     errors: HashMap<[u8; 32], LedgerError>,
+    /// A failure that names no text (the zero commitment: a failed read or walk of the
+    /// index): it stops verification, since any text may be behind it.
+    unnamed: Option<LedgerError>,
 }
 
 impl StoredTexts {
@@ -359,6 +369,9 @@ impl StoredTexts {
             match status {
                 Ok(status) => {
                     self.status.insert(commitment, status);
+                }
+                Err(e) if commitment == [0; 32] => {
+                    self.unnamed.get_or_insert(e);
                 }
                 Err(e) => {
                     self.errors.insert(commitment, e);
@@ -416,7 +429,7 @@ impl Chain {
             texts: StoredTexts::default(),
             leaves: Some(Vec::new()),
             text_refs: Vec::new(),
-            erased: HashMap::new(),
+            erased: HashMap::default(),
             expected_seq: 1,
             prev_hash: chain::expected_prev_hash(1, None).map(str::to_owned),
         }
@@ -516,6 +529,9 @@ impl Chain {
     /// and the leaf hashes. Each text reference is judged here, in seq order: a problem it
     /// has lands after the other problems of its event, as if judged with the event.
     fn finish(mut self) -> Result<(VerifyReport, Option<Vec<NodeHash>>), LedgerError> {
+        if let Some(e) = self.texts.unnamed.take() {
+            return Err(e);
+        }
         let mut report = self.report;
         // Texts found missing, judged once every erasure is known; texts present, to flag
         // erased ones whose bytes are still on disk.
@@ -681,6 +697,14 @@ mod tests {
     fn edit(store: &mut MemStore, seq: u64, f: impl Fn(String) -> String) {
         let bytes = store.event_bytes(seq).unwrap().unwrap();
         store.tamper_event_bytes(seq, f(String::from_utf8(bytes).unwrap()).as_bytes());
+    }
+
+    #[test]
+    fn a_failure_naming_no_text_stops_verification() {
+        let mut chain = Chain::new(None);
+        let failed = LedgerError::Io(std::io::Error::other("walk failed"));
+        chain.texts.extend(vec![([0; 32], Err(failed))]);
+        assert!(chain.finish().is_err());
     }
 
     #[test]

@@ -109,4 +109,52 @@ fn main() {
         across(&rates, |v| format!("{v:.0}")),
         across(&secs, |s| format!("{s:.2}"))
     );
+    let log = ledger_dir.join("log.dat");
+    let disk: Vec<f64> = (0..runs).filter_map(|_| direct_read_secs(&log)).collect();
+    let cached: Vec<f64> = (0..runs).map(|_| cached_read_secs(&log)).collect();
+    // As rates, so that median (min–max) reads low to high.
+    let megabytes =
+        |secs: &[f64]| -> Vec<f64> { secs.iter().map(|s| log_file as f64 / s / 1e6).collect() };
+    let events_per_s =
+        |secs: &[f64]| -> Vec<f64> { secs.iter().map(|s| found as f64 / s).collect() };
+    let whole = |v: f64| format!("{v:.0}");
+    if disk.is_empty() {
+        println!("  disk:     unavailable (dd with iflag=direct did not run on this filesystem)");
+    } else {
+        println!(
+            "  disk:     log.dat read sequentially past the page cache (dd iflag=direct bs=1M): \
+             {} MB/s, as events {} events/s",
+            across(&megabytes(&disk), whole),
+            across(&events_per_s(&disk), whole)
+        );
+    }
+    println!(
+        "  cache:    log.dat read sequentially from the page cache (1 MiB reads): {} MB/s, \
+         as events {} events/s",
+        across(&megabytes(&cached), whole),
+        across(&events_per_s(&cached), whole)
+    );
+}
+
+/// Seconds `dd` takes to read `file` whole with `O_DIRECT` (the disk's own sequential read
+/// rate, whatever the page cache holds); `None` where the filesystem refuses direct reads.
+fn direct_read_secs(file: &std::path::Path) -> Option<f64> {
+    let started = Instant::now();
+    let status = std::process::Command::new("dd")
+        .arg(format!("if={}", file.display()))
+        .args(["of=/dev/null", "bs=1M", "iflag=direct", "status=none"])
+        .status()
+        .ok()?;
+    status.success().then(|| started.elapsed().as_secs_f64())
+}
+
+/// Seconds a plain sequential read of `file` in 1 MiB pieces takes (after the verify runs the
+/// file is in the page cache: what verify's own reading could reach at best).
+fn cached_read_secs(file: &std::path::Path) -> f64 {
+    use std::io::Read;
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut reader = std::fs::File::open(file).expect("open log.dat");
+    let started = Instant::now();
+    while reader.read(&mut buffer).expect("read log.dat") > 0 {}
+    started.elapsed().as_secs_f64()
 }

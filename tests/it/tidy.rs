@@ -56,6 +56,7 @@ fn each_dependency_stays_in_its_layer() {
     let rules: &[(&str, &[&str])] = &[
         ("sled::", &["ledger"]),
         ("blake3::", &["ledger", "model"]),
+        ("foldhash::", &["ledger"]),
         ("rmcp::", &["tools", "server", "agent"]),
         ("axum::", &["server"]),
         ("tantivy::", &["index"]),

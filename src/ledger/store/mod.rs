@@ -88,7 +88,9 @@ pub trait Store: Send + 'static {
     fn text(&self, commitment: &[u8; 32]) -> Result<Option<TextRecord>, LedgerError>;
     /// Every commitment the store indexes a text under, each with what [`Store::text`] gives
     /// for it, in the order the texts sit on disk: for whole-ledger passes (`verify`), which
-    /// would otherwise read them one at a time from scattered places.
+    /// would otherwise read them one at a time from scattered places. The store may start
+    /// the work at the call and finish it beside the caller's, so a pass should ask early and
+    /// read late. A failure that names no text is an item with the zero commitment.
     fn texts_in_file_order(&self) -> Result<TextIter<'_>, LedgerError>;
     /// Removes the texts and salts behind `commitments` from disk for good, durably, before
     /// returning. Commitments with no stored text are skipped.
