@@ -263,7 +263,9 @@ pub fn verify_with_progress<S: Store + ?Sized>(
         // Events first: the store may still be walking its text index (see
         // `Store::texts_in_file_order`), which the texts wait for.
         let read_error = send_events(store, &work_tx, progress, last);
-        send_texts(texts, &work_tx);
+        if read_error.is_none() {
+            send_texts(texts, &work_tx);
+        }
         drop(work_tx);
         let chain = consumer
             .join()
