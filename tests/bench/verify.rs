@@ -6,7 +6,8 @@
 //! The ledger is built once through the real writer (`common::record_thoughts`: 64 concurrent
 //! callers, sessions of 50 thoughts, durable), then verified RUNS times, each on a freshly
 //! opened store; the report gives events/s as the median with min–max, and the bytes per event
-//! the ledger takes on disk.
+//! the ledger takes on disk. Beside them, what reading `log.dat` whole costs: from the disk
+//! itself (`dd iflag=direct`, past the page cache) and from the page cache.
 //!
 //! `cargo bench --bench verify` (full run: 100,000 events, 5 runs); under `cargo test` a smoke
 //! run of 2,000 events and one run. Overrides: `VERIFY_BENCH_EVENTS` (events in the ledger),
